@@ -1,0 +1,221 @@
+"""One background event loop per process, so connections outlive notebook cells.
+
+Jupyter runs each cell in its own asyncio task, and the SDK's cancel scopes must be entered
+and exited by one task. So every connection is owned by a task on this loop, which lives in a
+named daemon thread. Public coroutines run here; their synchronous twins submit and wait
+(the design of anyio's blocking portal, which does the real work).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import functools
+import threading
+import weakref
+from collections.abc import Awaitable, Callable, Coroutine
+from concurrent.futures import Future
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
+
+import anyio
+import anyio.abc
+from anyio.from_thread import BlockingPortal
+
+P = ParamSpec("P")
+R = TypeVar("R")
+S = TypeVar("S")
+
+THREAD_NAME = "toolbench-loop"
+INTERRUPT_GRACE_S = 5.0
+"""After an interrupt, how long the sync face waits for the cancelled call to wind down."""
+SHUTDOWN_GRACE_S = 10.0
+"""At interpreter exit, how long closing every connection may take."""
+
+
+class Closable(Protocol):
+    async def aclose(self) -> None: ...
+
+
+class SharedLoop:
+    """The process's event loop thread; start it with :func:`get_loop`."""
+
+    def __init__(self) -> None:
+        self._ready = threading.Event()
+        self._portal: BlockingPortal | None = None
+        self._task_group: anyio.abc.TaskGroup | None = None
+        self._stop: anyio.Event | None = None
+        self._thread_id: int | None = None
+        self._closables: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._failure: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=THREAD_NAME, daemon=True)
+        self._thread.start()
+        if not self._ready.wait(30):
+            raise RuntimeError("toolbench's event loop thread did not start within 30 s")
+        if self._failure is not None:
+            raise RuntimeError("toolbench's event loop thread failed to start") from self._failure
+
+    def _run(self) -> None:
+        try:
+            anyio.run(self._main, backend="asyncio")
+        except BaseException as exc:  # the thread must never die silently before ready
+            self._failure = exc
+            self._ready.set()
+
+    async def _main(self) -> None:
+        self._thread_id = threading.get_ident()
+        self._stop = anyio.Event()
+        async with BlockingPortal() as portal, anyio.create_task_group() as task_group:
+            self._portal = portal
+            self._task_group = task_group
+            self._ready.set()
+            await self._stop.wait()
+            task_group.cancel_scope.cancel()
+
+    # -- where am I -------------------------------------------------------------------------
+    def in_loop_thread(self) -> bool:
+        return threading.get_ident() == self._thread_id
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive() and self._stop is not None and not self._stop.is_set()
+
+    def _portal_or_raise(self) -> BlockingPortal:
+        if self._portal is None or not self.alive:
+            raise RuntimeError("toolbench's event loop has shut down (interpreter exit?)")
+        return self._portal
+
+    # -- running work -----------------------------------------------------------------------
+    def run(self, fn: Callable[P, Awaitable[R]], *args: P.args, **kwargs: P.kwargs) -> R:
+        """Run ``fn`` on the loop and wait; an interrupt cancels it there and is re-raised."""
+        if self.in_loop_thread():
+            raise RuntimeError(
+                "a synchronous toolbench method was called from toolbench's own event loop, "
+                "where it would deadlock; await its async twin (the a-prefixed method) instead"
+            )
+        finished = threading.Event()
+        future = self._portal_or_raise().start_task_soon(
+            _signal_when_done, finished, functools.partial(fn, *args, **kwargs)
+        )
+        try:
+            return future.result()
+        except KeyboardInterrupt:
+            future.cancel()
+            finished.wait(INTERRUPT_GRACE_S)
+            raise
+
+    async def arun(self, fn: Callable[P, Awaitable[R]], *args: P.args, **kwargs: P.kwargs) -> R:
+        """Await ``fn`` on the loop from any event loop (Jupyter's own included)."""
+        if self.in_loop_thread():
+            return await fn(*args, **kwargs)
+        future: Future[R] = self._portal_or_raise().start_task_soon(
+            functools.partial(fn, *args, **kwargs)
+        )
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+
+    def submit(self, fn: Callable[[], Awaitable[R]]) -> Future[R]:
+        """Start ``fn`` on the loop without waiting (widgets use this to keep the kernel free)."""
+        return self._portal_or_raise().start_task_soon(fn)
+
+    async def start_background(
+        self, fn: Callable[..., Coroutine[Any, Any, Any]], name: str | None = None
+    ) -> Any:
+        """Start a long-lived task (a connection owner) that outlives the caller's task.
+
+        ``fn`` receives ``task_status=`` and reports readiness with ``task_status.started()``.
+        Must be awaited on the loop itself.
+        """
+        if not self.in_loop_thread() or self._task_group is None:
+            raise RuntimeError("start_background must be awaited on toolbench's event loop")
+        return await self._task_group.start(fn, name=name)
+
+    # -- shutdown ---------------------------------------------------------------------------
+    def track(self, closable: Closable) -> None:
+        """Close ``closable`` at interpreter exit if nobody closed it before."""
+        self._closables.add(closable)
+
+    def untrack(self, closable: Closable) -> None:
+        self._closables.discard(closable)
+
+    def shutdown(self) -> None:
+        """Close every tracked object, then stop the loop; bounded, and safe to call twice."""
+        if not self.alive or self.in_loop_thread():
+            return
+        pending = list(self._closables)
+        if pending:
+            # Exit must go on even if a close fails; children die with their pipes anyway.
+            with contextlib.suppress(Exception):
+                self.run(_close_all, pending)
+        portal = self._portal
+        stop = self._stop
+        if portal is not None and stop is not None:
+            with contextlib.suppress(Exception):
+                portal.call(stop.set)
+        self._thread.join(SHUTDOWN_GRACE_S)
+
+
+async def _signal_when_done(finished: threading.Event, fn: Callable[[], Awaitable[R]]) -> R:
+    try:
+        return await fn()
+    finally:
+        finished.set()
+
+
+async def _close_all(closables: list[Closable]) -> None:
+    with anyio.move_on_after(SHUTDOWN_GRACE_S):
+        async with anyio.create_task_group() as tg:
+            for closable in closables:
+                tg.start_soon(_close_quietly, closable)
+
+
+async def _close_quietly(closable: Closable) -> None:
+    with contextlib.suppress(Exception):
+        await closable.aclose()
+
+
+_loop: SharedLoop | None = None
+_loop_lock = threading.Lock()
+
+
+def get_loop() -> SharedLoop:
+    """The shared loop, started on first use (and again if a previous one was shut down)."""
+    global _loop
+    loop = _loop
+    if loop is not None and loop.alive:
+        return loop
+    with _loop_lock:
+        if _loop is None or not _loop.alive:
+            _loop = SharedLoop()
+            atexit.register(_loop.shutdown)
+        return _loop
+
+
+def twins(
+    core: Callable[Concatenate[S, P], Awaitable[R]],
+) -> tuple[
+    Callable[Concatenate[S, P], Coroutine[Any, Any, R]],
+    Callable[Concatenate[S, P], R],
+]:
+    """Make the public async face and its sync twin from one private coroutine method.
+
+    ``_call`` becomes ``acall`` (awaitable from any loop) and ``call`` (blocking); neither
+    holds logic of its own, so the two can never disagree.
+    """
+    public = core.__name__.lstrip("_")
+
+    @functools.wraps(core)
+    async def async_face(self: S, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await get_loop().arun(core, self, *args, **kwargs)
+
+    @functools.wraps(core)
+    def sync_face(self: S, *args: P.args, **kwargs: P.kwargs) -> R:
+        return get_loop().run(core, self, *args, **kwargs)
+
+    for face, name in ((async_face, "a" + public), (sync_face, public)):
+        face.__name__ = name
+        face.__qualname__ = core.__qualname__.rsplit(".", 1)[0] + "." + name
+    return async_face, sync_face
