@@ -207,15 +207,15 @@ def twins(
     """
     public = core.__name__.lstrip("_")
 
-    @functools.wraps(core)
-    async def async_face(self: S, *args: P.args, **kwargs: P.kwargs) -> R:
+    async def async_face(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
         return await get_loop().arun(core, self, *args, **kwargs)
 
-    @functools.wraps(core)
-    def sync_face(self: S, *args: P.args, **kwargs: P.kwargs) -> R:
+    def sync_face(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
         return get_loop().run(core, self, *args, **kwargs)
 
-    for face, name in ((async_face, "a" + public), (sync_face, public)):
+    faces: tuple[Callable[..., Any], ...] = (async_face, sync_face)
+    for face, name in zip(faces, ("a" + public, public), strict=True):
+        functools.update_wrapper(face, core)
         face.__name__ = name
         face.__qualname__ = core.__qualname__.rsplit(".", 1)[0] + "." + name
     return async_face, sync_face
