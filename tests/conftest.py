@@ -1,0 +1,42 @@
+"""Shared fixtures: every test must leave no child process and no open connection behind."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+
+import psutil
+import pytest
+
+
+def _children() -> set[int]:
+    try:
+        return {p.pid for p in psutil.Process(os.getpid()).children(recursive=True)}
+    except psutil.Error:
+        return set()
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_children() -> Iterator[None]:
+    """Fail a test that leaves a child process running (a stdio server it forgot to close)."""
+    before = _children()
+    yield
+    deadline = time.monotonic() + 5.0
+    leaked = _children() - before
+    while leaked and time.monotonic() < deadline:
+        time.sleep(0.05)
+        leaked = {pid for pid in leaked if psutil.pid_exists(pid)} & _children()
+    if leaked:
+        names = []
+        for pid in leaked:
+            try:
+                names.append(" ".join(psutil.Process(pid).cmdline())[:120])
+            except psutil.Error:
+                names.append(str(pid))
+        for pid in leaked:  # clean up so one leak does not cascade
+            try:
+                psutil.Process(pid).kill()
+            except psutil.Error:
+                pass
+        pytest.fail(f"test left {len(leaked)} child process(es) running: {names}")
