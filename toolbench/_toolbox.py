@@ -44,8 +44,8 @@ def _build(function: Callable[..., Any], server: str, name: str | None,
            description: str | None) -> TypedTool:
     if not callable(function):
         raise TypeError(f"@tool needs a function, not {function!r}")
-    tool_name = check_tool_name(name if name is not None else getattr(function, "__name__", ""))
     check_server_name(server)
+    tool_name = check_tool_name(name if name is not None else getattr(function, "__name__", ""))
     signature = inspect.signature(function)
     try:
         hints = get_type_hints(function)

@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+import toolbench as tb
+from toolbench._client import check_arguments, result_from_value
+
+PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 16).decode()
+
+
+def test_text_and_data() -> None:
+    r = tb.Result([{"type": "text", "text": "a"}, {"type": "image", "data": PNG,
+                   "mimeType": "image/png"}, {"type": "text", "text": "b"}])
+    assert r.text == "a\nb"
+    assert r.data == "a\nb"
+    assert tb.Result([{"type": "text", "text": '{"x": 1}'}]).data == {"x": 1}
+    assert tb.Result([{"type": "text", "text": "[1, 2]"}]).data == [1, 2]
+    assert tb.Result([{"type": "text", "text": "{}"}], structured={"y": 2}).data == {"y": 2}
+
+
+def test_spec_parameters() -> None:
+    spec = tb.ToolSpec("t", input_schema={"type": "object", "properties": {"a": {}, "b": {}},
+                                          "required": ["a"]})
+    assert spec.parameters == ["a", "b"] and spec.required == ["a"]
+    assert tb.ToolSpec("t", input_schema={"type": "object"}).parameters == []
+    renamed = spec.renamed("x-t")
+    assert renamed.name == "x-t" and renamed.input_schema is spec.input_schema
+
+
+HOSTILE = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+
+
+def test_repr_escapes_untrusted_strings_and_always_has_plain_text() -> None:
+    r = tb.Result([{"type": "text", "text": HOSTILE}, {"type": HOSTILE}],
+                  tool=tb.ToolId("s", "t"), latency_s=0.01)
+    bundle = r._repr_mimebundle_()
+    assert "text/plain" in bundle and HOSTILE in bundle["text/plain"]
+    html = bundle["text/html"]
+    assert "<script>" not in html and "<img src=x" not in html
+    assert "&lt;script&gt;" in html
+
+
+def test_structured_goes_to_json_and_escaped_html() -> None:
+    r = tb.Result([{"type": "text", "text": "{}"}], structured={"k": HOSTILE})
+    bundle = r._repr_mimebundle_()
+    assert bundle["application/json"] == {"k": HOSTILE}
+    assert "<script>" not in bundle["text/html"]
+
+
+def test_images_inline_only_for_safe_raster_types() -> None:
+    ok = tb.Result([{"type": "image", "data": PNG, "mimeType": "image/png"}])
+    assert f"data:image/png;base64,{PNG}" in ok._repr_html_()
+    svg = tb.Result([{"type": "image", "data": PNG, "mimeType": "image/svg+xml"}])
+    assert "data:image/svg" not in svg._repr_html_()
+    sneaky = '"><script>x</script>'
+    hostile = tb.Result([{"type": "image", "data": sneaky, "mimeType": "image/png"}])
+    assert "<script>" not in hostile._repr_html_()
+
+
+def test_repr_never_raises_on_garbage() -> None:
+    class Boom:
+        def __str__(self) -> str:
+            raise RuntimeError("no")
+
+    r = tb.Result([{"type": "text", "text": Boom()}, "not a dict"], structured={"x": Boom()})  # type: ignore[list-item]
+    bundle = r._repr_mimebundle_()
+    assert "text/plain" in bundle
+    assert isinstance(repr(r), str)
+
+
+def test_large_text_is_shortened_in_html() -> None:
+    r = tb.Result([{"type": "text", "text": "x" * 5_000_000}])
+    assert len(r._repr_html_()) < 50_000
+    assert len(repr(r)) < 5_000
+
+
+@pytest.mark.parametrize("bad", [[1, 2], "x", 3, ("a",)])
+def test_non_object_arguments_are_refused(bad: object) -> None:
+    with pytest.raises(tb.Refused, match="must be an object"):
+        check_arguments(tb.ToolId("s", "t"), bad)
+
+
+def test_argument_keys_must_be_strings() -> None:
+    with pytest.raises(tb.Refused, match="strings"):
+        check_arguments(None, {1: 2})
+    assert check_arguments(None, None) == {}
+
+
+@pytest.mark.parametrize(("value", "structured", "text"), [
+    ({"a": 1}, {"a": 1}, '{"a": 1}'),
+    ([1, 2], {"result": [1, 2]}, "[1, 2]"),
+    (3, {"result": 3}, "3"),
+    (None, {"result": None}, "null"),
+    ("plain", None, "plain"),
+])
+def test_handler_return_values(value: object, structured: object, text: str) -> None:
+    r = result_from_value(value, None, 0.0)
+    assert r.structured == structured and r.text == text
+    assert json.loads(r.text) == value if not isinstance(value, str) else True
+
+
+def test_handler_return_value_must_be_json() -> None:
+    with pytest.raises(TypeError, match="not JSON"):
+        result_from_value({"x": object()}, None, 0.0)
+
+
+def test_protocol_is_runtime_checkable() -> None:
+    assert isinstance(tb.ToolBox(), tb.ToolClient)
+    assert not isinstance(object(), tb.ToolClient)
