@@ -1,0 +1,159 @@
+"""A Toolset as a real MCP server, over stdio or streamable HTTP at ``/mcp``.
+
+Built on the SDK's low-level ``mcp.server.Server`` rather than ``MCPServer``: ``MCPServer``
+derives each tool's schema from a Python signature, hides a failing tool's message, and answers
+an unknown tool with an ``isError`` result. A Toolset needs the opposite on every count: the
+schemas its author wrote, passed through verbatim; the handler's error text; and a refusal
+(nothing ran) told apart from a failure (it ran), so that a client can map it to ``Refused``.
+So every call goes through ``Toolset._dispatch`` (caps, lanes and validation included) and:
+
+- a value becomes a result exactly as in process (``result_from_value``);
+- ``ToolFailed`` and a non-JSON value become an ``isError`` result (the tool ran);
+- ``Refused`` becomes the JSON-RPC error ``INVALID_PARAMS`` (nothing ran).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from toolbench._client import result_from_value
+from toolbench._errors import Refused, ToolFailed
+from toolbench._ids import Provenance
+
+if TYPE_CHECKING:
+    from toolbench._toolset import Toolset
+
+HTTP_PATH = "/mcp"
+_STARTUP_POLL_S = 0.05
+
+
+def _provenance(meta: Any) -> Provenance | None:
+    raw = meta.get(Provenance.META_KEY) if isinstance(meta, dict) else None
+    try:
+        return Provenance.from_dict(raw) if isinstance(raw, dict) else None
+    except (TypeError, ValueError):
+        return None  # someone else's malformed _meta never blocks the call
+
+
+def build_server(toolset: Toolset) -> Server[Any]:
+    """The toolset's tools as a low-level MCP server; every call reaches ``_dispatch``."""
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        toolset._mark_reached()
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(name=s.name, description=s.description, input_schema=s.input_schema)
+                for s in toolset.specs()
+            ]
+        )
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        arguments = dict(params.arguments or {})
+        if "tool" in arguments:
+            raise MCPError(
+                types.INVALID_PARAMS,
+                'an argument named "tool" cannot reach a Toolset handler: that key carries '
+                "the tool name in the payload",
+            )
+        try:
+            value = await toolset._dispatch(params.name, arguments, _provenance(ctx.meta))
+        except Refused as exc:
+            raise MCPError(types.INVALID_PARAMS, exc.detail) from exc
+        except ToolFailed as exc:
+            return _error_result(exc.detail)
+        try:
+            result = result_from_value(value, None, None)
+        except TypeError as exc:
+            return _error_result(str(exc))
+        return types.CallToolResult(
+            content=[types.TextContent(text=b["text"]) for b in result.content],
+            structured_content=result.structured,
+        )
+
+    def input_schema(name: str) -> dict[str, Any] | None:
+        for spec in toolset.specs():
+            if spec.name == name:
+                return spec.input_schema
+        return None
+
+    return Server(
+        toolset.name,
+        version=_version(),
+        description=toolset.description or None,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        get_tool_input_schema=input_schema,
+    )
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("toolbench")
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+
+
+def _error_result(detail: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=detail)], is_error=True)
+
+
+async def serve(
+    toolset: Toolset,
+    transport: Literal["stdio", "streamable-http"],
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+) -> None:
+    if transport == "stdio":
+        await _serve_stdio(toolset)
+    elif transport == "streamable-http":
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+            raise ValueError(f"port must be an int from 0 to 65535, not {port!r}")
+        await _serve_http(toolset, host, port)
+    else:
+        raise ValueError(
+            f"unknown transport {transport!r}: a Toolset serves 'stdio' or 'streamable-http'"
+        )
+
+
+async def _serve_stdio(toolset: Toolset) -> None:
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(toolset)
+    async with stdio_server() as (read_stream, write_stream):
+        toolset._mark_reached()  # the pipes are open: a client can reach us now
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+async def _serve_http(toolset: Toolset, host: str, port: int) -> None:
+    import uvicorn
+
+    app = build_server(toolset).streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+
+    async def reached_when_listening() -> None:
+        # Only a bound socket makes us reachable; a port in use must still trip the warning.
+        while not server.started:
+            await anyio.sleep(_STARTUP_POLL_S)
+        toolset._mark_reached()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(reached_when_listening)
+        try:
+            await server.serve()
+        finally:
+            tg.cancel_scope.cancel()
+            with contextlib.suppress(Exception):
+                server.should_exit = True
