@@ -1,0 +1,673 @@
+"""One connection to one MCP server (stdio, streamable HTTP, SSE or in process), as a ToolClient.
+
+The SDK's ``mcp.Client`` is an async context manager full of anyio cancel scopes, which must
+be entered and exited by the same task (python-sdk #79, #922). A notebook runs each cell in a
+new task, so the client cannot live in the caller's task. Each connection therefore has one
+*owner task* on the shared loop: it enters the client, reports ready, waits for a close
+request, and exits the client itself. Calls run in other tasks on the same loop and use the
+entered client, which anyio allows.
+
+In-process servers connect in the SDK's default ``auto`` mode (direct dispatch): the same
+server over stdio also negotiates the 2026 protocol, so behaviour matches, it needs no
+JSON-RPC framing, and ``tools/list_changed`` still arrives (through ``message_handler`` and
+through ``listen``). ``_INPROCESS_MODE = "legacy"`` on a subclass selects the wire path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import shlex
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from types import TracebackType
+from typing import Any, Literal, cast
+from urllib.parse import urlsplit
+
+import anyio
+import anyio.abc
+import mcp_types as types
+from mcp import Client, StdioServerParameters, stdio_client
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.server import Server
+from mcp.server.mcpserver import MCPServer
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.dispatcher import ProgressFnT
+from mcp.shared.message import SessionMessage
+from mcp_types import RequestParamsMeta
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from toolbench import _html
+from toolbench._client import Result, ToolSpec, check_arguments
+from toolbench._errors import Malformed, ToolError, ToolFailed, Unreachable
+from toolbench._ids import Destination, Provenance, ToolId, check_server_name
+from toolbench._loop import get_loop, twins
+from toolbench._mcp_errors import (
+    Redactor,
+    describe,
+    display_url,
+    is_connection_loss,
+    map_call_error,
+)
+from toolbench._stderr import StderrLog
+
+logger = logging.getLogger(__name__)
+
+TransportName = Literal["stdio", "http", "sse", "in-process"]
+Status = Literal["new", "connected", "failed", "lost", "closed"]
+ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
+ToolsChangedFn = Callable[[str], Awaitable[None]]
+
+GARBAGE_GRACE_S = 3.0
+"""After non-protocol output on stdout, how much longer a starting server gets to answer."""
+CLOSE_GRACE_S = 10.0
+"""How long closing may take (the SDK alone may spend ~4 s stopping a hung child)."""
+MAX_PAGES = 10_000
+"""A paginator that never ends must not hang discovery."""
+
+_URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
+_TRANSPORTS = ("stdio", "http", "sse", "in-process")
+
+
+class _Watched:
+    """Read side of a transport that reports end-of-stream and unreadable stdout lines."""
+
+    def __init__(self, inner: Any, conn: _Conn) -> None:
+        self._inner = inner
+        self._conn = conn
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> SessionMessage | Exception:
+        try:
+            item = await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._conn.on_eof()
+            raise
+        if isinstance(item, Exception):
+            self._conn.on_garbage(item)
+        return cast("SessionMessage | Exception", item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> _Watched:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _Watched:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+@asynccontextmanager
+async def _watched(transport: Any, conn: _Conn) -> AsyncIterator[tuple[Any, Any]]:
+    async with transport as (read_stream, write_stream):
+        yield _Watched(read_stream, conn), write_stream
+
+
+class _Conn:
+    """One connection attempt and its owner task's signals (all touched on the loop only)."""
+
+    def __init__(self, owner: McpClient) -> None:
+        self.owner = owner
+        self.scope = anyio.CancelScope()
+        self.stop = anyio.Event()
+        self.done = anyio.Event()
+        self.wake = anyio.Event()
+        self.ready = False
+        self.closing = False
+        self.client: Client | None = None
+        self.task_group: anyio.abc.TaskGroup | None = None
+        self.error: BaseException | None = None
+        self.garbage: str | None = None
+
+    def poke(self) -> None:
+        self.wake.set()
+
+    def on_eof(self) -> None:
+        if not self.closing and self.ready:
+            self.owner._lost(self, "the server closed the connection")
+        self.poke()
+
+    def on_garbage(self, exc: Exception) -> None:
+        if self.garbage is None:
+            self.garbage = _html.shorten(str(exc).replace("\n", " "), 200)
+            self.poke()
+
+
+class McpClient:
+    """A connection to one MCP server, named locally, usable from sync and async code."""
+
+    _INPROCESS_MODE: str = "auto"
+
+    def __init__(
+        self,
+        target: str | Sequence[str] | MCPServer | Server[Any],
+        *,
+        name: str = "server",
+        transport: TransportName | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = 60.0,
+        connect_timeout: float = 30.0,
+        max_concurrent: int | None = None,
+    ) -> None:
+        self.name = check_server_name(name)
+        if transport is not None and transport not in _TRANSPORTS:
+            raise ValueError(f"invalid transport {transport!r}: use one of {list(_TRANSPORTS)}")
+        self._timeout = _positive("timeout", timeout)
+        self._connect_timeout = _positive("connect_timeout", connect_timeout)
+        if max_concurrent is not None and (
+            not isinstance(max_concurrent, int) or isinstance(max_concurrent, bool)
+            or max_concurrent < 1
+        ):
+            raise ValueError(
+                f"invalid max_concurrent {max_concurrent!r}: a positive integer, or None for no cap"
+            )
+        self._max_concurrent = max_concurrent
+        self._env = _string_map("env", env)
+        self._headers = _string_map("headers", headers)
+        self._cwd = os.fspath(cwd) if cwd is not None else None
+        self._redact = Redactor([*self._env.values(), *self._headers.values()])
+        self._argv: list[str] = []
+        self._url = ""
+        self._server: MCPServer | Server[Any] | None = None
+        self.transport: TransportName = self._resolve(target, transport)
+        self._status: Status = "new"
+        self._last_error: str | None = None
+        self._server_info: dict[str, Any] = {
+            "protocol": None, "server_name": None, "server_version": None
+        }
+        self._stderr = StderrLog(self.name)
+        self._conn: _Conn | None = None
+        self._lock: anyio.Lock | None = None
+        self._limiter: anyio.CapacityLimiter | None = None
+        self._listeners: list[ToolsChangedFn] = []
+        get_loop().track(self)
+
+    # -- target -----------------------------------------------------------------------------
+    def _resolve(self, target: object, transport: TransportName | None) -> TransportName:
+        if isinstance(target, MCPServer | Server):
+            _require(transport, ("in-process",), "an MCPServer/Server object")
+            self._server = target
+            return "in-process"
+        if isinstance(target, str) and _URL_RE.match(target):
+            scheme = target.split("://", 1)[0].lower()
+            if scheme not in ("http", "https"):
+                raise ValueError(
+                    f"unsupported URL scheme {scheme!r} in {display_url(target)!r}: an MCP server "
+                    "URL starts with http:// or https://"
+                )
+            _require(transport, ("http", "sse"), "a URL")
+            if not urlsplit(target).hostname:
+                raise ValueError(f"URL {display_url(target)!r} has no host")
+            self._url = target
+            if transport == "sse" or urlsplit(target).path.rstrip("/").endswith("/sse"):
+                return "sse"
+            return "http"
+        if isinstance(target, str):
+            argv = shlex.split(target)
+        elif isinstance(target, Sequence) and all(isinstance(a, str) for a in target):
+            argv = list(target)
+        else:
+            raise ValueError(
+                f"invalid target {type(target).__name__}: use a command (str or list of str), "
+                "an http(s) URL, or an MCPServer/Server object"
+            )
+        if not argv or not argv[0].strip():
+            raise ValueError(
+                f"empty command {target!r}: a stdio target names the program to run"
+            )
+        _require(transport, ("stdio",), "a command")
+        self._argv = argv
+        return "stdio"
+
+    @property
+    def target_text(self) -> str:
+        """The target as it may be shown: env and header values never appear."""
+        if self.transport == "stdio":
+            return self._redact(shlex.join(self._argv))
+        if self.transport in ("http", "sse"):
+            return self._redact(display_url(self._url))
+        return f"<in-process {type(self._server).__name__}>"
+
+    # -- introspection ----------------------------------------------------------------------
+    @property
+    def status(self) -> Status:
+        return self._status
+
+    @property
+    def server_info(self) -> dict[str, Any]:
+        return dict(self._server_info)
+
+    @property
+    def last_error(self) -> str | None:
+        return self._last_error
+
+    def stderr_tail(self, lines: int = 20) -> str:
+        return self._redact(self._stderr.tail(lines))
+
+    def add_tools_changed_listener(self, callback: ToolsChangedFn) -> None:
+        """``await callback(server_name)`` runs whenever the server says its tools changed."""
+        if not callable(callback):
+            raise TypeError(f"a tools-changed listener must be callable, not {callback!r}")
+        self._listeners.append(callback)
+
+    def servers(self) -> list[str]:
+        return [self.name]
+
+    def destination(self, tool: ToolId) -> Destination:
+        if self.transport in ("http", "sse"):
+            return Destination.remote(urlsplit(self._url).hostname or "")
+        return Destination.LOCAL
+
+    def __repr__(self) -> str:
+        extra = f", env keys={sorted(self._env)}" if self._env else ""
+        extra += f", header keys={sorted(self._headers)}" if self._headers else ""
+        return (
+            f"McpClient(name={self.name!r}, transport={self.transport!r}, "
+            f"target={self.target_text!r}, status={self._status!r}{extra})"
+        )
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def _primitives(self) -> anyio.Lock:
+        """anyio primitives must be made on the loop, so they are made on first use there."""
+        if self._lock is None:
+            self._lock = anyio.Lock()
+            if self._max_concurrent is not None:
+                self._limiter = anyio.CapacityLimiter(self._max_concurrent)
+        return self._lock
+
+    async def _connect(self) -> None:
+        """Connect (or reconnect after a failure, a loss or a close); no-op when connected."""
+        async with self._primitives():
+            if self._status == "connected":
+                return
+            await self._retire()
+            await self._open()
+        get_loop().track(self)
+
+    async def _open(self) -> None:
+        conn = _Conn(self)
+        self._conn = conn
+        mark = self._stderr.mark()
+        await get_loop().start_background(
+            lambda task_status: self._own(conn, task_status=task_status),
+            name=f"toolbench-mcp-{self.name}",
+        )
+        deadline = anyio.current_time() + self._connect_timeout
+        garbage_seen = False
+        try:
+            while not conn.ready and not conn.done.is_set():
+                if conn.garbage is not None and not garbage_seen:
+                    garbage_seen = True
+                    deadline = min(deadline, anyio.current_time() + GARBAGE_GRACE_S)
+                remaining = deadline - anyio.current_time()
+                if remaining <= 0:
+                    break
+                with anyio.move_on_after(remaining):
+                    await conn.wake.wait()
+                conn.wake = anyio.Event()
+        except BaseException:
+            await self._stop_conn(conn, cancel=True)
+            self._status = "failed"
+            raise
+        if conn.ready:
+            self._status = "connected"
+            self._last_error = None
+            return
+        timed_out = not conn.done.is_set()
+        await self._stop_conn(conn, cancel=True)
+        if timed_out:
+            reason = f"no answer within connect_timeout={self._connect_timeout:g} s"
+        elif conn.error is not None:
+            reason = describe(conn.error, self._redact)
+        else:
+            reason = "the connection ended during the handshake"
+        if conn.garbage is not None:
+            reason += f"; it wrote non-protocol output to stdout: {self._redact(conn.garbage)}"
+        message = f"server {self.name!r} failed to start ({self.transport} {self.target_text}): "
+        message += reason
+        tail = self._redact(self._stderr.tail(20, since=mark))
+        if tail:
+            message += f"\n--- stderr (last lines) ---\n{tail}"
+        self._status = "failed"
+        self._last_error = message
+        raise Unreachable(message) from conn.error
+
+    async def _own(self, conn: _Conn, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        """The owner task: enter the SDK client, wait, and exit it in this same task."""
+        task_status.started()
+        try:
+            with conn.scope:
+                async with AsyncExitStack() as stack:
+                    client = Client(
+                        await self._transport_object(stack, conn),
+                        mode=self._INPROCESS_MODE if self._server is not None else "auto",
+                        cache=None,
+                        message_handler=lambda message: self._on_message(conn, message),
+                        client_info=types.Implementation(name="toolbench", version="0.1.0"),
+                    )
+                    await stack.enter_async_context(client)
+                    self._record_server_info(client)
+                    async with anyio.create_task_group() as task_group:
+                        conn.task_group = task_group
+                        conn.client = client
+                        conn.ready = True
+                        conn.poke()
+                        if self._listens(client):
+                            task_group.start_soon(self._listen, conn, client)
+                        await conn.stop.wait()
+                        task_group.cancel_scope.cancel()
+        except anyio.get_cancelled_exc_class():
+            raise
+        except BaseException as exc:  # the owner must never take the shared loop down
+            conn.error = exc
+            if conn.ready and not conn.closing:
+                self._lost(conn, describe(exc, self._redact))
+        finally:
+            conn.client = None
+            conn.task_group = None
+            if conn.ready and not conn.closing and self._conn is conn:
+                self._lost(conn, "the connection ended")
+            conn.done.set()
+            conn.poke()
+
+    async def _transport_object(self, stack: AsyncExitStack, conn: _Conn) -> Any:
+        if self._server is not None:
+            return self._server
+        if self.transport == "stdio":
+            params = StdioServerParameters(
+                command=self._argv[0], args=self._argv[1:], env=self._env or None, cwd=self._cwd
+            )
+            return _watched(stdio_client(params, errlog=self._stderr.file()), conn)
+        if self.transport == "sse":
+            return _watched(
+                sse_client(self._url, headers=dict(self._headers) or None,
+                           timeout=self._connect_timeout),
+                conn,
+            )
+        http = create_mcp_http_client(headers=dict(self._headers) or None)
+        await stack.enter_async_context(http)
+        return _watched(streamable_http_client(self._url, http_client=http), conn)
+
+    def _record_server_info(self, client: Client) -> None:
+        info = client.server_info
+        self._server_info = {
+            "protocol": client.protocol_version,
+            "server_name": info.name if info is not None else None,
+            "server_version": (info.version or None) if info is not None else None,
+        }
+
+    def _lost(self, conn: _Conn, why: str) -> None:
+        if self._conn is conn and self._status == "connected":
+            self._status = "lost"
+            self._last_error = f"connection to {self.name!r} lost: {why}"
+        conn.stop.set()
+
+    async def _stop_conn(self, conn: _Conn, *, cancel: bool = False) -> None:
+        """Ask the owner to exit and wait for it, bounded; shielded so closing always finishes."""
+        conn.closing = True
+        conn.stop.set()
+        if cancel or not conn.ready:
+            conn.scope.cancel()
+        with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(CLOSE_GRACE_S):
+                await conn.done.wait()
+            if not conn.done.is_set():
+                conn.scope.cancel()
+                with anyio.move_on_after(CLOSE_GRACE_S):
+                    await conn.done.wait()
+
+    async def _retire(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None and not conn.done.is_set():
+            await self._stop_conn(conn)
+
+    async def _close(self) -> None:
+        """Close the connection and end a stdio child; safe to call twice."""
+        conn = self._conn
+        if conn is not None and not conn.ready:
+            conn.scope.cancel()  # a close must not wait out a hanging connect
+        async with self._primitives():
+            await self._retire()
+            self._status = "closed"
+            self._stderr.delete()
+        get_loop().untrack(self)
+
+    aconnect, connect = twins(_connect)
+    aclose, close = twins(_close)
+
+    def __enter__(self) -> McpClient:
+        self.connect()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> McpClient:
+        await self.aconnect()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # -- tools/list_changed -----------------------------------------------------------------
+    async def _on_message(self, conn: _Conn, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self._fire(conn)
+
+    def _listens(self, client: Client) -> bool:
+        tools = client.server_capabilities.tools
+        return (
+            client.protocol_version in MODERN_PROTOCOL_VERSIONS
+            and tools is not None and bool(tools.list_changed)
+        )
+
+    async def _listen(self, conn: _Conn, client: Client) -> None:
+        """2026 servers publish list changes on a ``subscriptions/listen`` stream instead."""
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _event in subscription:
+                    self._fire(conn)
+        except Exception as exc:  # listening is a courtesy; the connection goes on without it
+            logger.debug("tools/list_changed subscription for %s ended: %r", self.name, exc)
+
+    def _fire(self, conn: _Conn) -> None:
+        """Run listeners in their own tasks: one may call list_tools, which needs this loop."""
+        if conn.task_group is None:
+            return
+        for callback in list(self._listeners):
+            conn.task_group.start_soon(self._run_listener, callback)
+
+    async def _run_listener(self, callback: ToolsChangedFn) -> None:
+        try:
+            await callback(self.name)
+        except Exception:
+            logger.exception("tools-changed listener for %s raised", self.name)
+
+    # -- discovery and calls ----------------------------------------------------------------
+    def _check_server(self, server: str, tool: ToolId | None = None) -> None:
+        if server != self.name:
+            raise Unreachable(
+                f"this connection serves {self.name!r}, not {server!r}", tool=tool
+            )
+
+    async def _client(self, tool: ToolId | None) -> Client:
+        """The entered SDK client: connects on first use and reconnects once after a loss."""
+        lock = self._primitives()
+        if self._status in ("new", "lost"):
+            was_lost = self._status == "lost"
+            async with lock:
+                if self._status in ("new", "lost"):
+                    await self._retire()
+                    try:
+                        await self._open()
+                    except Unreachable as exc:
+                        if was_lost:
+                            raise Unreachable(
+                                f"the connection to {self.name!r} was lost and reconnecting "
+                                f"failed: {exc.detail}", tool=tool
+                            ) from exc
+                        raise Unreachable(exc.detail, tool=tool) from exc
+        conn = self._conn
+        if self._status != "connected" or conn is None or conn.client is None:
+            why = self._last_error or "it is not connected"
+            raise Unreachable(f"server {self.name!r} is {self._status}: {why}", tool=tool)
+        return conn.client
+
+    async def _list_tools(self, server: str) -> list[ToolSpec]:
+        """Every tool, following ``nextCursor`` to the end, never from the SDK's cache."""
+        self._check_server(server)
+        client = await self._client(None)
+        specs: list[ToolSpec] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        try:
+            for _ in range(MAX_PAGES):
+                with anyio.fail_after(self._timeout):
+                    page = await client.list_tools(cursor=cursor)
+                specs.extend(_spec(tool) for tool in page.tools)
+                cursor = page.next_cursor
+                if cursor is None:
+                    return specs
+                if cursor in seen:
+                    raise Malformed(f"server {self.name!r} repeated the tools/list cursor "
+                                    f"{_html.shorten(cursor, 60)!r}; the list never ends")
+                seen.add(cursor)
+        except Exception as exc:
+            raise self._mapped(exc, None, self._timeout, "tools/list") from exc
+        raise Malformed(f"server {self.name!r} sent more than {MAX_PAGES} pages of tools")
+
+    async def _call(
+        self,
+        tool: ToolId,
+        arguments: Mapping[str, Any] | None,
+        provenance: Provenance | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressFn | None = None,
+    ) -> Result:
+        """Call one tool; every failure is a ToolError from the table in DESIGN.md."""
+        args = check_arguments(tool, arguments)
+        self._check_server(tool.server, tool)
+        limit = self._timeout if timeout is None else _positive("timeout", timeout)
+        meta = _meta(provenance)
+        client = await self._client(tool)
+        limiter = self._limiter
+        async with limiter if limiter is not None else contextlib.nullcontext():
+            started = time.perf_counter()
+            try:
+                # The SDK's read timeout ends the request cleanly; fail_after is the backstop.
+                with anyio.fail_after(limit + 1.0):
+                    raw = await client.call_tool(
+                        tool.tool, args, read_timeout_seconds=limit,
+                        progress_callback=cast("ProgressFnT | None", progress),
+                        meta=cast("RequestParamsMeta | None", meta),
+                    )
+            except Exception as exc:
+                raise self._mapped(exc, tool, limit, "call") from exc
+            latency = time.perf_counter() - started
+        result = self._result(raw, tool, latency)
+        if raw.is_error:
+            text = _html.shorten(result.text or "(no text)", 500)
+            raise ToolFailed(f"the tool reported an error: {text}", tool=tool, result=result)
+        return result
+
+    def _mapped(self, exc: Exception, tool: ToolId | None, limit: float, action: str) -> ToolError:
+        if not isinstance(exc, ToolError) and is_connection_loss(exc) and self._conn is not None:
+            self._lost(self._conn, describe(exc, self._redact))
+        return map_call_error(exc, tool, timeout=limit, redact=self._redact, action=action)
+
+    def _result(self, raw: Any, tool: ToolId, latency: float) -> Result:
+        try:
+            content = [
+                block.model_dump(by_alias=True, exclude_none=True, mode="json")
+                for block in raw.content
+            ]
+            structured = raw.structured_content
+        except Exception as exc:
+            raise Malformed(f"unreadable tool result: {describe(exc, self._redact)}",
+                            tool=tool) from exc
+        if structured is not None and not isinstance(structured, dict):
+            raise Malformed(
+                f"structuredContent is {type(structured).__name__}, not an object", tool=tool
+            )
+        return Result(content, structured, bool(raw.is_error), latency, tool)
+
+    alist_tools, list_tools_sync = twins(_list_tools)
+    acall, call_sync = twins(_call)
+    list_tools = alist_tools
+    """The ToolClient face is async; ``list_tools_sync`` is its blocking twin."""
+    call = acall
+    """The ToolClient face is async; ``call_sync`` is its blocking twin."""
+
+
+def _spec(tool: types.Tool) -> ToolSpec:
+    def plain(value: Any) -> dict[str, Any] | None:
+        if value is None:
+            return None
+        if hasattr(value, "model_dump"):
+            return cast(dict[str, Any], value.model_dump(by_alias=True, exclude_none=True))
+        return dict(value)
+
+    return ToolSpec(
+        name=tool.name,
+        description=tool.description or "",
+        input_schema=plain(tool.input_schema) or {"type": "object"},
+        output_schema=plain(tool.output_schema),
+        annotations=plain(tool.annotations),
+        title=tool.title,
+    )
+
+
+def _meta(provenance: Provenance | None) -> dict[str, Any] | None:
+    if provenance is None:
+        return None
+    if not isinstance(provenance, Provenance):
+        raise TypeError(f"provenance must be a Provenance, not {type(provenance).__name__}")
+    # Only JSON can travel; anything else is sent as its string form rather than failing.
+    return {Provenance.META_KEY: json.loads(json.dumps(provenance.as_dict(), default=str))}
+
+
+def _positive(label: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ValueError(f"invalid {label} {value!r}: a positive number of seconds")
+    return float(value)
+
+
+def _string_map(label: str, value: Mapping[str, str] | None) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValueError(f"invalid {label}: a mapping of strings to strings, "
+                         f"not {type(value).__name__}")
+    bad = [k for k, v in value.items() if not isinstance(k, str) or not isinstance(v, str)]
+    if bad:
+        # Name the key only: the value may be a secret.
+        raise ValueError(f"invalid {label} entry {bad[0]!r}: keys and values must be strings")
+    return dict(value)
+
+
+def _require(given: str | None, allowed: tuple[str, ...], what: str) -> None:
+    if given is not None and given not in allowed:
+        raise ValueError(f"transport {given!r} does not fit {what}; it allows {list(allowed)}")
