@@ -118,7 +118,7 @@ class RecordStore:
         self._lock = threading.Lock()
         self._journal = journal
         self._records: list[Record] = list(journal.load()) if journal is not None else []
-        self._succeeded: set[tuple[str, str, str]] = set()
+        self._succeeded: dict[tuple[str, str, str], Record] = {}
         for record in self._records:
             self._remember(record)
 
@@ -128,7 +128,8 @@ class RecordStore:
 
     def _remember(self, record: Record) -> None:
         if record.ok:
-            self._succeeded.add((record.server, record.tool, arguments_key(record.arguments)))
+            key = (record.server, record.tool, arguments_key(record.arguments))
+            self._succeeded.setdefault(key, record)
 
     def append(self, record: Record) -> None:
         """Durable (when journaled) before it is visible, so nothing shown can be lost."""
@@ -138,8 +139,9 @@ class RecordStore:
             self._records.append(record)
             self._remember(record)
 
-    def succeeded(self, server: str, tool: str, arguments: Mapping[str, Any]) -> bool:
-        return (server, tool, arguments_key(arguments)) in self._succeeded
+    def success(self, server: str, tool: str, arguments: Mapping[str, Any]) -> Record | None:
+        """The first successful record of this exact call, if there is one (for resume)."""
+        return self._succeeded.get((server, tool, arguments_key(arguments)))
 
     def __len__(self) -> int:
         return len(self._records)

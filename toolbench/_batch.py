@@ -1,0 +1,78 @@
+"""Many calls at once, each server its own lane, so a slow server never holds back the rest.
+
+A job waits for its server's lane *before* it takes one of the overall slots: jobs queued
+behind a slow server hold nothing that another server's jobs could use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+import anyio
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One call to make: which server's lane it queues in, and what to run."""
+
+    server: str
+    run: Callable[[], Awaitable[Any]]
+
+
+class Progress(Protocol):
+    def update(self, n: int = 1) -> Any: ...
+
+    def close(self) -> Any: ...
+
+
+class _NoProgress:
+    def update(self, n: int = 1) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+def progress_bar(total: int, description: str, enabled: bool) -> Progress:
+    """A ``tqdm.auto`` bar (a widget in Lab, text on a terminal), or nothing."""
+    if not enabled or total <= 1:
+        return _NoProgress()
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # tqdm comes with the lab extra; without it, no bar
+        return _NoProgress()
+    bar: Progress = tqdm(total=total, desc=description, leave=True)
+    return bar
+
+
+async def run_jobs(jobs: Sequence[Job], *, overall: int | None, per_server: int | None,
+                   bar: Progress | None = None) -> list[Any]:
+    """Run every job; results in job order. Caps: ``overall`` slots, ``per_server`` lanes."""
+    results: list[Any] = [None] * len(jobs)
+    lanes = {job.server: anyio.CapacityLimiter(per_server) for job in jobs} if per_server else {}
+    slots = anyio.CapacityLimiter(overall) if overall else None
+
+    async def one(index: int, job: Job) -> None:
+        lane = lanes.get(job.server)
+        if lane is not None:
+            await lane.acquire()
+        try:
+            if slots is not None:
+                async with slots:
+                    results[index] = await job.run()
+            else:
+                results[index] = await job.run()
+        finally:
+            if lane is not None:
+                lane.release()
+        if bar is not None:
+            bar.update(1)
+
+    async with anyio.create_task_group() as tg:
+        for index, job in enumerate(jobs):
+            tg.start_soon(one, index, job)
+    return results

@@ -1,0 +1,560 @@
+"""The Bench: the notebook face over the router, the pegboard and the shared loop.
+
+Every public coroutine ``_x`` becomes ``ax`` and ``x`` through :func:`twins`, so the sync
+face a notebook cell uses and the async face are the same code. Every call, whatever its
+outcome, leaves one record; the single-call API raises only after that record exists.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from toolbench import _config
+from toolbench._batch import Job, progress_bar, run_jobs
+from toolbench._client import Result, ToolSpec, check_arguments
+from toolbench._errors import TimedOut, ToolError, Unreachable
+from toolbench._handles import ToolHandles
+from toolbench._ids import Egress, Provenance, ToolId, check_server_name
+from toolbench._journal import Journal
+from toolbench._loop import get_loop, twins
+from toolbench._pegboard import PegBoard
+from toolbench._records import Record, RecordStore, frame, make_record, new_call_id, utcnow
+from toolbench._router import ToolRouter
+from toolbench._targets import Connection, open_connection
+from toolbench._toolbox import ToolBox
+from toolbench._validate import validate_arguments
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+SERVER_COLUMNS = ("name", "transport", "status", "tools", "protocol", "server_name",
+                  "server_version", "destination", "error", "stderr_tail")
+CATALOG_COLUMNS = ("name", "server", "tool", "title", "description", "parameters", "required",
+                   "input_schema", "output_schema", "annotations", "destination")
+
+
+def _positive(value: Any, what: str, *, allow_none: bool = False) -> Any:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+        value > 0 and math.isfinite(value)
+    ):
+        raise ValueError(f"{what} must be a positive number of seconds, not {value!r}")
+    return value
+
+
+def _cell_number() -> int | None:
+    """The running IPython cell's own number (IPython 9 has already counted one ahead)."""
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return None
+    try:
+        shell = ipython.get_ipython()
+        count = getattr(shell, "execution_count", None)
+        if not isinstance(count, int):
+            return None
+        return count - 1 if int(ipython.version_info[0]) >= 9 else count
+    except Exception:
+        return None
+
+
+@dataclass
+class _Target:
+    """A resolved name: the pegboard name, the tool it routes to and its declared spec."""
+
+    name: str
+    tool: ToolId
+    spec: ToolSpec | None
+
+
+@dataclass
+class _Row:
+    name: str
+    transport: str
+    status: str
+    connection: Connection | None = None
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Bench:
+    """Connect many servers, browse their tools, call, compare and map them, keep records."""
+
+    def __init__(self, journal: str | os.PathLike[str] | None = None, separator: str = "-",
+                 egress: Egress | Iterable[str] | None = None, timeout: float = 60.0,
+                 connect_timeout: float = 30.0) -> None:
+        self.timeout = _positive(timeout, "timeout")
+        self.connect_timeout = _positive(connect_timeout, "connect_timeout")
+        if egress is not None and not isinstance(egress, Egress):
+            egress = Egress(egress)
+        self.egress: Egress | None = egress
+        self.router = ToolRouter(egress)
+        self.pegboard = PegBoard(self.router, separator)
+        self._rows: dict[str, _Row] = {}
+        self._store = RecordStore(Journal(journal) if journal is not None else None)
+        self._closed = False
+        self.tools = ToolHandles(self)
+        get_loop().track(self)
+
+    @classmethod
+    def demo(cls, **options: Any) -> Bench:
+        """A bench with the bundled offline demo servers connected (concurrently)."""
+        from toolbench import demo
+
+        bench = cls(**options)
+        try:
+            bench.load_config(demo.config())
+        except BaseException:
+            bench.close()
+            raise
+        return bench
+
+    # -- connecting -----------------------------------------------------------------------
+    async def _connect(self, name: str, target: Any, /, *, namespace: Any = ...,
+                       **options: Any) -> int:
+        """Connect ``target`` as server ``name``; its type picks the transport.
+
+        A failure raises ``Unreachable`` and leaves a ``failed`` row in ``servers``.
+        """
+        self._check_open()
+        check_server_name(name)
+        existing = self._rows.get(name)
+        if existing is not None and existing.status != "failed":
+            raise ValueError(f"server {name!r} is already connected; disconnect it first")
+        if "timeout" in options:
+            _positive(options["timeout"], "timeout")
+        options.setdefault("timeout", self.timeout)
+        options.setdefault("connect_timeout", self.connect_timeout)
+        connection = open_connection(name, target, options)
+        row = _Row(name, connection.transport, "connecting", connection)
+        self._rows[name] = row
+        try:
+            if self.egress is not None and not self.egress.allows(connection.destination):
+                raise Unreachable(
+                    f"egress refused: host {connection.destination.host!r} is not in the "
+                    f"allowlist {sorted(self.egress.hosts)}; nothing was sent"
+                )
+            await connection.open()
+            ns = name if namespace is ... else namespace
+            count = await self.pegboard.add_service(name, connection.client, namespace=ns)
+        except BaseException as exc:
+            row.status, row.error = "failed", str(exc)
+            await connection.close()
+            if not isinstance(exc, ToolError):  # a config mistake (collision): no row kept
+                self._rows.pop(name, None)
+            raise
+        row.status, row.error = "connected", None
+        return count
+
+    aconnect, connect = twins(_connect)
+
+    async def _add(self, box: ToolBox) -> list[str]:
+        """Add every server a ToolBox names; all of them, or none."""
+        self._check_open()
+        if not isinstance(box, ToolBox):
+            raise TypeError(f"add() takes a ToolBox, not {box!r}; use connect() for servers")
+        servers = box.servers()
+        taken = [s for s in servers if s in self._rows and self._rows[s].status != "failed"]
+        if taken:
+            raise ValueError(f"servers already connected: {taken}; nothing was added")
+        added: list[str] = []
+        try:
+            for server in servers:
+                await self.pegboard.add_service(server, box)
+                self._rows[server] = _Row(server, "toolbox", "connected",
+                                          Connection.wrap(server, box, "toolbox"))
+                added.append(server)
+        except BaseException:
+            for server in added:
+                self.pegboard.remove_service(server)
+                self._rows.pop(server, None)
+            raise
+        return servers
+
+    aadd, add = twins(_add)
+
+    async def _disconnect(self, name: str) -> None:
+        """Remove a server, its tools and its row; close its connection."""
+        row = self._rows.pop(name, None)
+        if row is None:
+            raise KeyError(f"no server {name!r}; connected: {sorted(self._rows)}")
+        if name in self.pegboard.list_services():
+            self.pegboard.remove_service(name)
+        self.router.unroute(name)
+        if row.connection is not None:
+            await row.connection.close()
+
+    adisconnect, disconnect = twins(_disconnect)
+
+    async def _load_config(self, config: str | os.PathLike[str] | Mapping[str, Any], *,
+                           progress: bool = False) -> pd.DataFrame:
+        """Connect every server of an ``mcpServers``/``servers`` config, all at once.
+
+        A config mistake raises before anything connects; a server that fails to connect
+        shows its error in the returned table while the others connect.
+        """
+        entries = _config.read(config)
+        bar = progress_bar(len(entries), "connecting", progress)
+
+        async def one(entry: _config.ServerConfig) -> None:
+            try:
+                await self._connect(entry.name, entry.target, **entry.options)
+            except ToolError:
+                pass  # the failed row tells the story
+            finally:
+                bar.update(1)
+
+        try:
+            async with anyio.create_task_group() as tg:
+                for entry in entries:
+                    tg.start_soon(one, entry)
+        finally:
+            bar.close()
+        return self._servers_frame()
+
+    aload_config, load_config = twins(_load_config)
+
+    async def _close(self) -> None:
+        """Close every connection (stdio children end) and the journal; safe to repeat."""
+        if self._closed:
+            return
+        self._closed = True
+        async with anyio.create_task_group() as tg:
+            for row in self._rows.values():
+                if row.connection is not None:
+                    tg.start_soon(row.connection.close)
+        for row in self._rows.values():
+            row.status = "closed"
+        self._store.close()
+        get_loop().untrack(self)
+
+    aclose, close = twins(_close)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("this Bench is closed; make a new one")
+
+    def __enter__(self) -> Bench:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Bench:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- tables ---------------------------------------------------------------------------
+    def _servers_frame(self) -> pd.DataFrame:
+        import pandas as pd
+
+        rows = []
+        for row in self._rows.values():
+            conn = row.connection
+            info = conn.info() if conn is not None else {}
+            status = row.status
+            if status == "connected" and conn is not None:
+                status = conn.status()
+            rows.append({
+                "name": row.name, "transport": row.transport, "status": status,
+                "tools": len(self.pegboard.names_for_server(row.name)),
+                "protocol": info.get("protocol"), "server_name": info.get("server_name"),
+                "server_version": info.get("server_version"),
+                "destination": str(conn.destination) if conn is not None else None,
+                "error": row.error or info.get("error"),
+                "stderr_tail": conn.stderr_tail() if conn is not None else "",
+            })
+        return pd.DataFrame(rows, columns=list(SERVER_COLUMNS))
+
+    @property
+    def servers(self) -> pd.DataFrame:
+        """One row per server; no secret value (env, headers) ever appears here."""
+        return self._servers_frame()
+
+    def catalog(self, server: str | None = None, search: str | None = None) -> pd.DataFrame:
+        """One row per tool; ``search`` matches name, title and description, any case."""
+        import pandas as pd
+
+        needle = search.lower() if isinstance(search, str) and search else None
+        rows = []
+        for entry in self.pegboard.entries(server):
+            spec = entry.spec
+            if needle and not any(needle in (v or "").lower()
+                                  for v in (entry.name, spec.title, spec.description)):
+                continue
+            rows.append({
+                "name": entry.name, "server": entry.server, "tool": entry.tool,
+                "title": spec.title, "description": spec.description,
+                "parameters": spec.parameters, "required": spec.required,
+                "input_schema": spec.input_schema, "output_schema": spec.output_schema,
+                "annotations": spec.annotations,
+                "destination": str(self.router.destination(entry.tool_id)),
+            })
+        return pd.DataFrame(rows, columns=list(CATALOG_COLUMNS))
+
+    @property
+    def records(self) -> pd.DataFrame:
+        """Every call made through this bench (and loaded from its journal), oldest first."""
+        return frame(self._store.snapshot())
+
+    # -- calling --------------------------------------------------------------------------
+    def _resolve(self, name: object) -> _Target:
+        if not isinstance(name, str):
+            raise TypeError(f"a tool name is a str, not {type(name).__name__} {name!r}")
+        if name.startswith("tool://"):
+            tid = ToolId.parse(name)
+            if tid is None:
+                raise Unreachable(f"malformed reference {name!r}: expected tool://server/tool")
+            for entry in self.pegboard.entries(tid.server):
+                if entry.tool == tid.tool:
+                    return _Target(entry.name, tid, entry.spec)
+            raise Unreachable(f"no tool {tid.tool!r} on server {tid.server!r}", tool=tid)
+        entry = self.pegboard.entry(name)
+        return _Target(entry.name, entry.tool_id, entry.spec)
+
+    def _provenance(self, provenance: Provenance | Mapping[str, Any] | None) -> Provenance:
+        if provenance is None:
+            base = Provenance()
+        elif isinstance(provenance, Provenance):
+            base = provenance
+        else:
+            base = Provenance.from_dict(provenance)
+        return base.with_fields(cell=_cell_number())
+
+    async def _invoke(self, target: _Target, arguments: Any, *, batch: str | None,
+                      timeout: float | None, provenance: Provenance,
+                      ) -> tuple[Record, Result | None, ToolError | None]:
+        """Make one call and record it; a failure comes back as data, never raised."""
+        call_id, started = new_call_id(), utcnow()
+        t0 = time.perf_counter()
+        result: Result | None = None
+        error: ToolError | None = None
+        recorded_args = arguments if isinstance(arguments, Mapping) else {"_invalid": arguments}
+        try:
+            args = check_arguments(target.tool, arguments)
+            validate_arguments(target.tool, target.spec.input_schema if target.spec else None,
+                               args)
+            limit = self.timeout if timeout is None else timeout
+            with anyio.fail_after(limit):
+                result = await self.router.call(target.tool, args, provenance)
+        except ToolError as exc:
+            error = exc
+        except TimeoutError as exc:
+            error = TimedOut(f"no answer within {limit} s", tool=target.tool)
+            error.__cause__ = exc
+        except anyio.get_cancelled_exc_class():
+            self._store.append(make_record(
+                call_id=call_id, batch=batch, started=started, server=target.tool.server,
+                tool=target.tool.tool, name=target.name, arguments=recorded_args,
+                latency_s=time.perf_counter() - t0, provenance=provenance.as_dict(),
+                error=TimedOut("cancelled (interrupted) while in flight", tool=target.tool),
+            ))
+            raise
+        except Exception as exc:  # a foreign bug in some client: the far side's fate is unknown
+            error = TimedOut(f"{type(exc).__name__}: {exc}", tool=target.tool)
+            error.__cause__ = exc
+        record = make_record(
+            call_id=call_id, batch=batch, started=started, server=target.tool.server,
+            tool=target.tool.tool, name=target.name, arguments=recorded_args,
+            latency_s=time.perf_counter() - t0, provenance=provenance.as_dict(),
+            result=result, error=error,
+        )
+        self._store.append(record)
+        if error is not None and error.tool is None:
+            error.tool = target.tool
+        return record, result, error
+
+    async def _call(self, name: str, arguments: Mapping[str, Any] | None = None, /, *,
+                    timeout: float | None = None,
+                    provenance: Provenance | Mapping[str, Any] | None = None,
+                    **kwargs: Any) -> Result:
+        """Call one tool by pegboard name or ``tool://`` reference; raise its ToolError.
+
+        Arguments come as one mapping or as keywords, not both. The failed call is recorded
+        before the error is raised.
+        """
+        self._check_open()
+        if arguments is not None and kwargs:
+            raise TypeError("pass arguments as one mapping or as keywords, not both")
+        if timeout is not None:
+            _positive(timeout, "timeout")
+        target = self._resolve(name)
+        _, result, error = await self._invoke(
+            target, kwargs if arguments is None else arguments, batch=None, timeout=timeout,
+            provenance=self._provenance(provenance),
+        )
+        if error is not None:
+            raise error
+        assert result is not None
+        return result
+
+    acall, call = twins(_call)
+
+    # -- many calls -----------------------------------------------------------------------
+    def _same_named(self, name: str, servers: Iterable[str] | None) -> list[_Target]:
+        """Every server's tool with the original name behind ``name``."""
+        if not isinstance(name, str):
+            raise TypeError(f"a tool name is a str, not {type(name).__name__} {name!r}")
+        if name in self.pegboard or name.startswith("tool://"):
+            original = self._resolve(name).tool.tool
+        else:
+            original = name
+        targets = [_Target(e.name, e.tool_id, e.spec) for e in self.pegboard.entries()
+                   if e.tool == original]
+        if servers is not None:
+            wanted = [servers] if isinstance(servers, str) else list(servers)
+            unknown = [s for s in wanted if s not in self._rows]
+            if unknown:
+                raise ValueError(f"unknown servers {unknown}; connected: {sorted(self._rows)}")
+            targets = [t for t in targets if t.tool.server in wanted]
+        if not targets:
+            offered = sorted({e.tool for e in self.pegboard.entries()})
+            import difflib
+
+            close = difflib.get_close_matches(original, offered, n=3)
+            hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+            raise Unreachable(f"no connected server offers a tool named {original!r}{hint}")
+        return targets
+
+    @staticmethod
+    def _cases(cases: Any, kwargs: Mapping[str, Any]) -> list[Any]:
+        if cases is not None and kwargs:
+            raise TypeError("pass the argument sets as cases or as keywords, not both")
+        if cases is None:
+            return [dict(kwargs)]
+        if isinstance(cases, Mapping):
+            return [cases]
+        if isinstance(cases, (str, bytes)) or not isinstance(cases, Iterable):
+            raise TypeError(f"cases must be a mapping or a list of mappings, not {cases!r}")
+        return list(cases)
+
+    async def _compare(self, name: str, cases: Mapping[str, Any] | Sequence[Any] | None = None,
+                       /, servers: Iterable[str] | None = None, *, concurrency: int = 4,
+                       timeout: float | None = None, progress: bool = False,
+                       provenance: Provenance | Mapping[str, Any] | None = None,
+                       **kwargs: Any) -> pd.DataFrame:
+        """Run the same tool name on every server offering it: one row per (case, server).
+
+        Failures are rows, never raised. Each server is a lane of ``concurrency`` calls.
+        """
+        self._check_open()
+        _count(concurrency, "concurrency")
+        targets = self._same_named(name, servers)
+        arg_sets = self._cases(cases, kwargs)
+        batch = uuid.uuid4().hex
+        base = self._provenance(provenance)
+        jobs = []
+        for index, args in enumerate(arg_sets):
+            for target in targets:
+                jobs.append(Job(target.tool.server, _bind(
+                    self._invoke, target, args, batch=batch, timeout=timeout,
+                    provenance=base.with_fields(case=index))))
+        bar = progress_bar(len(jobs), f"compare {name}", progress)
+        try:
+            outcomes = await run_jobs(jobs, overall=None, per_server=concurrency, bar=bar)
+        finally:
+            bar.close()
+        return _compare_frame([(i // len(targets), o[0]) for i, o in enumerate(outcomes)])
+
+    acompare, compare = twins(_compare)
+
+    async def _map(self, name: str, cases: Iterable[Mapping[str, Any]], /, *,
+                   concurrency: int = 8, progress: bool = True, resume: bool = False,
+                   timeout: float | None = None,
+                   provenance: Provenance | Mapping[str, Any] | None = None) -> pd.DataFrame:
+        """Call one tool once per argument set, ``concurrency`` at a time; records shape.
+
+        Failures are rows, never raised. With ``resume=True`` an argument set that already
+        succeeded for this tool (in memory or in the journal) is not called again; its
+        earlier record stands in the result instead.
+        """
+        self._check_open()
+        _count(concurrency, "concurrency")
+        target = self._resolve(name)
+        arg_sets = self._cases(cases, {})
+        batch = uuid.uuid4().hex
+        base = self._provenance(provenance)
+        slots: list[Record | None] = [None] * len(arg_sets)
+        jobs, places = [], []
+        for index, args in enumerate(arg_sets):
+            if resume and isinstance(args, Mapping):
+                done = self._store.success(target.tool.server, target.tool.tool, args)
+                if done is not None:
+                    slots[index] = done
+                    continue
+            places.append(index)
+            jobs.append(Job(target.tool.server, _bind(
+                self._invoke, target, args, batch=batch, timeout=timeout,
+                provenance=base.with_fields(case=index))))
+        bar = progress_bar(len(jobs), f"map {target.name}", progress)
+        try:
+            outcomes = await run_jobs(jobs, overall=concurrency, per_server=None, bar=bar)
+        finally:
+            bar.close()
+        for index, outcome in zip(places, outcomes, strict=True):
+            slots[index] = outcome[0]
+        return frame(r for r in slots if r is not None)
+
+    amap, map = twins(_map)
+
+    # -- display --------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        try:
+            state = "closed" if self._closed else "open"
+            return (f"<Bench {state}: {len(self._rows)} servers, "
+                    f"{self.pegboard.tool_count()} tools, {len(self._store)} records>")
+        except Exception:
+            return "<Bench>"
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        from toolbench._display import bench_bundle
+
+        return bench_bundle(self)
+
+
+def _count(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{what} must be a whole number of at least 1, not {value!r}")
+    return value
+
+
+def _bind(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    async def bound() -> Any:
+        return await fn(*args, **kwargs)
+
+    return bound
+
+
+COMPARE_COLUMNS = ("case", "server", "name", "arguments", "ok", "disposition", "error_type",
+                   "error", "latency_ms", "text", "structured", "call_id")
+
+
+def _compare_frame(rows: Sequence[tuple[int, Record]]) -> pd.DataFrame:
+    """One row per (case, server), each structured field flattened as ``structured.<key>``."""
+    import pandas as pd
+
+    data = []
+    for case, record in rows:
+        row: dict[str, Any] = {"case": case}
+        for column in COMPARE_COLUMNS[1:]:
+            row[column] = getattr(record, column)
+        for key, value in (record.structured or {}).items():
+            row[f"structured.{key}"] = value
+        data.append(row)
+    df = pd.DataFrame(data)
+    for column in COMPARE_COLUMNS:
+        if column not in df.columns:
+            df[column] = None
+    extra = sorted(c for c in df.columns if c not in COMPARE_COLUMNS)
+    return df[list(COMPARE_COLUMNS) + extra]
