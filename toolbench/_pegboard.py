@@ -376,6 +376,8 @@ class PegBoard:
         if not isinstance(spec, ToolSpec):
             raise TypeError(f"register_tool takes a ToolSpec, not {spec!r}")
         ns = _check_namespace(namespace)
+        if not is_tool_name(spec.name):
+            raise ValueError(f"invalid tool name {spec.name!r}: a tool name is {TOOL_RULE}")
         (entry,) = self._entries_for(server, ns, [spec])
         with self._lock:
             board = self._board
