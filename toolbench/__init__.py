@@ -1,6 +1,8 @@
 """toolbench: explore, call, record and compare tools from many MCP servers, in Jupyter."""
 
+from toolbench._bench import Bench
 from toolbench._client import Result, ToolClient, ToolSpec
+from toolbench._config import ConfigError
 from toolbench._errors import (
     Disposition,
     Malformed,
@@ -11,27 +13,38 @@ from toolbench._errors import (
     ToolFailed,
     Unreachable,
 )
+from toolbench._handles import ToolHandle
 from toolbench._ids import Destination, Egress, Provenance, ToolId
+from toolbench._mcp import McpClient
+from toolbench._pegboard import PegBoard
 from toolbench._router import ToolRouter
 from toolbench._toolbox import ToolBox, tool
+from toolbench._toolset import ToolContext, Toolset
 
 __all__ = [
+    "Bench",
+    "ConfigError",
     "Destination",
     "Disposition",
     "Egress",
     "Malformed",
+    "McpClient",
     "NameCollision",
+    "PegBoard",
     "Provenance",
     "Refused",
     "Result",
     "TimedOut",
     "ToolBox",
     "ToolClient",
+    "ToolContext",
     "ToolError",
     "ToolFailed",
+    "ToolHandle",
     "ToolId",
     "ToolRouter",
     "ToolSpec",
+    "Toolset",
     "Unreachable",
     "tool",
 ]

@@ -552,9 +552,13 @@ def _compare_frame(rows: Sequence[tuple[int, Record]]) -> pd.DataFrame:
         for key, value in (record.structured or {}).items():
             row[f"structured.{key}"] = value
         data.append(row)
-    df = pd.DataFrame(data)
+    df = pd.DataFrame(data, dtype=object)
     for column in COMPARE_COLUMNS:
         if column not in df.columns:
             df[column] = None
     extra = sorted(c for c in df.columns if c not in COMPARE_COLUMNS)
-    return df[list(COMPARE_COLUMNS) + extra]
+    df = df[list(COMPARE_COLUMNS) + extra]
+    df["ok"] = df["ok"].astype(bool)
+    df["latency_ms"] = df["latency_ms"].astype(float)
+    df["case"] = df["case"].astype(int)
+    return df

@@ -160,7 +160,9 @@ def frame(records: Iterable[Record]) -> pd.DataFrame:
     import pandas as pd
 
     row_of = operator.attrgetter(*COLUMNS)
-    df = pd.DataFrame.from_records([row_of(r) for r in records], columns=list(COLUMNS))
+    # object dtype keeps None as None (pandas 3 would turn str|None columns into NaN strings).
+    df = pd.DataFrame([row_of(r) for r in records], columns=list(COLUMNS), dtype=object)
     df["started"] = pd.to_datetime(df["started"], utc=True)
     df["ok"] = df["ok"].astype(bool)
+    df["latency_ms"] = df["latency_ms"].astype(float)
     return df

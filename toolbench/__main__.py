@@ -1,0 +1,3 @@
+from toolbench._cli import main
+
+main()
