@@ -146,7 +146,12 @@ class _Conn:
 
     def on_garbage(self, exc: Exception) -> None:
         if self.garbage is None:
-            self.garbage = _html.shorten(str(exc).replace("\n", " "), 200)
+            errors = getattr(exc, "errors", None)
+            try:
+                line = repr(errors()[0]["input"]) if callable(errors) else str(exc)
+            except Exception:
+                line = str(exc)
+            self.garbage = _html.shorten(line.replace("\n", " "), 200)
             self.poke()
 
 
@@ -325,7 +330,7 @@ class McpClient:
                     await conn.wake.wait()
                 conn.wake = anyio.Event()
         except BaseException:
-            await self._stop_conn(conn, cancel=True)
+            _abandon(conn)
             self._status = "failed"
             raise
         if conn.ready:
@@ -333,8 +338,12 @@ class McpClient:
             self._last_error = None
             return
         timed_out = not conn.done.is_set()
-        await self._stop_conn(conn, cancel=True)
-        if timed_out:
+        # Not awaited: stopping a hung child takes the SDK seconds, and the caller was promised
+        # an answer within connect_timeout. _retire (next connect, or close) waits for it.
+        _abandon(conn)
+        if timed_out and garbage_seen:
+            reason = f"no protocol answer within {GARBAGE_GRACE_S:g} s of unreadable output"
+        elif timed_out:
             reason = f"no answer within connect_timeout={self._connect_timeout:g} s"
         elif conn.error is not None:
             reason = describe(conn.error, self._redact)
@@ -620,6 +629,13 @@ class McpClient:
     """The ToolClient face is async; ``list_tools_sync`` is its blocking twin."""
     call = acall
     """The ToolClient face is async; ``call_sync`` is its blocking twin."""
+
+
+def _abandon(conn: _Conn) -> None:
+    """Tell a failed attempt's owner to wind down, without waiting for it."""
+    conn.closing = True
+    conn.stop.set()
+    conn.scope.cancel()
 
 
 def _spec(tool: types.Tool) -> ToolSpec:
