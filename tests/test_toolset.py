@@ -568,8 +568,9 @@ def http_server() -> Iterator[str]:
 
 
 async def _with_client(target: Any, use: Callable[[Client], Awaitable[Any]]) -> Any:
+    client = target if isinstance(target, Client) else Client(target)
     with anyio.fail_after(BOUND):
-        async with Client(target) as client:
+        async with client:
             return await use(client)
 
 
@@ -596,6 +597,12 @@ async def test_same_answers_in_process_over_stdio_and_http(http_server: str) -> 
     assert outcomes[7][0] == "refused" and "rule: type" in outcomes[7][1]
     assert outcomes[8][0] == "refused" and "known tools: add, boom, echo" in outcomes[8][1]
     assert outcomes[9][0] == "refused" and "not a declared lane" in outcomes[9][1]
+
+
+async def test_same_answers_over_in_memory_json_rpc() -> None:
+    local = await _in_process()
+    wire = await _with_client(Client(app.build().mcp_server(), mode="legacy"), _over_mcp)
+    assert wire == local
 
 
 async def test_serve_rejects_unknown_transport_and_bad_port() -> None:

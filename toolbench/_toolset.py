@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -32,6 +32,9 @@ from toolbench import _html
 from toolbench._client import Result, ToolSpec, check_arguments, result_from_value
 from toolbench._errors import Malformed, Refused, ToolFailed, Unreachable
 from toolbench._ids import Destination, Provenance, ToolId, check_server_name, check_tool_name
+
+if TYPE_CHECKING:
+    from mcp.server import Server
 
 F = TypeVar("F", bound=Callable[..., Any])
 LaneChoice = str | Callable[[dict[str, Any]], "str | None"] | None
@@ -67,6 +70,7 @@ class _Tool:
     is_async: bool
     lane: LaneChoice
     validator: Any = None  # a jsonschema validator instance, or None
+    id: ToolId | None = None
 
     @property
     def spec(self) -> ToolSpec:
@@ -166,7 +170,8 @@ class Toolset:
         self._warned = False
         self._timer: threading.Timer | None = None
         self._tools[HELP] = _Tool(
-            HELP, HELP_DESCRIPTION, dict(HELP_SCHEMA), self._help, False, False, None
+            HELP, HELP_DESCRIPTION, dict(HELP_SCHEMA), self._help, False, False, None,
+            None, ToolId(self.address, HELP),
         )
 
     # -- registering ------------------------------------------------------------------------
@@ -213,7 +218,7 @@ class Toolset:
                 raise ValueError(f"tool {name!r} is already registered on {self.address!r}")
             self._tools[name] = _Tool(
                 name, description, schema, handler, _takes_ctx(handler, name),
-                _is_async(handler), lane, validator,
+                _is_async(handler), lane, validator, ToolId(self.address, name),
             )
             return handler
 
@@ -300,12 +305,12 @@ class Toolset:
     ) -> Any:
         self._mark_reached()
         tool = self._tools.get(name)
-        tid = ToolId(self.address, name) if tool is not None else None
         if tool is None:
             raise Refused(
                 f"unknown tool {_html.shorten(repr(name), 140)} on {self.address!r}; "
                 f"known tools: {', '.join(self.names())}"
             )
+        tid = tool.id
         args = check_arguments(tid, data)
         if tool.name == HELP:
             return self.manifest()
@@ -457,6 +462,13 @@ class Toolset:
 
         self.start()
         await serve(self, transport, host=host, port=port)
+
+    def mcp_server(self) -> Server[Any]:
+        """The same tools as an SDK low-level ``mcp.server.Server`` (for an in-process
+        ``mcp.Client``, or to mount in your own ASGI app); ``serve`` runs one of these."""
+        from toolbench._toolset_serve import build_server
+
+        return build_server(self)
 
     def run(
         self,
