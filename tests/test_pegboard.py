@@ -241,6 +241,32 @@ def test_works_with_a_toolbox_serving_several_servers() -> None:
     assert pb.get_tool("web-search").input_schema["required"] == ["q"]
 
 
+def test_works_with_toolsets_in_process() -> None:
+    from toolbench._toolset import Toolset
+
+    docs, code = Toolset("docs"), Toolset("code")
+
+    @docs.tool("search", "Search the docs.")
+    def docs_search(data: dict[str, Any]) -> str:
+        return f"docs: {data['q']}"
+
+    @code.tool("search", "Search the code.")
+    def code_search(data: dict[str, Any]) -> str:
+        return f"code: {data['q']}"
+
+    pb = PegBoard(separator="__")
+
+    async def main() -> str:
+        assert await pb.add_service("docs", docs) == 2  # search, and the automatic help
+        assert await pb.add_service("code", code) == 2
+        return (await pb.call_tool("code__search", {"q": "x"})).text
+
+    assert run(main) == "code: x"
+    assert pb.same_named() == {"help": ["code__help", "docs__help"],
+                               "search": ["code__search", "docs__search"]}
+    assert pb.get_tool("docs__search").description == "Search the docs."
+
+
 def test_already_routed_to_the_same_client_is_fine_to_another_is_refused() -> None:
     router = tb.ToolRouter()
     mine, other = Catalog({"web": ["search"]}), Catalog({"web": ["search"]})
@@ -624,6 +650,43 @@ def test_a_stale_listener_does_nothing_after_removal() -> None:
     lists = client.lists
     run(lambda: client.listeners[0]("web"))
     assert client.lists == lists and pb.tool_count() == 0
+
+
+def test_a_failing_subscription_leaves_nothing_behind() -> None:
+    class Broken(Catalog):
+        def add_tools_changed_listener(self, callback: Listener) -> None:
+            raise RuntimeError("listener slots exhausted")
+
+    pb = PegBoard()
+    with pytest.raises(RuntimeError, match="listener slots exhausted"):
+        run(lambda: pb.add_service("web", Broken({"web": ["search"]})))
+    assert (pb.tool_count(), pb.service_count(), pb.router.servers()) == (0, 0, [])
+
+
+def test_two_concurrent_adds_of_one_server_register_it_once() -> None:
+    pb = PegBoard()
+    client = Gated({"web": ["search"]})
+    outcomes: list[object] = []
+
+    async def add(namespace: str) -> None:
+        try:
+            outcomes.append(await pb.add_service("web", client, namespace=namespace))
+        except ValueError as exc:
+            outcomes.append(exc)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(add, "one")
+            tg.start_soon(add, "two")
+            while len(client.gates) < 2:
+                await anyio.sleep(0.001)
+            for gate, _ in client.gates:
+                gate.set()
+
+    run(main)
+    assert sorted(map(type, outcomes), key=str) == sorted([int, ValueError], key=str)
+    assert "already on this pegboard" in str(next(o for o in outcomes if not isinstance(o, int)))
+    assert pb.tool_count() == 1 and pb.namespace_count() == 1 and pb.router.servers() == ["web"]
 
 
 def test_a_multi_server_client_refreshes_only_the_named_server() -> None:
