@@ -314,7 +314,7 @@ def test_start_failures_are_unreachable_within_connect_timeout(
     started = time.monotonic()
     with pytest.raises(Unreachable) as info:
         client.connect()
-    assert time.monotonic() - started < 3.5
+    assert time.monotonic() - started < 3 + 1.0  # connect_timeout, plus scheduling slack
     message = str(info.value)
     assert "'broken'" in message and command[-1] in message and words in message
     if stderr:
