@@ -509,6 +509,12 @@ class Bench:
     amap, map = twins(_map)
 
     # -- display --------------------------------------------------------------------------
+    def explore(self) -> Any:
+        """The explorer widget: browse the catalog, fill a form, call, compare (ipywidgets)."""
+        from toolbench._widgets import explorer
+
+        return explorer(self)
+
     def __repr__(self) -> str:
         try:
             state = "closed" if self._closed else "open"
