@@ -93,13 +93,14 @@ def test_config_passes_flaky_settings_as_flags_and_checks_them() -> None:
         "--latency-ms", "250", "--jitter-ms", "10.5", "--failure-rate", "0.25", "--seed", "7",
     ]
     assert cfg["geo"]["args"] == ["-m", "toolbench.demo.geo"]  # only flaky takes settings
-    for kwargs, words in [
+    cases: list[tuple[dict[str, Any], list[str]]] = [
         ({"failure_rate": 1.5}, ["failure_rate", "1.5", "between 0 and 1"]),
         ({"failure_rate": math.nan}, ["failure_rate", "finite"]),
         ({"latency_ms": -1}, ["latency_ms", "-1", "between 0 and 60000"]),
         ({"latency_ms": "slow"}, ["latency_ms", "'slow'", "number"]),
         ({"seed": 1.5}, ["seed", "1.5", "whole number"]),
-    ]:
+    ]
+    for kwargs, words in cases:
         with pytest.raises(ValueError) as info:
             demo.config(**kwargs)
         assert all(word in str(info.value) for word in words), str(info.value)
@@ -465,8 +466,8 @@ def test_flaky_latency_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
 def test_flaky_wait_reports_progress() -> None:
     seen: list[tuple[float, float | None]] = []
 
-    async def progress(value: float, total: float | None, message: str | None) -> None:
-        seen.append((value, total))
+    async def progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total))
 
     async def body() -> CallToolResult:
         async with connect("flaky", **CALM) as client:

@@ -3,14 +3,12 @@
 Three servers share the tool name ``distance`` but answer it three ways, so comparing them
 teaches something:
 
-========== =================================== ===========================================
-server     ``distance`` method                 also
-========== =================================== ===========================================
-geo        sphere (haversine), ~0.5 % error     ``city``, ``cities``, ``nearest``, ``world_map``
-geo_precise WGS-84 ellipsoid (Vincenty), ~mm    ``city``, ``bearing``
-flaky      flat map (equirectangular); slow,    ``city``, ``status``, ``wait``
-           and fails on purpose
-========== =================================== ===========================================
+- ``geo``: ``distance`` on a sphere (haversine), off by up to ~0.5 %; also ``city``,
+  ``cities``, ``nearest`` and ``world_map`` (a PNG image).
+- ``geo_precise``: ``distance`` on the WGS-84 ellipsoid (Vincenty), good to millimetres;
+  also ``city`` and ``bearing``.
+- ``flaky``: ``distance`` on a flat map (equirectangular), off by percent across oceans, slow,
+  and failing some calls on purpose; also ``city``, ``status`` and ``wait``.
 
 Each runs over stdio as ``python -m toolbench.demo.<name>``. :func:`config` returns the
 ``mcpServers`` mapping that desktop MCP clients (and ``Bench.load_config``) read.

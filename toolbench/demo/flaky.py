@@ -74,7 +74,7 @@ class _Chaos:
             self.failures += 1
             raise ToolError(
                 f"simulated failure of {tool!r} (call {self.calls}; this server fails "
-                f"{self.settings.failure_rate:.0%} of calls on purpose, so you can see how "
+                f"{self.settings.failure_rate * 100:g}% of calls on purpose, so you can see how "
                 "failures are reported). Calling again may succeed."
             )
 
