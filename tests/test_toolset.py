@@ -25,7 +25,7 @@ from mcp.shared.exceptions import MCPError
 
 from toolbench._client import Result, ToolClient
 from toolbench._errors import Malformed, Refused, ToolFailed, Unreachable
-from toolbench._ids import Destination, ToolId
+from toolbench._ids import Destination, Provenance, ToolId
 from toolbench._router import ToolRouter
 from toolbench._toolset import ToolContext, Toolset
 
@@ -605,12 +605,45 @@ async def test_same_answers_over_in_memory_json_rpc() -> None:
     assert wire == local
 
 
+async def test_provenance_and_lane_reach_the_handler_on_every_face() -> None:
+    ts = Toolset("prov")
+    ts.lane("label", max_concurrent=None)  # a lane as a label only: no cap of its own
+    seen: list[tuple[dict[str, Any] | None, str | None]] = []
+
+    @ts.tool("who", lane="label")
+    async def who(data: dict[str, Any], ctx: ToolContext) -> str:
+        seen.append((ctx.provenance.as_dict() if ctx.provenance else None, ctx.lane))
+        return "ok"
+
+    await ts.deliver({"tool": "who"})
+    await ts.call(ToolId("prov", "who"), {}, Provenance(run="r1", agent="a"))
+    meta = {Provenance.META_KEY: {"run": "r2", "case": 3}}
+    async with Client(ts.mcp_server(), mode="legacy") as client:
+        with anyio.fail_after(BOUND):
+            await client.call_tool("who", {}, meta=meta)
+            await client.call_tool("who", {}, meta={Provenance.META_KEY: "garbage"})
+    assert seen == [(None, "label"), ({"run": "r1", "agent": "a"}, "label"),
+                    ({"run": "r2", "case": 3}, "label"), (None, "label")]
+
+
 async def test_serve_rejects_unknown_transport_and_bad_port() -> None:
     ts = Toolset("x", connect_grace=60)
     with pytest.raises(ValueError, match="unknown transport 'carrier-pigeon'"):
         await ts.serve("carrier-pigeon")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="port must be"):
         await ts.serve("streamable-http", port=70000)
+    assert not ts._watch.pending  # refused before the watch began: no stray timer thread
+
+
+async def test_serve_that_fails_stops_its_watch() -> None:
+    ts = Toolset("x", connect_grace=60)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with anyio.fail_after(BOUND), pytest.raises(OSError, match=f"could not serve on .*{port}"):
+            await ts.serve("streamable-http", port=port)
+    assert not ts._watch.pending and not ts._watch.warned
 
 
 # -- connect_grace ---------------------------------------------------------------------------
@@ -628,7 +661,7 @@ def test_started_but_never_reached_warns_once(capsys: pytest.CaptureFixture[str]
         thread.start()
     for thread in threads:
         thread.join(5)
-    _wait_for(lambda: ts._warned)
+    _wait_for(lambda: ts._watch.warned)
     time.sleep(0.3)  # a second warning would have had time to appear
     ts.start()
     time.sleep(0.2)
@@ -642,8 +675,16 @@ def test_reached_in_time_does_not_warn(capsys: pytest.CaptureFixture[str]) -> No
     ts.start()
     assert anyio.run(ts.deliver, {"tool": "help"})["name"] == "notes-app"
     time.sleep(0.4)
-    assert ts._timer is None and not ts._warned
+    assert not ts._watch.pending and not ts._watch.warned
     assert "was started" not in capsys.readouterr().err
+
+
+def test_no_grace_means_no_watch(capsys: pytest.CaptureFixture[str]) -> None:
+    ts = Toolset("quiet", connect_grace=None)
+    ts.start()
+    assert not ts._watch.pending and ts.connect_grace is None
+    with pytest.raises(ValueError, match=r"connect_grace must be .* or None"):
+        Toolset("x", connect_grace=float("nan"))
 
 
 def test_not_started_does_not_warn(capsys: pytest.CaptureFixture[str]) -> None:

@@ -133,6 +133,71 @@ def _rule_text(error: jsonschema.exceptions.ValidationError) -> str:
     return f"at {where}: {_html.shorten(error.message, 300)} (rule: {error.validator})"
 
 
+class GraceWatch:
+    """Warns once on stderr when a started toolset is not reached within ``grace`` seconds.
+
+    A toolset that was started but never served (a forgotten ``serve``, a port nobody
+    listens on) otherwise fails in silence: its callers just wait. One daemon timer per
+    watch, cancelled the moment a caller arrives; safe from any thread or event loop.
+    """
+
+    def __init__(self, address: str, grace: float | None) -> None:
+        if grace is not None and (
+            isinstance(grace, bool) or not isinstance(grace, (int, float)) or not grace >= 0
+        ):
+            raise ValueError(
+                f"connect_grace must be a number of seconds >= 0, or None for no watch, "
+                f"not {grace!r}"
+            )
+        self.address = address
+        self.grace = None if grace is None else float(grace)
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+        self.is_reached = False
+        self.warned = False
+
+    def start(self) -> None:
+        with self._lock:
+            if self.grace is None or self._timer is not None or self.is_reached or self.warned:
+                return
+            timer = threading.Timer(self.grace, self._expired)
+            timer.name = f"toolbench-toolset-grace-{self.address}"
+            timer.daemon = True
+            self._timer = timer
+        timer.start()
+
+    def reached(self) -> None:
+        if self.is_reached:  # the hot path: one attribute read per request
+            return
+        with self._lock:
+            self.is_reached = True
+        self.stop()
+
+    def stop(self) -> None:
+        with self._lock:
+            timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+
+    @property
+    def pending(self) -> bool:
+        return self._timer is not None
+
+    def _expired(self) -> None:
+        with self._lock:
+            if self.is_reached or self.warned or self._timer is None:
+                return
+            self.warned = True
+            self._timer = None
+        message = (
+            f"toolbench: toolset {self.address!r} was started {self.grace:g} s ago but no "
+            "caller has reached it (no deliver, call or serve); is it being served?\n"
+        )
+        with contextlib.suppress(Exception):  # a closed stderr must not kill the timer thread
+            sys.stderr.write(message)
+            sys.stderr.flush()
+
+
 class Toolset:
     """Many tools at one address; a ToolClient in process and an MCP server via ``serve``."""
 
@@ -142,7 +207,7 @@ class Toolset:
         name: str | None = None,
         description: str = "",
         max_concurrent: int | None = 8,
-        connect_grace: float = 5.0,
+        connect_grace: float | None = 5.0,
     ) -> None:
         self.address = check_server_name(address)
         if name is not None and not isinstance(name, str):
@@ -152,23 +217,11 @@ class Toolset:
             raise TypeError(f"Toolset description must be a string, not {description!r}")
         self.description = description
         self.max_concurrent = _check_cap(max_concurrent, "Toolset max_concurrent")
-        if (
-            isinstance(connect_grace, bool)
-            or not isinstance(connect_grace, (int, float))
-            or not connect_grace >= 0
-        ):
-            raise ValueError(
-                f"connect_grace must be a number of seconds >= 0, not {connect_grace!r}"
-            )
-        self.connect_grace = float(connect_grace)
+        self._watch = GraceWatch(self.address, connect_grace)
         self._tools: dict[str, _Tool] = {}
         self._lanes: dict[str, int | None] = {}
         self._gates_now: _Gates | None = None
         self._in_flight = 0
-        self._watch_lock = threading.Lock()
-        self._reached = False
-        self._warned = False
-        self._timer: threading.Timer | None = None
         self._tools[HELP] = _Tool(
             HELP, HELP_DESCRIPTION, dict(HELP_SCHEMA), self._help, False, False, None,
             None, ToolId(self.address, HELP),
@@ -458,10 +511,14 @@ class Toolset:
         port: int = 8000,
     ) -> None:
         """Serve every tool, ``help`` included, as an MCP server until cancelled."""
-        from toolbench._toolset_serve import serve
+        from toolbench._toolset_serve import check_target, serve
 
+        check_target(transport, host, port)
         self.start()
-        await serve(self, transport, host=host, port=port)
+        try:
+            await serve(self, transport, host=host, port=port)
+        finally:
+            self._watch.stop()  # it ended or failed: that is said loudly enough already
 
     def mcp_server(self) -> Server[Any]:
         """The same tools as an SDK low-level ``mcp.server.Server`` (for an in-process
@@ -479,38 +536,16 @@ class Toolset:
         """Serve and block (a server script's last line)."""
         anyio.run(lambda: self.serve(transport, host=host, port=port))
 
+    @property
+    def connect_grace(self) -> float | None:
+        return self._watch.grace
+
     def start(self) -> None:
         """Begin the connect_grace watch: warn once on stderr if no caller reaches us in time."""
-        with self._watch_lock:
-            if self._timer is not None or self._reached or self._warned:
-                return
-            timer = threading.Timer(self.connect_grace, self._grace_expired)
-            timer.name = f"toolbench-toolset-grace-{self.address}"
-            timer.daemon = True
-            self._timer = timer
-        timer.start()
+        self._watch.start()
 
     def _mark_reached(self) -> None:
-        if self._reached:
-            return
-        with self._watch_lock:
-            self._reached = True
-            timer, self._timer = self._timer, None
-        if timer is not None:
-            timer.cancel()
-
-    def _grace_expired(self) -> None:
-        with self._watch_lock:
-            if self._reached or self._warned:
-                return
-            self._warned = True
-        message = (
-            f"toolbench: toolset {self.address!r} was started {self.connect_grace:g} s ago "
-            "but no caller has reached it (no deliver, call or serve); is it being served?\n"
-        )
-        with contextlib.suppress(Exception):  # a closed stderr must not kill the timer thread
-            sys.stderr.write(message)
-            sys.stderr.flush()
+        self._watch.reached()
 
     def __repr__(self) -> str:
         tools = len(self._tools) - 1

@@ -14,11 +14,9 @@ So every call goes through ``Toolset._dispatch`` (caps, lanes and validation inc
 
 from __future__ import annotations
 
-import contextlib
 import importlib.metadata
 from typing import TYPE_CHECKING, Any, Literal
 
-import anyio
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
@@ -31,7 +29,6 @@ if TYPE_CHECKING:
     from toolbench._toolset import Toolset
 
 HTTP_PATH = "/mcp"
-_STARTUP_POLL_S = 0.05
 
 
 def _provenance(meta: Any) -> Provenance | None:
@@ -108,6 +105,18 @@ def _error_result(detail: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=detail)], is_error=True)
 
 
+def check_target(transport: object, host: object, port: object) -> None:
+    """Refuse a bad transport, host or port before anything starts."""
+    if transport not in ("stdio", "streamable-http"):
+        raise ValueError(
+            f"unknown transport {transport!r}: a Toolset serves 'stdio' or 'streamable-http'"
+        )
+    if not isinstance(host, str) or not host:
+        raise ValueError(f"host must be a non-empty string, not {host!r}")
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ValueError(f"port must be an int from 0 to 65535, not {port!r}")
+
+
 async def serve(
     toolset: Toolset,
     transport: Literal["stdio", "streamable-http"],
@@ -115,16 +124,11 @@ async def serve(
     host: str = "127.0.0.1",
     port: int = 8000,
 ) -> None:
+    check_target(transport, host, port)
     if transport == "stdio":
         await _serve_stdio(toolset)
-    elif transport == "streamable-http":
-        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
-            raise ValueError(f"port must be an int from 0 to 65535, not {port!r}")
-        await _serve_http(toolset, host, port)
     else:
-        raise ValueError(
-            f"unknown transport {transport!r}: a Toolset serves 'stdio' or 'streamable-http'"
-        )
+        await _serve_http(toolset, host, port)
 
 
 async def _serve_stdio(toolset: Toolset) -> None:
@@ -139,21 +143,22 @@ async def _serve_stdio(toolset: Toolset) -> None:
 async def _serve_http(toolset: Toolset, host: str, port: int) -> None:
     import uvicorn
 
+    class ToolsetServer(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            if self.started:  # only a bound socket makes us reachable
+                toolset._mark_reached()
+
     app = build_server(toolset).streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
-
-    async def reached_when_listening() -> None:
-        # Only a bound socket makes us reachable; a port in use must still trip the warning.
-        while not server.started:
-            await anyio.sleep(_STARTUP_POLL_S)
-        toolset._mark_reached()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(reached_when_listening)
-        try:
-            await server.serve()
-        finally:
-            tg.cancel_scope.cancel()
-            with contextlib.suppress(Exception):
-                server.should_exit = True
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
+                            log_config=None)  # a library must not reconfigure logging
+    server = ToolsetServer(config)
+    try:
+        await server.serve()
+    except SystemExit as exc:  # uvicorn exits the process when it cannot bind; we raise
+        if server.started:
+            raise
+        raise OSError(
+            f"toolset {toolset.address!r} could not serve on http://{host}:{port}{HTTP_PATH} "
+            f"(uvicorn startup failed with exit code {exc.code}; is the port in use?)"
+        ) from None
