@@ -617,11 +617,12 @@ async def test_provenance_and_lane_reach_the_handler_on_every_face() -> None:
 
     await ts.deliver({"tool": "who"})
     await ts.call(ToolId("prov", "who"), {}, Provenance(run="r1", agent="a"))
-    meta = {Provenance.META_KEY: {"run": "r2", "case": 3}}
+    meta: Any = {Provenance.META_KEY: {"run": "r2", "case": 3}}
+    garbage: Any = {Provenance.META_KEY: "garbage"}
     async with Client(ts.mcp_server(), mode="legacy") as client:
         with anyio.fail_after(BOUND):
             await client.call_tool("who", {}, meta=meta)
-            await client.call_tool("who", {}, meta={Provenance.META_KEY: "garbage"})
+            await client.call_tool("who", {}, meta=garbage)
     assert seen == [(None, "label"), ({"run": "r1", "agent": "a"}, "label"),
                     ({"run": "r2", "case": 3}, "label"), (None, "label")]
 
