@@ -65,6 +65,7 @@ class SharedLoop:
     async def _main(self) -> None:
         self._thread_id = threading.get_ident()
         self._stop = anyio.Event()
+        self._asyncio_loop = asyncio.get_running_loop()
         async with BlockingPortal() as portal, anyio.create_task_group() as task_group:
             self._portal = portal
             self._task_group = task_group
@@ -85,6 +86,15 @@ class SharedLoop:
             raise RuntimeError("toolbench's event loop has shut down (interpreter exit?)")
         return self._portal
 
+    def _schedule(self, coroutine: Coroutine[Any, Any, R]) -> Future[R]:
+        """Hand a coroutine to the loop thread.
+
+        ``asyncio.run_coroutine_threadsafe`` costs about half of a portal round trip, and a
+        call's overhead is mostly this hop; cancelling the returned future cancels the task.
+        """
+        self._portal_or_raise()
+        return asyncio.run_coroutine_threadsafe(coroutine, self._asyncio_loop)
+
     # -- running work -----------------------------------------------------------------------
     def run(self, fn: Callable[P, Awaitable[R]], *args: P.args, **kwargs: P.kwargs) -> R:
         """Run ``fn`` on the loop and wait; an interrupt cancels it there and is re-raised."""
@@ -93,14 +103,18 @@ class SharedLoop:
                 "a synchronous toolbench method was called from toolbench's own event loop, "
                 "where it would deadlock; await its async twin (the a-prefixed method) instead"
             )
-        finished = threading.Event()
-        future = self._portal_or_raise().start_task_soon(
-            _signal_when_done, finished, functools.partial(fn, *args, **kwargs)
+        started, finished = threading.Event(), threading.Event()
+        future = self._schedule(
+            _signal_when_done(started, finished, functools.partial(fn, *args, **kwargs))
         )
         try:
             return future.result()
         except KeyboardInterrupt:
             future.cancel()
+            # Wait for the cancelled call to wind down (and record itself), unless it was
+            # cancelled before it ever started, in which case nothing ran.
+            if finished.wait(0.2) or not started.is_set():
+                raise
             finished.wait(INTERRUPT_GRACE_S)
             raise
 
@@ -108,9 +122,7 @@ class SharedLoop:
         """Await ``fn`` on the loop from any event loop (Jupyter's own included)."""
         if self.in_loop_thread():
             return await fn(*args, **kwargs)
-        future: Future[R] = self._portal_or_raise().start_task_soon(
-            functools.partial(fn, *args, **kwargs)
-        )
+        future = self._schedule(_awaited(functools.partial(fn, *args, **kwargs)))
         try:
             return await asyncio.wrap_future(future)
         except asyncio.CancelledError:
@@ -119,7 +131,7 @@ class SharedLoop:
 
     def submit(self, fn: Callable[[], Awaitable[R]]) -> Future[R]:
         """Start ``fn`` on the loop without waiting (widgets use this to keep the kernel free)."""
-        return self._portal_or_raise().start_task_soon(fn)
+        return self._schedule(_awaited(fn))
 
     async def start_background(
         self, fn: Callable[..., Coroutine[Any, Any, Any]], name: str | None = None
@@ -158,11 +170,19 @@ class SharedLoop:
         self._thread.join(SHUTDOWN_GRACE_S)
 
 
-async def _signal_when_done(finished: threading.Event, fn: Callable[[], Awaitable[R]]) -> R:
+# The coroutine is created inside the task, so a task cancelled before it starts leaves no
+# never-awaited coroutine behind.
+async def _signal_when_done(started: threading.Event, finished: threading.Event,
+                            fn: Callable[[], Awaitable[R]]) -> R:
+    started.set()
     try:
         return await fn()
     finally:
         finished.set()
+
+
+async def _awaited(fn: Callable[[], Awaitable[R]]) -> R:
+    return await fn()
 
 
 async def _close_all(closables: list[Closable]) -> None:
