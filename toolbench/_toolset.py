@@ -14,8 +14,6 @@ from __future__ import annotations
 import contextlib
 import inspect
 import json
-import sys
-import threading
 import time
 from collections.abc import AsyncIterator, Callable, Hashable, Mapping
 from dataclasses import dataclass, field
@@ -32,6 +30,7 @@ from toolbench import _html
 from toolbench._client import Result, ToolSpec, check_arguments, result_from_value
 from toolbench._errors import Malformed, Refused, ToolFailed, Unreachable
 from toolbench._ids import Destination, Provenance, ToolId, check_server_name, check_tool_name
+from toolbench._toolset_serve import GraceWatch, build_server, check_target, serve_toolset
 
 if TYPE_CHECKING:
     from mcp.server import Server
@@ -131,71 +130,6 @@ def _gate(semaphore: anyio.Semaphore | None) -> contextlib.AbstractAsyncContextM
 def _rule_text(error: jsonschema.exceptions.ValidationError) -> str:
     where = "/".join(str(p) for p in error.absolute_path) or "(data)"
     return f"at {where}: {_html.shorten(error.message, 300)} (rule: {error.validator})"
-
-
-class GraceWatch:
-    """Warns once on stderr when a started toolset is not reached within ``grace`` seconds.
-
-    A toolset that was started but never served (a forgotten ``serve``, a port nobody
-    listens on) otherwise fails in silence: its callers just wait. One daemon timer per
-    watch, cancelled the moment a caller arrives; safe from any thread or event loop.
-    """
-
-    def __init__(self, address: str, grace: float | None) -> None:
-        if grace is not None and (
-            isinstance(grace, bool) or not isinstance(grace, (int, float)) or not grace >= 0
-        ):
-            raise ValueError(
-                f"connect_grace must be a number of seconds >= 0, or None for no watch, "
-                f"not {grace!r}"
-            )
-        self.address = address
-        self.grace = None if grace is None else float(grace)
-        self._lock = threading.Lock()
-        self._timer: threading.Timer | None = None
-        self.is_reached = False
-        self.warned = False
-
-    def start(self) -> None:
-        with self._lock:
-            if self.grace is None or self._timer is not None or self.is_reached or self.warned:
-                return
-            timer = threading.Timer(self.grace, self._expired)
-            timer.name = f"toolbench-toolset-grace-{self.address}"
-            timer.daemon = True
-            self._timer = timer
-        timer.start()
-
-    def reached(self) -> None:
-        if self.is_reached:  # the hot path: one attribute read per request
-            return
-        with self._lock:
-            self.is_reached = True
-        self.stop()
-
-    def stop(self) -> None:
-        with self._lock:
-            timer, self._timer = self._timer, None
-        if timer is not None:
-            timer.cancel()
-
-    @property
-    def pending(self) -> bool:
-        return self._timer is not None
-
-    def _expired(self) -> None:
-        with self._lock:
-            if self.is_reached or self.warned or self._timer is None:
-                return
-            self.warned = True
-            self._timer = None
-        message = (
-            f"toolbench: toolset {self.address!r} was started {self.grace:g} s ago but no "
-            "caller has reached it (no deliver, call or serve); is it being served?\n"
-        )
-        with contextlib.suppress(Exception):  # a closed stderr must not kill the timer thread
-            sys.stderr.write(message)
-            sys.stderr.flush()
 
 
 class Toolset:
@@ -511,20 +445,16 @@ class Toolset:
         port: int = 8000,
     ) -> None:
         """Serve every tool, ``help`` included, as an MCP server until cancelled."""
-        from toolbench._toolset_serve import check_target, serve
-
         check_target(transport, host, port)
         self.start()
         try:
-            await serve(self, transport, host=host, port=port)
+            await serve_toolset(self, transport, host=host, port=port)
         finally:
             self._watch.stop()  # it ended or failed: that is said loudly enough already
 
     def mcp_server(self) -> Server[Any]:
         """The same tools as an SDK low-level ``mcp.server.Server`` (for an in-process
         ``mcp.Client``, or to mount in your own ASGI app); ``serve`` runs one of these."""
-        from toolbench._toolset_serve import build_server
-
         return build_server(self)
 
     def run(

@@ -1,4 +1,5 @@
-"""A Toolset as a real MCP server, over stdio or streamable HTTP at ``/mcp``.
+"""A Toolset as a real MCP server, over stdio or streamable HTTP at ``/mcp``, and the watch
+that warns when a started toolset is never reached.
 
 Built on the SDK's low-level ``mcp.server.Server`` rather than ``MCPServer``: ``MCPServer``
 derives each tool's schema from a Python signature, hides a failing tool's message, and answers
@@ -14,7 +15,10 @@ So every call goes through ``Toolset._dispatch`` (caps, lanes and validation inc
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
+import sys
+import threading
 from typing import TYPE_CHECKING, Any, Literal
 
 import mcp_types as types
@@ -29,6 +33,71 @@ if TYPE_CHECKING:
     from toolbench._toolset import Toolset
 
 HTTP_PATH = "/mcp"
+
+
+class GraceWatch:
+    """Warns once on stderr when a started toolset is not reached within ``grace`` seconds.
+
+    A toolset that was started but never served (a forgotten ``serve``, a port nobody
+    listens on) otherwise fails in silence: its callers just wait. One daemon timer per
+    watch, cancelled the moment a caller arrives; safe from any thread or event loop.
+    """
+
+    def __init__(self, address: str, grace: float | None) -> None:
+        if grace is not None and (
+            isinstance(grace, bool) or not isinstance(grace, (int, float)) or not grace >= 0
+        ):
+            raise ValueError(
+                f"connect_grace must be a number of seconds >= 0, or None for no watch, "
+                f"not {grace!r}"
+            )
+        self.address = address
+        self.grace = None if grace is None else float(grace)
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+        self.is_reached = False
+        self.warned = False
+
+    def start(self) -> None:
+        with self._lock:
+            if self.grace is None or self._timer is not None or self.is_reached or self.warned:
+                return
+            timer = threading.Timer(self.grace, self._expired)
+            timer.name = f"toolbench-toolset-grace-{self.address}"
+            timer.daemon = True
+            self._timer = timer
+        timer.start()
+
+    def reached(self) -> None:
+        if self.is_reached:  # the hot path: one attribute read per request
+            return
+        with self._lock:
+            self.is_reached = True
+        self.stop()
+
+    def stop(self) -> None:
+        with self._lock:
+            timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+
+    @property
+    def pending(self) -> bool:
+        return self._timer is not None
+
+    def _expired(self) -> None:
+        with self._lock:
+            if self.is_reached or self.warned or self._timer is None:
+                return
+            self.warned = True
+            self._timer = None
+        message = (
+            f"toolbench: toolset {self.address!r} was started {self.grace:g} s ago but no "
+            "caller has reached it (no deliver, call or serve); is it being served?\n"
+        )
+        with contextlib.suppress(Exception):  # a closed stderr must not kill the timer thread
+            sys.stderr.write(message)
+            sys.stderr.flush()
 
 
 def _provenance(meta: Any) -> Provenance | None:
@@ -117,7 +186,7 @@ def check_target(transport: object, host: object, port: object) -> None:
         raise ValueError(f"port must be an int from 0 to 65535, not {port!r}")
 
 
-async def serve(
+async def serve_toolset(
     toolset: Toolset,
     transport: Literal["stdio", "streamable-http"],
     *,
