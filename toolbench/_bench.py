@@ -7,6 +7,7 @@ outcome, leaves one record; the single-call API raises only after that record ex
 
 from __future__ import annotations
 
+import asyncio
 import math
 import os
 import sys
@@ -337,6 +338,7 @@ class Bench:
                       ) -> tuple[Record, Result | None, ToolError | None]:
         """Make one call and record it; a failure comes back as data, never raised."""
         call_id, started = new_call_id(), utcnow()
+        limit = self.timeout if timeout is None else timeout
         t0 = time.perf_counter()
         result: Result | None = None
         error: ToolError | None = None
@@ -345,8 +347,9 @@ class Bench:
             args = check_arguments(target.tool, arguments)
             validate_arguments(target.tool, target.spec.input_schema if target.spec else None,
                                args)
-            limit = self.timeout if timeout is None else timeout
-            with anyio.fail_after(limit):
+            # asyncio.timeout, not anyio.fail_after: the bench always runs on the shared
+            # asyncio loop, and this is a few microseconds cheaper on every call.
+            async with asyncio.timeout(limit):
                 result = await self.router.call(target.tool, args, provenance)
         except ToolError as exc:
             error = exc

@@ -58,7 +58,10 @@ def validate_arguments(tool: ToolId, schema: Mapping[str, Any] | None,
     validator = _validator(schema)
     if validator is None:
         return
-    errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.path))
+    instance = dict(arguments)
+    if validator.is_valid(instance):  # the common case; collecting errors costs more
+        return
+    errors = sorted(validator.iter_errors(instance), key=lambda e: list(e.path))
     if errors:
         shown = "; ".join(_describe(e) for e in errors[:3])
         more = f"; and {len(errors) - 3} more" if len(errors) > 3 else ""
