@@ -130,7 +130,8 @@ def create(settings: FlakySettings | None = None) -> MCPServer:
     @server.tool(name="wait", title="Wait, reporting progress")
     async def wait(
         seconds: Annotated[
-            float, Field(description=f"How long to wait, 0 to {MAX_WAIT_S:g} s.", ge=0, le=60)
+            float,
+            Field(description=f"How long to wait, 0 to {MAX_WAIT_S:g} s.", ge=0, le=MAX_WAIT_S),
         ],
         ctx: Context,
     ) -> float:
