@@ -1,11 +1,15 @@
-"""Safe, capped HTML for the bench's tables; display never raises and always has text/plain.
+"""Safe, capped HTML for the bench's tables and results; display never raises.
 
-pandas' own HTML escapes but a Styler does not, and neither knows our tooltips or caps, so
-tables are rendered here from plain values, every string escaped.
+The DataFrames stay plain pandas objects (users do pandas on them). pandas' own HTML repr
+escapes and truncates under its default options, but it has no tooltips, and a user who
+sets ``display.max_colwidth`` to None gets every byte a server sent in the page. So
+``show()`` and the widgets render from plain values here: every string escaped, every cell
+and table capped, and ``text/plain`` always present.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolbench import _html
@@ -14,27 +18,77 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from toolbench._bench import Bench
+    from toolbench._client import Result
 
 MAX_ROWS = 50
 MAX_CELL = 80
+RESULT_BUDGET = 40_000
+"""Characters of text and JSON a rendered result may hold (images come on top)."""
+MAX_IMAGES = 8
+
+_STYLE = (
+    "<style>.toolbench-table{border-collapse:collapse;font-size:12px}"
+    ".toolbench-table td,.toolbench-table th{border:1px solid #ddd;padding:2px 6px;"
+    "text-align:left;vertical-align:top;white-space:pre-wrap}"
+    ".toolbench-table th{background:#f4f4f4}</style>"
+)
+_DISPOSITION_NOTE = {
+    "did_not_happen": "nothing ran on the server: safe to retry",
+    "in_doubt": "it may or may not have run: do not retry blindly",
+    "landed": "the tool ran: retrying runs it again",
+}
+RECORD_VIEW = ("started", "name", "arguments", "ok", "disposition", "error_type",
+               "latency_ms", "text", "error")
+CATALOG_VIEW = ("name", "server", "tool", "title", "description", "parameters", "required")
+SERVER_VIEW = ("name", "transport", "status", "tools", "destination", "error")
 
 
 def html_table(df: pd.DataFrame, *, max_rows: int = MAX_ROWS, max_cell: int = MAX_CELL,
-               caption: str | None = None) -> str:
+               caption: str | None = None, columns: Sequence[str] | None = None) -> str:
     """An escaped HTML table of at most ``max_rows`` rows, long cells shortened with a tooltip."""
+    if columns is not None:
+        df = df[[c for c in columns if c in df.columns]]
     total = len(df)
     shown = df.head(max_rows)
-    head = "".join(f"<th>{_html.escape(c)}</th>" for c in shown.columns)
+    head = "".join(f"<th>{_html.cell(c, 40)}</th>" for c in shown.columns)
     body = []
     for values in shown.itertuples(index=False, name=None):
-        cells = "".join(f"<td>{_html.cell(_plain(v), max_cell)}</td>" for v in values)
+        cells = "".join(f"<td>{_cell(v, max_cell)}</td>" for v in values)
         body.append(f"<tr>{cells}</tr>")
-    note = ""
-    if total > max_rows:
-        note = f"<p><small>showing {max_rows} of {total} rows</small></p>"
+    note = f"<p><small>{total} rows</small></p>" if total <= max_rows else (
+        f"<p><small>showing {max_rows} of {total} rows</small></p>")
     cap = f"<caption>{_html.escape(caption)}</caption>" if caption else ""
-    return (f"<table class='toolbench-table'>{cap}<thead><tr>{head}</tr></thead>"
+    return (f"{_STYLE}<table class='toolbench-table'>{cap}<thead><tr>{head}</tr></thead>"
             f"<tbody>{''.join(body)}</tbody></table>{note}")
+
+
+def _cell(value: Any, limit: int) -> str:
+    value = _plain(value)
+    if isinstance(value, bool):
+        return "<span style='color:#1b7f1b'>✓</span>" if value else (
+            "<span style='color:#b00020'>✗</span>")
+    if isinstance(value, float):
+        return f"{value:.1f}" if abs(value) < 1e9 else _html.escape(repr(value))
+    if isinstance(value, (list, dict)):
+        value = _bounded_json(value, 4000)
+    return _html.cell(value if isinstance(value, str) else str(value), limit)
+
+
+def _bounded_json(value: Any, limit: int) -> str:
+    """JSON text of ``value``, cut at ``limit``; huge strings inside are cut before dumping."""
+    return _html.shorten(_html.to_text(_trim(value, limit)), limit)
+
+
+def _trim(value: Any, limit: int, depth: int = 0) -> Any:
+    if isinstance(value, str):
+        return _html.shorten(value, limit)
+    if depth > 20:
+        return "…"
+    if isinstance(value, dict):
+        return {str(k)[:limit]: _trim(v, limit, depth + 1) for k, v in list(value.items())[:200]}
+    if isinstance(value, (list, tuple)):
+        return [_trim(v, limit, depth + 1) for v in list(value)[:200]]
+    return value
 
 
 def _plain(value: Any) -> Any:
@@ -43,21 +97,198 @@ def _plain(value: Any) -> Any:
     try:
         import pandas as pd
 
-        if not isinstance(value, (list, dict)) and pd.isna(value):
+        if not isinstance(value, (list, dict, tuple)) and pd.isna(value):
             return ""
     except (TypeError, ValueError):
         pass
+    if hasattr(value, "isoformat") and hasattr(value, "strftime"):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    if hasattr(value, "item") and not isinstance(value, (list, dict, str)):
+        try:
+            return value.item()  # a numpy scalar
+        except Exception:
+            return value
     return value
 
 
-def bench_bundle(bench: Bench) -> dict[str, Any]:
-    bundle: dict[str, Any] = {"text/plain": repr(bench)}
+# -- results and errors ---------------------------------------------------------------------
+def result_html(result: Result, *, budget: int = RESULT_BUDGET) -> str:
+    """Text, pretty JSON and inline images of a result, escaped, within ``budget`` chars."""
     try:
-        servers = bench.servers[["name", "transport", "status", "tools", "destination", "error"]]
-        bundle["text/html"] = (
-            f"<div><b>{_html.escape(repr(bench))}</b>"
-            f"{html_table(servers, caption='servers')}</div>"
+        return _result_html(result, budget)
+    except Exception as exc:  # never raise from display
+        return f"<pre>{_html.escape(type(exc).__name__)}: result could not be shown</pre>"
+
+
+def _result_html(result: Result, budget: int) -> str:
+    parts = []
+    head = _html.escape(result.tool or "result")
+    if result.latency_s is not None:
+        head += f" <small>{result.latency_s * 1000:.1f} ms</small>"
+    parts.append(f"<div><b>{head}</b></div>")
+    left = budget
+    images = 0
+    for block in result.content[:200]:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text" and result.structured is None and left > 0:
+            text = str(block.get("text", ""))
+            short = _html.shorten(text, left)
+            left -= len(short)
+            more = f" <small>({len(text):,} characters in all)</small>" if short != text else ""
+            parts.append(f"<pre style='white-space:pre-wrap'>{_html.escape(short)}</pre>{more}")
+        elif kind == "image" and images < MAX_IMAGES:
+            images += 1
+            tag = _html.image_tag(block.get("data"), block.get("mimeType"))
+            parts.append(tag or f"<i>[image {_html.escape(block.get('mimeType'))} not shown]</i>")
+        elif kind not in ("text", "image"):
+            parts.append(f"<i>[{_html.escape(_html.shorten(str(kind), 40))} block]</i>")
+    if result.structured is not None:
+        text = _html.pretty_json(_trim(result.structured, max(left, 200)), max(left, 200))
+        parts.append(f"<pre>{_html.escape(text)}</pre>")
+    return "<div class='toolbench-result'>" + "".join(parts) + "</div>"
+
+
+def error_html(error: BaseException) -> str:
+    """The error's type, its disposition (did it run?) and detail, escaped."""
+    try:
+        kind = type(error).__name__
+        disposition = str(getattr(error, "disposition", "") or "")
+        note = _DISPOSITION_NOTE.get(disposition, "")
+        detail = _html.shorten(str(error), 4000)
+        parts = [
+            f"<div class='toolbench-error'><b style='color:#b00020'>{_html.escape(kind)}</b>",
+            f" <code>{_html.escape(disposition)}</code>" if disposition else "",
+            f" <small>({_html.escape(note)})</small>" if note else "",
+            f"<pre style='white-space:pre-wrap'>{_html.escape(detail)}</pre>",
+        ]
+        attached = getattr(error, "result", None)
+        if attached is not None and hasattr(attached, "content"):
+            parts.append(result_html(attached, budget=RESULT_BUDGET // 2))
+        parts.append("</div>")
+        return "".join(parts)
+    except Exception:
+        return "<pre>error (could not be shown)</pre>"
+
+
+# -- the bench's tables -----------------------------------------------------------------------
+def records_html(df: pd.DataFrame, *, max_rows: int = MAX_ROWS) -> str:
+    """The call history, newest first."""
+    if len(df) == 0:
+        return "<i>no calls yet</i>"
+    return html_table(df.iloc[::-1], max_rows=max_rows, columns=RECORD_VIEW,
+                      caption="calls (newest first)")
+
+
+def kind_of(df: pd.DataFrame) -> str:
+    """Which of the bench's tables this is, told by its columns (the contract)."""
+    columns = set(df.columns)
+    if {"case", "server", "latency_ms", "ok"} <= columns:
+        return "compare"
+    if {"call_id", "started", "provenance"} <= columns:
+        return "records"
+    if {"input_schema", "parameters", "tool"} <= columns:
+        return "catalog"
+    if {"transport", "status", "stderr_tail"} <= columns:
+        return "servers"
+    return "table"
+
+
+def frame_html(df: pd.DataFrame, *, max_rows: int = MAX_ROWS) -> str:
+    kind = kind_of(df)
+    if kind == "compare":
+        from toolbench._compare_view import compare_html
+
+        return compare_html(df, max_rows=max_rows)
+    if kind == "records":
+        return html_table(df, max_rows=max_rows, columns=RECORD_VIEW, caption="records")
+    if kind == "catalog":
+        return html_table(df, max_rows=max_rows, columns=CATALOG_VIEW, caption="catalog")
+    if kind == "servers":
+        return html_table(df, max_rows=max_rows, columns=SERVER_VIEW, caption="servers")
+    return html_table(df, max_rows=max_rows)
+
+
+def frame_text(df: pd.DataFrame, *, max_rows: int = 20, width: int = 40) -> str:
+    """A capped text rendering: each cell cut to ``width`` so no cell floods a terminal."""
+    try:
+        head = df.head(max_rows).map(lambda v: _html.shorten(_html.to_text(_plain(v)), width))
+        text = head.to_string(max_cols=12)
+        if len(df) > max_rows:
+            text += f"\n[showing {max_rows} of {len(df)} rows]"
+        return text
+    except Exception:
+        return f"<{type(df).__name__}: {len(df)} rows>"
+
+
+class Shown:
+    """A display wrapper from :func:`show`: ``text/plain`` and escaped ``text/html``."""
+
+    def __init__(self, obj: Any, max_rows: int = MAX_ROWS) -> None:
+        self.obj = obj
+        self.max_rows = max_rows
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        return bundle(self.obj, max_rows=self.max_rows)
+
+    def __repr__(self) -> str:
+        return str(bundle(self.obj, max_rows=self.max_rows).get("text/plain", ""))
+
+
+def show(obj: Any, max_rows: int = MAX_ROWS) -> Shown:
+    """Display a bench table (servers, catalog, records, compare), Result or error safely."""
+    return Shown(obj, max_rows)
+
+
+def bundle(obj: Any, *, max_rows: int = MAX_ROWS) -> dict[str, Any]:
+    """The mime bundle for ``obj``; always has ``text/plain``, never raises."""
+    out: dict[str, Any] = {}
+    try:
+        import pandas as pd
+
+        if isinstance(obj, pd.DataFrame):
+            out["text/plain"] = frame_text(obj)
+            out["text/html"] = frame_html(obj, max_rows=max_rows)
+            return out
+        from toolbench._bench import Bench
+        from toolbench._client import Result
+
+        if isinstance(obj, Bench):
+            return bench_bundle(obj)
+        if isinstance(obj, Result):
+            out["text/plain"] = repr(obj)
+            out["text/html"] = result_html(obj)
+            return out
+        if isinstance(obj, BaseException):
+            out["text/plain"] = _html.shorten(f"{type(obj).__name__}: {obj}", 4000)
+            out["text/html"] = error_html(obj)
+            return out
+        out["text/plain"] = _html.shorten(repr(obj), 4000)
+        out["text/html"] = f"<pre>{_html.escape(out['text/plain'])}</pre>"
+    except Exception as exc:
+        out.setdefault("text/plain", f"<{type(obj).__name__} (display failed: "
+                                     f"{type(exc).__name__})>")
+    return out
+
+
+def bench_bundle(bench: Bench) -> dict[str, Any]:
+    out: dict[str, Any] = {"text/plain": _safe_repr(bench)}
+    try:
+        servers = bench.servers
+        out["text/plain"] += "\n" + frame_text(servers[list(SERVER_VIEW)])
+        out["text/html"] = (
+            f"<div><b>{_html.escape(_safe_repr(bench))}</b>"
+            f"{html_table(servers, columns=SERVER_VIEW, caption='servers')}</div>"
         )
     except Exception:
         pass
-    return bundle
+    return out
+
+
+def _safe_repr(obj: Any) -> str:
+    try:
+        return _html.shorten(repr(obj), 2000)
+    except Exception:
+        return f"<{type(obj).__name__}>"
+

@@ -1,0 +1,293 @@
+"""A tool's input schema as an ipywidgets form: one field per property, errors beside it.
+
+The form is a plain function of the schema so it can be built and tested without the
+explorer around it. ``values()`` either returns arguments that already pass the schema or
+marks the broken fields and raises, so a bad form never reaches a server.
+
+Empty means "not sent": an optional field left empty is omitted; a required field that is
+nullable sends ``null``; a required field that is not nullable is flagged.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import ipywidgets as widgets
+import jsonschema
+import jsonschema.exceptions
+import jsonschema.validators
+
+from toolbench import _html
+
+KINDS = ("enum", "string", "integer", "number", "boolean", "json")
+_BLANK = "\u2014"  # the Dropdown label for "no value"
+MAX_LABEL = 60
+MAX_HELP = 300
+
+
+class FormError(ValueError):
+    """The form holds invalid input; ``errors`` maps each broken field to its message."""
+
+    def __init__(self, errors: Mapping[str, str]) -> None:
+        self.errors = dict(errors)
+        shown = "; ".join(f"{k}: {v}" for k, v in list(self.errors.items())[:3])
+        super().__init__(f"invalid input in {len(self.errors)} field(s): {shown}")
+
+
+def _resolve(schema: Any, root: Mapping[str, Any], depth: int = 0) -> dict[str, Any]:
+    """Follow a local ``$ref`` (``#/$defs/X`` or ``#/definitions/X``); anything else as is."""
+    if not isinstance(schema, Mapping):
+        return {}
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/") and depth < 10:
+        target: Any = root
+        for part in ref[2:].split("/"):
+            target = target.get(part) if isinstance(target, Mapping) else None
+        merged = {**_resolve(target, root, depth + 1),
+                  **{k: v for k, v in schema.items() if k != "$ref"}}
+        return merged
+    return dict(schema)
+
+
+def _classify(prop: Mapping[str, Any], root: Mapping[str, Any]) -> tuple[str, bool, dict[str, Any]]:
+    """(kind, nullable, the non-null sub-schema) for one property."""
+    sub = _resolve(prop, root)
+    nullable = False
+    for key in ("anyOf", "oneOf"):
+        options = sub.get(key)
+        if isinstance(options, list):
+            real = [_resolve(o, root) for o in options]
+            nulls = [o for o in real if o.get("type") == "null"]
+            rest = [o for o in real if o.get("type") != "null"]
+            nullable = nullable or bool(nulls)
+            if len(rest) == 1:
+                merged = {k: v for k, v in sub.items() if k != key}
+                sub = {**rest[0], **merged}
+            elif rest:
+                return "json", nullable, sub
+    enum = sub.get("enum")
+    if isinstance(enum, list) and enum:
+        if None in enum:
+            nullable = True
+        if all(isinstance(v, (str, int, float, bool)) for v in enum if v is not None):
+            return "enum", nullable, sub
+    if "const" in sub:
+        return "enum", nullable, {**sub, "enum": [sub["const"]]}
+    kind = sub.get("type")
+    if isinstance(kind, list):
+        types = [t for t in kind if t != "null"]
+        nullable = nullable or "null" in kind
+        kind = types[0] if len(types) == 1 else None
+    if kind in ("string", "integer", "number", "boolean"):
+        return str(kind), nullable, sub
+    return "json", nullable, sub
+
+
+@dataclass
+class Field:
+    """One property: its input widget, its error label and how to read a value out of it."""
+
+    name: str
+    kind: str
+    required: bool
+    nullable: bool
+    schema: dict[str, Any]
+    input: Any
+    error: Any
+    include: Any | None = None  # the "set" toggle of an optional number/boolean
+    row: Any = None
+    options: list[Any] = field(default_factory=list)
+
+    def set_error(self, message: str | None) -> None:
+        self.error.value = (
+            "" if not message else
+            f"<span style='color:#b00020'>{_html.escape(_html.shorten(message, 300))}</span>"
+        )
+
+    def read(self) -> tuple[bool, Any]:
+        """(send it?, value); raises ValueError with a message for the user."""
+        kind, value = self.kind, self.input.value
+        if kind == "enum":
+            index = self.input.index
+            if index is None or (self.options and self.options[index] is _Blank):
+                return self._empty()
+            return True, self.options[index]
+        if kind == "string":
+            return (True, value) if value != "" else self._empty()
+        if kind in ("integer", "number", "boolean"):
+            if self.include is not None and not self.include.value:
+                return False, None
+            if kind == "integer":
+                return True, int(value)
+            if kind == "number":
+                return True, float(value)
+            return True, bool(value)
+        text = str(value).strip()
+        if not text:
+            return self._empty()
+        try:
+            parsed = json.loads(text)
+        except ValueError as exc:
+            raise ValueError(f"not valid JSON ({exc})") from None
+        want = self.schema.get("type")
+        if want == "array" and not isinstance(parsed, list):
+            raise ValueError(f"expected a JSON array like [1, 2], got {type(parsed).__name__}")
+        if want == "object" and not isinstance(parsed, dict):
+            raise ValueError(
+                f"expected a JSON object like {{\"key\": 1}}, got {type(parsed).__name__}")
+        return True, parsed
+
+    def _empty(self) -> tuple[bool, Any]:
+        if not self.required:
+            return False, None
+        if self.nullable:
+            return True, None
+        raise ValueError("required: enter a value")
+
+
+class _BlankOption:
+    def __repr__(self) -> str:
+        return "<blank>"
+
+
+_Blank = _BlankOption()
+
+
+class Form:
+    """The widgets for one input schema and the arguments they hold."""
+
+    def __init__(self, schema: Mapping[str, Any] | None) -> None:
+        self.schema: dict[str, Any] = dict(schema) if isinstance(schema, Mapping) else {}
+        self.fields: dict[str, Field] = {}
+        self.errors: dict[str, str] = {}
+        props = self.schema.get("properties")
+        required = self.schema.get("required")
+        req = {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
+        if isinstance(props, Mapping):
+            for name, prop in props.items():
+                if isinstance(name, str):
+                    self.fields[name] = _make_field(name, prop, name in req, self.schema)
+        rows = [f.row for f in self.fields.values()]
+        if not rows:
+            rows = [widgets.HTML("<i>this tool takes no arguments</i>")]
+        self.message = widgets.HTML("")
+        self.widget = widgets.VBox([*rows, self.message])
+
+    def __getitem__(self, name: str) -> Any:
+        """The input widget of field ``name`` (tests and users set ``.value`` on it)."""
+        return self.fields[name].input
+
+    def values(self) -> dict[str, Any]:
+        """The arguments, checked against the schema; raises FormError and marks fields."""
+        errors: dict[str, str] = {}
+        arguments: dict[str, Any] = {}
+        for name, f in self.fields.items():
+            try:
+                send, value = f.read()
+            except ValueError as exc:
+                errors[name] = str(exc)
+                continue
+            if send:
+                arguments[name] = value
+        if not errors:
+            errors = _schema_errors(self.schema, arguments)
+        self.errors = errors
+        for name, f in self.fields.items():
+            f.set_error(errors.get(name))
+        others = {k: v for k, v in errors.items() if k not in self.fields}
+        if errors:
+            note = "; ".join(f"{k}: {v}" for k, v in others.items())
+            self.message.value = (
+                "<span style='color:#b00020'>fix the marked fields; nothing was sent"
+                + (f" ({_html.escape(_html.shorten(note, 300))})" if note else "")
+                + "</span>")
+            raise FormError(errors)
+        self.message.value = ""
+        return arguments
+
+
+def build_form(schema: Mapping[str, Any] | None) -> Form:
+    """A form for a tool's input schema; the widget is ``form.widget``."""
+    return Form(schema)
+
+
+def _schema_errors(schema: Mapping[str, Any], arguments: dict[str, Any]) -> dict[str, str]:
+    """Per-field messages from the full schema (ranges, patterns, item types, ...)."""
+    try:
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        cls.check_schema(dict(schema))
+        validator = cls(dict(schema))
+        found = list(validator.iter_errors(arguments))
+    except Exception:  # a broken schema: the server gets to judge
+        return {}
+    errors: dict[str, str] = {}
+    for error in found:
+        path = list(error.absolute_path)
+        key = str(path[0]) if path else "(arguments)"
+        if not path and error.validator == "required":
+            continue  # empty required fields were already flagged by the field itself
+        where = "/".join(str(p) for p in path[1:])
+        errors.setdefault(key, (f"{where}: " if where else "") + error.message[:200])
+    return errors
+
+
+def _make_field(name: str, prop: Any, required: bool, root: Mapping[str, Any]) -> Field:
+    kind, nullable, sub = _classify(prop, root)
+    default = sub.get("default", None)
+    has_default = "default" in sub and default is not None
+    layout = widgets.Layout(width="320px")
+    include = None
+    options: list[Any] = []
+    if kind == "enum":
+        values = [v for v in sub["enum"] if v is not None]
+        options = list(values)
+        if not required or nullable or not has_default:
+            options = [_Blank, *options]
+        labels = [(_BLANK if o is _Blank else _html.shorten(str(o), MAX_LABEL), i)
+                  for i, o in enumerate(options)]
+        index = options.index(default) if has_default and default in options else 0
+        if required and not nullable and not has_default and len(options) > 1:
+            index = 1  # a required choice starts on the first real value
+        box: Any = widgets.Dropdown(options=labels, value=index, layout=layout)
+    elif kind == "string":
+        box = widgets.Text(value=str(default) if has_default else "", layout=layout,
+                           placeholder="(empty: not sent)" if not required else "")
+    elif kind == "integer":
+        start = default if isinstance(default, int) and not isinstance(default, bool) else 0
+        box = widgets.IntText(value=start, layout=layout)
+    elif kind == "number":
+        number = default if isinstance(default, (int, float)) and not isinstance(default, bool) \
+            else 0.0
+        box = widgets.FloatText(value=float(number), layout=layout)
+    elif kind == "boolean":
+        box = widgets.Checkbox(value=bool(default) if has_default else False, indent=False,
+                               layout=widgets.Layout(width="auto"))
+    else:
+        text = json.dumps(default, indent=1) if "default" in sub else ""
+        hint = {"array": "[ ... ]", "object": "{ ... }"}.get(str(sub.get("type")), "JSON")
+        box = widgets.Textarea(value=text, placeholder=hint, rows=3, layout=layout)
+    if kind in ("integer", "number", "boolean") and not required:
+        include = widgets.Checkbox(value=False, description="send", indent=False,
+                                   layout=widgets.Layout(width="64px"))
+        toggle = include
+
+        def _on_change(change: Any) -> None:
+            toggle.value = True  # typing a value means "send it"
+
+        box.observe(_on_change, names="value")
+    mark = " <b style='color:#b00020' title='required'>*</b>" if required else ""
+    help_text = sub.get("description")
+    title = _html.escape(_html.shorten(str(help_text), MAX_HELP)) if help_text else ""
+    type_note = kind if kind != "json" else str(sub.get("type") or "JSON")
+    label = widgets.HTML(
+        f"<span title='{title}'><code>{_html.escape(_html.shorten(name, MAX_LABEL))}</code>"
+        f"{mark} <small style='color:#666'>{_html.escape(type_note)}"
+        f"{' or null' if nullable else ''}</small></span>",
+        layout=widgets.Layout(width="220px"))
+    error = widgets.HTML("", layout=widgets.Layout(width="auto"))
+    parts = [label, box] + ([include] if include is not None else []) + [error]
+    row = widgets.HBox(parts)
+    return Field(name, kind, required, nullable, sub, box, error, include, row, options)
