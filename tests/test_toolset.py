@@ -672,10 +672,13 @@ def test_started_but_never_reached_warns_once(capsys: pytest.CaptureFixture[str]
 
 
 def test_reached_in_time_does_not_warn(capsys: pytest.CaptureFixture[str]) -> None:
-    ts = app.build(grace=0.2)
+    ts = app.build(grace=2.0)
     ts.start()
+    timer = ts._watch._timer
+    assert timer is not None and timer.is_alive()
     assert anyio.run(ts.deliver, {"tool": "help"})["name"] == "notes-app"
-    time.sleep(0.4)
+    timer.join(5)  # reaching cancels the timer: its thread ends now, not in 2 s
+    assert not timer.is_alive()
     assert not ts._watch.pending and not ts._watch.warned
     assert "was started" not in capsys.readouterr().err
 
