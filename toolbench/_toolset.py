@@ -47,7 +47,11 @@ _DETAIL_LIMIT = 2000
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
-    """What a handler may want besides its data: which tool and lane it runs in, and locks."""
+    """What a handler may want besides its data: which tool and lane it runs in, and locks.
+
+    ``exclusive`` is an async context manager, so only an async handler can use it; a sync
+    handler runs in a worker thread, away from the event loop that owns the locks.
+    """
 
     toolset: Toolset
     tool: str
@@ -163,7 +167,11 @@ class Toolset:
 
     # -- registering ------------------------------------------------------------------------
     def lane(self, name: str, max_concurrent: int | None = 1) -> None:
-        """Declare a lane: at most ``max_concurrent`` of its requests run at once."""
+        """Declare a lane: at most ``max_concurrent`` of its requests run at once.
+
+        The default of 1 fits the usual lane, a backend that takes one request at a time;
+        ``None`` makes the lane a label only (``ctx.lane``) with no cap of its own.
+        """
         if not isinstance(name, str) or not name:
             raise ValueError(f"a lane name is a non-empty string, not {name!r}")
         if name in self._lanes:
@@ -302,10 +310,11 @@ class Toolset:
         if tool.name == HELP:
             return self.manifest()
         if tool.validator is not None:
-            errors = sorted(tool.validator.iter_errors(args), key=jsonschema.exceptions.relevance)
-            if errors:
+            errors = list(tool.validator.iter_errors(args))
+            best = jsonschema.exceptions.best_match(errors)
+            if best is not None:
                 more = f"; and {len(errors) - 1} more" if len(errors) > 1 else ""
-                raise Refused(f"invalid arguments: {_rule_text(errors[0])}{more}", tool=tid)
+                raise Refused(f"invalid arguments: {_rule_text(best)}{more}", tool=tid)
         lane = self._choose_lane(tool, args, tid)
         ctx = ToolContext(self, name, lane, provenance)
         gates = self._gates()
