@@ -4,13 +4,16 @@ The form is a plain function of the schema so it can be built and tested without
 explorer around it. ``values()`` either returns arguments that already pass the schema or
 marks the broken fields and raises, so a bad form never reaches a server.
 
-Empty means "not sent": an optional field left empty is omitted; a required field that is
-nullable sends ``null``; a required field that is not nullable is flagged.
+What the form shows is what is sent, and empty means "not sent": an optional field left
+empty is omitted; a required field that is nullable sends ``null``; a required field that is
+not nullable is flagged. A number or boolean cannot be empty, so an optional one has a "send"
+box: ticked when the schema gives a default (shown), ticked as soon as the value is edited.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +29,7 @@ KINDS = ("enum", "string", "integer", "number", "boolean", "json")
 _BLANK = "\u2014"  # the Dropdown label for "no value"
 MAX_LABEL = 60
 MAX_HELP = 300
+_CLASS_SAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 class FormError(ValueError):
@@ -133,6 +137,8 @@ class Field:
         except ValueError as exc:
             raise ValueError(f"not valid JSON ({exc})") from None
         want = self.schema.get("type")
+        if parsed is None and self.nullable:
+            return True, None
         if want == "array" and not isinstance(parsed, list):
             raise ValueError(f"expected a JSON array like [1, 2], got {type(parsed).__name__}")
         if want == "object" and not isinstance(parsed, dict):
@@ -266,11 +272,11 @@ def _make_field(name: str, prop: Any, required: bool, root: Mapping[str, Any]) -
         box = widgets.Checkbox(value=bool(default) if has_default else False, indent=False,
                                layout=widgets.Layout(width="auto"))
     else:
-        text = json.dumps(default, indent=1) if "default" in sub else ""
+        text = json.dumps(default, indent=1) if has_default else ""
         hint = {"array": "[ ... ]", "object": "{ ... }"}.get(str(sub.get("type")), "JSON")
         box = widgets.Textarea(value=text, placeholder=hint, rows=3, layout=layout)
     if kind in ("integer", "number", "boolean") and not required:
-        include = widgets.Checkbox(value=False, description="send", indent=False,
+        include = widgets.Checkbox(value=has_default, description="send", indent=False,
                                    layout=widgets.Layout(width="64px"))
         toggle = include
 
@@ -290,4 +296,6 @@ def _make_field(name: str, prop: Any, required: bool, root: Mapping[str, Any]) -
     error = widgets.HTML("", layout=widgets.Layout(width="auto"))
     parts = [label, box] + ([include] if include is not None else []) + [error]
     row = widgets.HBox(parts)
+    row.add_class("toolbench-field")
+    row.add_class("toolbench-field-" + _CLASS_SAFE.sub("_", name)[:60])
     return Field(name, kind, required, nullable, sub, box, error, include, row, options)

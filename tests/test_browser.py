@@ -1,0 +1,176 @@
+"""The explorer in a real JupyterLab, driven through headless Chromium.
+
+Python-level widget tests cannot show that the front end renders the widgets, that a click
+reaches the kernel, or that a result posted from toolbench's loop thread gets back to the
+page. This runs Lab on a temporary copy of tests/notebooks/explorer.ipynb and does what a
+user does: Run All Cells from the menu, pick a tool, fill the form, press Call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK = ROOT / "tests" / "notebooks" / "explorer.ipynb"
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.skipif(not os.path.exists(CHROMIUM),
+                       reason=f"Debian's chromium is not installed at {CHROMIUM} "
+                              "(apt-get install -y chromium; .ci/run installs it)"),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_ready(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"jupyter lab exited with {proc.returncode}:\n"
+                               f"{log.read_text(errors='replace')[-3000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.25)
+    raise TimeoutError(f"jupyter lab did not answer {url} within {timeout} s:\n"
+                       f"{log.read_text(errors='replace')[-3000:]}")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """Stop Lab (it shuts its kernels down on SIGTERM); kill whatever is left, bounded."""
+    try:
+        family = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.Error:
+        family = []
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+    _gone, alive = psutil.wait_procs(family, timeout=10)
+    for child in alive:
+        try:
+            child.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(alive, timeout=5)
+
+
+@pytest.fixture
+def lab() -> Iterator[str]:
+    """A JupyterLab on 127.0.0.1 serving a temporary copy of the notebook; yields its URL."""
+    tmp = Path(tempfile.mkdtemp(prefix="toolbench-lab-"))
+    served = tmp / "served"
+    served.mkdir()
+    shutil.copy(NOTEBOOK, served / NOTEBOOK.name)
+    settings = tmp / "settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    env = dict(os.environ)
+    env.update({
+        "JUPYTERLAB_SETTINGS_DIR": str(tmp / "settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(tmp / "workspaces"),
+        "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
+        "JUPYTER_CONFIG_DIR": str(tmp / "config"),
+        "JUPYTER_DATA_DIR": str(tmp / "data"),  # no user-level kernelspec can shadow the venv's
+        "PYTHONDONTWRITEBYTECODE": "1",
+    })
+    port = _free_port()
+    log = tmp / "lab.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
+             "--ip=127.0.0.1", f"--port={port}", "--IdentityProvider.token=",
+             "--ServerApp.password=", f"--ServerApp.root_dir={served}"],
+            stdout=out, stderr=subprocess.STDOUT, env=env, cwd=served,
+        )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        _wait_ready(f"{url}/api/status", proc, log, timeout=60)
+        yield url
+    finally:
+        _stop(proc)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_explorer_in_jupyterlab(lab: str) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    dialogs: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+            page.goto(f"{lab}/lab/tree/{NOTEBOOK.name}?reset", timeout=60_000)
+            expect(page.get_by_text("Python 3 (ipykernel) | Idle")).to_be_visible(timeout=60_000)
+
+            page.get_by_role("menuitem", name="Run", exact=True).click()
+            page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+
+            # The kernel is the venv's python, not some other kernelspec on the machine.
+            printed = page.locator(".jp-OutputArea-output", has_text="kernel prefix:")
+            expect(printed).to_be_visible(timeout=60_000)
+            assert f"kernel prefix: {sys.prefix}\n" in printed.inner_text() + "\n"
+
+            # The servers table rendered, and the explorer with its tool list.
+            explorer = page.locator(".toolbench-explorer")
+            expect(explorer).to_be_visible(timeout=60_000)
+            expect(page.locator(".jp-OutputArea-output", has_text="in-process").first
+                   ).to_be_visible()
+            tool_list = explorer.locator(".widget-select select")
+            expect(tool_list.locator("option")).to_have_count(2)
+            tool_list.select_option("mem-greet")
+
+            # The description is shown as text: the server's <script> is not markup.
+            description = explorer.locator(".toolbench-description")
+            expect(description).to_contain_text("<script>alert('not run')</script>")
+            assert description.locator("script").count() == 0
+
+            explorer.locator(".toolbench-field-name input").fill("Ada")
+            times = explorer.locator(".toolbench-field-times input[type=number]")
+            times.fill("2")
+            times.press("Tab")  # IntText commits its value on blur
+            explorer.get_by_role("button", name="Call").click()
+
+            result = explorer.locator(".toolbench-result")
+            expect(result).to_contain_text("Hello, Ada! Hello, Ada!", timeout=30_000)
+            expect(explorer.get_by_role("button", name="Call")).to_be_enabled()
+            expect(explorer.locator(".toolbench-busy")).to_have_count(0)
+
+            # The History tab lists the call that was just made.
+            explorer.get_by_role("tab", name="History").click()
+            expect(explorer.locator(".toolbench-table").first).to_contain_text("mem-greet")
+            explorer.get_by_role("tab", name="Call").click()
+            page.screenshot(path=str(ARTIFACTS / "explorer.png"), full_page=True)
+            assert dialogs == [], f"a script ran in the page: {dialogs}"
+        finally:
+            browser.close()

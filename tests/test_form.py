@@ -1,0 +1,234 @@
+"""The schema form: widget per type, required marks, defaults, empties, errors beside fields."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Literal
+
+import ipywidgets as widgets
+import pytest
+from mcp.server.mcpserver import MCPServer
+
+import toolbench as tb
+from toolbench._form import FormError, build_form
+
+
+class Color(enum.Enum):
+    red = "red"
+    green = "green"
+
+
+def kitchen_schema() -> dict[str, Any]:
+    """The input schema the real SDK derives for a function using every kind of parameter."""
+    srv = MCPServer("schemas")
+
+    @srv.tool()
+    def kitchen(name: str, count: int, ratio: float, flag: bool, mode: Literal["a", "b"],
+                color: Color, tags: list[str], meta: dict[str, int], note: str | None = None,
+                limit: int = 5, opt_flag: bool = True, scale: float = 1.5,
+                level: Literal["low", "high"] = "high", extra: list[int] | None = None) -> str:
+        """Every kind of parameter."""
+        return "ok"
+
+    with tb.Bench() as bench:
+        bench.connect("s", srv)
+        schema: dict[str, Any] = bench.pegboard.entry("s-kitchen").spec.input_schema
+    return schema
+
+
+@pytest.fixture(scope="module")
+def schema() -> dict[str, Any]:
+    return kitchen_schema()
+
+
+def fill_required(form: Any) -> None:
+    form["name"].value = "x"
+    form["tags"].value = '["a", "b"]'
+    form["meta"].value = '{"k": 1}'
+
+
+def test_each_type_gets_its_widget(schema: dict[str, Any]) -> None:
+    form = build_form(schema)
+    expected = {
+        "name": widgets.Text, "count": widgets.IntText, "ratio": widgets.FloatText,
+        "flag": widgets.Checkbox, "mode": widgets.Dropdown, "color": widgets.Dropdown,
+        "tags": widgets.Textarea, "meta": widgets.Textarea, "note": widgets.Text,
+        "limit": widgets.IntText, "opt_flag": widgets.Checkbox, "scale": widgets.FloatText,
+        "level": widgets.Dropdown, "extra": widgets.Textarea,
+    }
+    assert {n: type(form[n]) for n in expected} == expected
+    # The enum behind a $ref is resolved: its values are the choices.
+    assert [label for label, _ in form["color"].options] == ["—", "red", "green"]
+    assert form.fields["note"].nullable and not form.fields["note"].required
+    assert form.fields["extra"].nullable
+
+
+def test_required_marked_and_defaults_filled(schema: dict[str, Any]) -> None:
+    form = build_form(schema)
+    required = {n for n, f in form.fields.items() if "title='required'" in f.row.children[0].value}
+    assert required == {"name", "count", "ratio", "flag", "mode", "color", "tags", "meta"}
+    assert form["limit"].value == 5
+    assert form["opt_flag"].value is True
+    assert form["scale"].value == 1.5
+    assert form["level"].label == "high"
+    assert form["note"].value == ""
+    # A required choice starts on its first real value, not the blank.
+    assert form["mode"].label == "a"
+
+
+def test_empty_optional_fields_are_omitted(schema: dict[str, Any]) -> None:
+    form = build_form(schema)
+    fill_required(form)
+    args = form.values()
+    # What the form shows is sent: the defaults; empty optional fields are left out.
+    assert args == {"name": "x", "count": 0, "ratio": 0.0, "flag": False, "mode": "a",
+                    "color": "red", "tags": ["a", "b"], "meta": {"k": 1}, "limit": 5,
+                    "opt_flag": True, "scale": 1.5, "level": "high"}
+    assert form.errors == {}
+    # An optional number without a default starts unsent; editing it ticks "send".
+    form2 = build_form({"type": "object", "properties": {"n": {"type": "number"},
+                                                         "b": {"type": "boolean"}}})
+    assert form2.values() == {}
+    form2["n"].value = 2.5
+    assert form2.values() == {"n": 2.5}
+    form2["b"].value = True
+    form2["b"].value = False
+    assert form2.values() == {"n": 2.5, "b": False}
+
+
+def test_changed_optional_values_are_sent(schema: dict[str, Any]) -> None:
+    form = build_form(schema)
+    fill_required(form)
+    form["note"].value = "hello"
+    form["limit"].value = 9  # typing a value ticks its "send" box
+    form["opt_flag"].value = False
+    form["scale"].value = 2.25
+    form["level"].label = "low"
+    form["extra"].value = "[1, 2]"
+    form["mode"].label = "b"
+    form["color"].label = "green"
+    form["flag"].value = True
+    args = form.values()
+    assert {k: args[k] for k in ("note", "limit", "opt_flag", "scale", "level", "extra",
+                                 "mode", "color", "flag")} == {
+        "note": "hello", "limit": 9, "opt_flag": False, "scale": 2.25, "level": "low",
+        "extra": [1, 2], "mode": "b", "color": "green", "flag": True}
+    assert form.fields["limit"].include is not None and form.fields["limit"].include.value
+
+
+def test_send_toggle_can_be_cleared_again(schema: dict[str, Any]) -> None:
+    form = build_form(schema)
+    fill_required(form)
+    form["limit"].value = 9
+    form.fields["limit"].include.value = False
+    form.fields["scale"].include.value = False
+    args = form.values()
+    assert "limit" not in args and "scale" not in args and args["opt_flag"] is True
+
+
+def test_invalid_input_flagged_beside_each_field(schema: dict[str, Any]) -> None:
+    form = build_form(schema)
+    form["tags"].value = "[not json"
+    form["meta"].value = "[1, 2]"
+    with pytest.raises(FormError) as info:
+        form.values()
+    assert set(info.value.errors) == {"name", "tags", "meta"}
+    assert form.errors == info.value.errors
+    assert "required" in form.fields["name"].error.value
+    assert "not valid JSON" in form.fields["tags"].error.value
+    assert "expected a JSON object" in form.fields["meta"].error.value
+    assert form.fields["count"].error.value == ""
+    assert "nothing was sent" in form.message.value
+    # Fixing the fields clears the marks.
+    fill_required(form)
+    form.values()
+    assert all(f.error.value == "" for f in form.fields.values())
+    assert form.message.value == ""
+
+
+def test_schema_rules_checked_per_field() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "n": {"type": "integer", "minimum": 1, "maximum": 10},
+            "code": {"type": "string", "pattern": "^[A-Z]{3}$"},
+            "items": {"type": "array", "items": {"type": "integer"}},
+        },
+        "required": ["n", "code", "items"],
+    }
+    form = build_form(schema)
+    form["n"].value = 0
+    form["code"].value = "abc"
+    form["items"].value = '[1, "two"]'
+    with pytest.raises(FormError) as info:
+        form.values()
+    errors = info.value.errors
+    assert set(errors) == {"n", "code", "items"}
+    assert "minimum" in errors["n"] or "less than" in errors["n"]
+    assert "does not match" in errors["code"]
+    assert errors["items"].startswith("1: ")  # names the item inside the array
+    form["n"].value = 3
+    form["code"].value = "ABC"
+    form["items"].value = "[1, 2]"
+    assert form.values() == {"n": 3, "code": "ABC", "items": [1, 2]}
+
+
+def test_nullable_required_sends_null_when_left_empty() -> None:
+    schema = {"type": "object", "required": ["when", "count"],
+              "properties": {"when": {"type": ["string", "null"]},
+                             "count": {"anyOf": [{"type": "integer"}, {"type": "null"}]}}}
+    form = build_form(schema)
+    assert isinstance(form["count"], widgets.IntText)
+    assert form.values() == {"when": None, "count": 0}
+
+
+def test_optional_enum_blank_is_omitted_and_const_and_untyped() -> None:
+    schema = {"type": "object", "required": ["fixed"], "properties": {
+        "pick": {"enum": ["x", "y"]},
+        "fixed": {"const": "v1"},
+        "anything": {},
+        "either": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+    }}
+    form = build_form(schema)
+    assert form["pick"].label == "—"
+    assert isinstance(form["anything"], widgets.Textarea)
+    assert isinstance(form["either"], widgets.Textarea)
+    assert form.values() == {"fixed": "v1"}
+    form["anything"].value = '{"a": [1]}'
+    form["either"].value = "7"
+    form["pick"].label = "y"
+    assert form.values() == {"fixed": "v1", "anything": {"a": [1]}, "pick": "y", "either": 7}
+
+
+def test_no_arguments_and_odd_schemas() -> None:
+    for schema in (None, {}, {"type": "object"}, {"type": "object", "properties": []}, "junk"):
+        form = build_form(schema)  # type: ignore[arg-type]
+        assert form.fields == {}
+        assert form.values() == {}
+    # A broken schema still gives a form; the server gets to judge what is sent.
+    broken = {"type": "object", "properties": {"a": {"type": "string"}}, "required": "a",
+              "minProperties": "many"}
+    form = build_form(broken)
+    form["a"].value = "v"
+    assert form.values() == {"a": "v"}
+
+
+def test_hostile_names_and_descriptions_are_escaped() -> None:
+    evil = "<img src=x onerror=alert(1)>"
+    schema = {"type": "object", "properties": {
+        evil: {"type": "string", "description": "<script>alert(2)</script>" + "x" * 100_000},
+        "choice": {"enum": ["<b>bold</b>", "plain"]},
+    }, "required": [evil]}
+    form = build_form(schema)
+    label = form.fields[evil].row.children[0].value
+    assert "<img" not in label and "&lt;img" in label
+    assert "<script>" not in label and "&lt;script&gt;" in label
+    assert len(label) < 2_000
+    # Dropdown labels are rendered as text by ipywidgets; the value stays the real one.
+    form["choice"].label = "<b>bold</b>"
+    form[evil].value = "v"
+    assert form.values() == {evil: "v", "choice": "<b>bold</b>"}
+    form[evil].value = ""
+    with pytest.raises(FormError):
+        form.values()
+    assert "<" not in form.fields[evil].error.value.replace("<span", "").replace("</span>", "")
