@@ -22,9 +22,6 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import anyio
 import anyio.lowlevel
 import anyio.to_thread
-import jsonschema
-import jsonschema.exceptions
-import jsonschema.validators
 
 from toolbench import _html
 from toolbench._client import Result, ToolSpec, check_arguments, result_from_value
@@ -33,6 +30,7 @@ from toolbench._ids import Destination, Provenance, ToolId, check_server_name, c
 from toolbench._toolset_serve import GraceWatch, build_server, check_target, serve_toolset
 
 if TYPE_CHECKING:
+    import jsonschema.exceptions
     from mcp.server import Server
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -233,6 +231,9 @@ class Toolset:
                 f"tool {name!r}: an MCP input_schema has \"type\": \"object\" at its root, "
                 f"not {schema.get('type')!r}"
             )
+        import jsonschema.exceptions  # imported when needed: importing it can take seconds
+        import jsonschema.validators
+
         cls = jsonschema.validators.validator_for(schema)
         try:
             cls.check_schema(schema)
@@ -309,7 +310,9 @@ class Toolset:
         args = check_arguments(tid, data)
         if tool.name == HELP:
             return self.manifest()
-        if tool.validator is not None:
+        if tool.validator is not None and not tool.validator.is_valid(args):
+            import jsonschema.exceptions
+
             errors = list(tool.validator.iter_errors(args))
             best = jsonschema.exceptions.best_match(errors)
             if best is not None:

@@ -9,11 +9,10 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
-import jsonschema.exceptions
-import jsonschema.validators
+if TYPE_CHECKING:
+    import jsonschema.exceptions
 
 from toolbench._errors import Refused
 from toolbench._ids import ToolId
@@ -30,6 +29,11 @@ def _validator(schema: Mapping[str, Any]) -> Any | None:
     found = _cache.get(id(schema))
     if found is not None and found[0] is schema:
         return found[1] if found[1] is not False else None
+    # Imported on first use: with its optional format checkers installed, importing
+    # jsonschema can take seconds, which every stdio demo child would pay at start.
+    import jsonschema
+    import jsonschema.exceptions
+    import jsonschema.validators
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
         cls.check_schema(dict(schema))
