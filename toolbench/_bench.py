@@ -442,6 +442,24 @@ class Bench:
             raise TypeError(f"cases must be a mapping or a list of mappings, not {cases!r}")
         return list(cases)
 
+    async def _batch(self, calls: Sequence[tuple[int, _Target, Any]], label: str,
+                     provenance: Provenance | Mapping[str, Any] | None, *,
+                     timeout: float | None, progress: bool, overall: int | None,
+                     per_server: int | None) -> list[Record]:
+        """Make ``(case, target, arguments)`` calls as one batch; records in call order."""
+        batch = uuid.uuid4().hex
+        base = self._provenance(provenance)
+        jobs = [Job(target.tool.server, _bind(self._invoke, target, args, batch=batch,
+                                              timeout=timeout,
+                                              provenance=base.with_fields(case=index)))
+                for index, target, args in calls]
+        bar = progress_bar(len(jobs), label, progress)
+        try:
+            outcomes = await run_jobs(jobs, overall=overall, per_server=per_server, bar=bar)
+        finally:
+            bar.close()
+        return [outcome[0] for outcome in outcomes]
+
     async def _compare(self, name: str, cases: Mapping[str, Any] | Sequence[Any] | None = None,
                        /, servers: Iterable[str] | None = None, *, concurrency: int = 4,
                        timeout: float | None = None, progress: bool = False,
@@ -454,21 +472,12 @@ class Bench:
         self._check_open()
         _count(concurrency, "concurrency")
         targets = self._same_named(name, servers)
-        arg_sets = self._cases(cases, kwargs)
-        batch = uuid.uuid4().hex
-        base = self._provenance(provenance)
-        jobs = []
-        for index, args in enumerate(arg_sets):
-            for target in targets:
-                jobs.append(Job(target.tool.server, _bind(
-                    self._invoke, target, args, batch=batch, timeout=timeout,
-                    provenance=base.with_fields(case=index))))
-        bar = progress_bar(len(jobs), f"compare {name}", progress)
-        try:
-            outcomes = await run_jobs(jobs, overall=None, per_server=concurrency, bar=bar)
-        finally:
-            bar.close()
-        return _compare_frame([(i // len(targets), o[0]) for i, o in enumerate(outcomes)])
+        calls = [(index, target, args) for index, args in enumerate(self._cases(cases, kwargs))
+                 for target in targets]
+        records = await self._batch(calls, f"compare {name}", provenance, timeout=timeout,
+                                    progress=progress, overall=None, per_server=concurrency)
+        return _compare_frame([(index, r) for (index, _, _), r in zip(calls, records,
+                                                                        strict=True)])
 
     acompare, compare = twins(_compare)
 
@@ -486,27 +495,19 @@ class Bench:
         _count(concurrency, "concurrency")
         target = self._resolve(name)
         arg_sets = self._cases(cases, {})
-        batch = uuid.uuid4().hex
-        base = self._provenance(provenance)
         slots: list[Record | None] = [None] * len(arg_sets)
-        jobs, places = [], []
+        calls = []
         for index, args in enumerate(arg_sets):
-            if resume and isinstance(args, Mapping):
-                done = self._store.success(target.tool.server, target.tool.tool, args)
-                if done is not None:
-                    slots[index] = done
-                    continue
-            places.append(index)
-            jobs.append(Job(target.tool.server, _bind(
-                self._invoke, target, args, batch=batch, timeout=timeout,
-                provenance=base.with_fields(case=index))))
-        bar = progress_bar(len(jobs), f"map {target.name}", progress)
-        try:
-            outcomes = await run_jobs(jobs, overall=concurrency, per_server=None, bar=bar)
-        finally:
-            bar.close()
-        for index, outcome in zip(places, outcomes, strict=True):
-            slots[index] = outcome[0]
+            done = (self._store.success(target.tool.server, target.tool.tool, args)
+                    if resume and isinstance(args, Mapping) else None)
+            if done is not None:
+                slots[index] = done
+            else:
+                calls.append((index, target, args))
+        records = await self._batch(calls, f"map {target.name}", provenance, timeout=timeout,
+                                    progress=progress, overall=concurrency, per_server=None)
+        for (index, _, _), record in zip(calls, records, strict=True):
+            slots[index] = record
         return frame(r for r in slots if r is not None)
 
     amap, map = twins(_map)
