@@ -8,6 +8,7 @@ user does: Run All Cells from the menu, pick a tool, fill the form, press Call.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -75,10 +76,8 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=10)
     _gone, alive = psutil.wait_procs(family, timeout=10)
     for child in alive:
-        try:
+        with contextlib.suppress(psutil.Error):
             child.kill()
-        except psutil.Error:
-            pass
     psutil.wait_procs(alive, timeout=5)
 
 

@@ -79,15 +79,23 @@ def _bounded_json(value: Any, limit: int) -> str:
     return _html.shorten(_html.to_text(_trim(value, limit)), limit)
 
 
-def _trim(value: Any, limit: int, depth: int = 0) -> Any:
+def _trim(value: Any, limit: int, depth: int = 0, cut: list[bool] | None = None) -> Any:
+    """``value`` with long strings and containers cut; ``cut`` gets True if anything was."""
     if isinstance(value, str):
+        if len(value) > limit and cut is not None:
+            cut.append(True)
         return _html.shorten(value, limit)
     if depth > 20:
+        if cut is not None:
+            cut.append(True)
         return "…"
+    if isinstance(value, (dict, list, tuple)) and len(value) > 200 and cut is not None:
+        cut.append(True)
     if isinstance(value, dict):
-        return {str(k)[:limit]: _trim(v, limit, depth + 1) for k, v in list(value.items())[:200]}
+        return {str(k)[:limit]: _trim(v, limit, depth + 1, cut)
+                for k, v in list(value.items())[:200]}
     if isinstance(value, (list, tuple)):
-        return [_trim(v, limit, depth + 1) for v in list(value)[:200]]
+        return [_trim(v, limit, depth + 1, cut) for v in list(value)[:200]]
     return value
 
 
@@ -145,8 +153,11 @@ def _result_html(result: Result, budget: int) -> str:
         elif kind not in ("text", "image"):
             parts.append(f"<i>[{_html.escape(_html.shorten(str(kind), 40))} block]</i>")
     if result.structured is not None:
-        text = _html.pretty_json(_trim(result.structured, max(left, 200)), max(left, 200))
-        parts.append(f"<pre>{_html.escape(text)}</pre>")
+        cut: list[bool] = []
+        room = max(left, 200)
+        text = _html.pretty_json(_trim(result.structured, room, cut=cut), room)
+        note = " <small>(shortened)</small>" if cut or text.endswith("…") else ""
+        parts.append(f"<pre style='white-space:pre-wrap'>{_html.escape(text)}</pre>{note}")
     return "<div class='toolbench-result'>" + "".join(parts) + "</div>"
 
 

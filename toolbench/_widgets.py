@@ -166,7 +166,10 @@ class Explorer:
     def _select(self, name: str | None) -> None:
         if name is None or name not in self.bench.pegboard:
             self._shown = None
+            old = self.form
+            self.form = build_form(None)
             self.form_box.children = [widgets.HTML("<i>no tool selected</i>")]
+            _close_tree(old.widget)
             self.description.value = "<i>no tool matches</i>"
             self.compare_servers.value = ""
             return

@@ -1,0 +1,249 @@
+"""Safe display: every repr of the bench's objects escapes what servers send and stays small."""
+
+from __future__ import annotations
+
+import base64
+import struct
+import zlib
+from collections.abc import Iterator
+from typing import Any
+
+import pandas as pd
+import pytest
+from mcp.server.mcpserver import Image, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError as ServerToolError
+
+import toolbench as tb
+from toolbench._compare_view import compare_html, disagreements
+from toolbench._display import (
+    bundle,
+    error_html,
+    frame_html,
+    html_table,
+    kind_of,
+    records_html,
+    result_html,
+    show,
+)
+
+SCRIPT = "<script>alert('xss')</script>"
+IMG = "<img src=x onerror=alert(1)>"
+BIG = "B" * 5_000_000
+HOSTILE = SCRIPT + IMG
+SMALL = 100_000
+
+
+def png_bytes(width: int = 4, height: int = 3) -> bytes:
+    """A valid tiny PNG (red pixels), built by hand so no imaging library is needed."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    raw = b"".join(b"\x00" + b"\xff\x00\x00" * width for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw))
+            + chunk(b"IEND", b""))
+
+
+def hostile_server(label: str = "evil") -> MCPServer:
+    """Tools whose descriptions, results and errors carry markup and 5 MB of text."""
+    srv = MCPServer(f"hostile-{label}")
+
+    @srv.tool(title=IMG, description=HOSTILE + BIG)
+    def shout(text: str = "hi") -> str:
+        return f"{label}:{text}" + HOSTILE + BIG
+
+    @srv.tool(description=SCRIPT)
+    def blob(key: str = "k") -> dict[str, Any]:
+        return {HOSTILE: SCRIPT, "big": BIG, "label": label, "key": key}
+
+    @srv.tool(description=IMG)
+    def boom(why: str = "x") -> str:
+        raise ServerToolError(HOSTILE + why + BIG)
+
+    @srv.tool()
+    def picture() -> Image:
+        return Image(data=png_bytes(), format="png")
+
+    return srv
+
+
+def no_live_markup(html: str) -> None:
+    assert "<script" not in html.lower()
+    assert "<img src=x" not in html and "<i>" not in html.replace("<i>[", "")
+
+
+@pytest.fixture(scope="module")
+def evil() -> Iterator[tb.Bench]:
+    with tb.Bench() as bench:
+        bench.connect("evil", hostile_server())
+        bench.connect("twin", hostile_server("twin"))
+        yield bench
+
+
+def test_result_reprs_escape_and_stay_small(evil: tb.Bench) -> None:
+    for name in ("evil-shout", "evil-blob"):
+        result = evil.call(name)
+        for html in (result._repr_html_(), result_html(result), bundle(result)["text/html"]):
+            no_live_markup(html)
+            assert "&lt;script&gt;" in html
+            assert len(html) < SMALL
+        assert len(repr(result)) < 5_000
+        assert "text/plain" in bundle(result)
+    assert "(shortened)" in result_html(evil.call("evil-blob"))
+    # A text-only result (what most servers send) says how much there was in all.
+    text_only = tb.Result([{"type": "text", "text": HOSTILE + BIG}, {"type": "text", "text": BIG}])
+    shown = result_html(text_only)
+    no_live_markup(shown)
+    assert "5,000,0" in shown and len(shown) < SMALL
+
+
+@pytest.mark.xfail(strict=True, reason="Result._repr_mimebundle_ copies the whole structured "
+                   "value into application/json; the fix belongs to toolbench/_client.py")
+def test_result_mimebundle_small_with_huge_structured(evil: tb.Bench) -> None:
+    result = evil.call("evil-blob")
+    total = sum(len(str(v)) for v in result._repr_mimebundle_().values())
+    assert total < SMALL
+
+
+def test_images_inline_and_svg_never(evil: tb.Bench) -> None:
+    result = evil.call("evil-picture")
+    html = result_html(result)
+    assert '<img style="max-width:480px" src="data:image/png;base64,' in html
+    assert base64.b64encode(png_bytes()).decode() in html
+    svg = tb.Result([{"type": "image", "mimeType": "image/svg+xml",
+                      "data": base64.b64encode(b"<svg onload=alert(1)/>").decode()}])
+    html = result_html(svg)
+    assert "<img" not in html and "not shown" in html
+
+
+def test_error_shows_type_disposition_and_escapes(evil: tb.Bench) -> None:
+    with pytest.raises(tb.ToolFailed) as info:
+        evil.call("evil-boom")
+    html = error_html(info.value)
+    no_live_markup(html)
+    assert "ToolFailed" in html and "landed" in html and "the tool ran" in html
+    assert "&lt;script&gt;" in html
+    assert len(html) < SMALL
+    refused = error_html(tb.Refused("bad <b>arg</b>"))
+    assert "did_not_happen" in refused and "&lt;b&gt;arg" in refused
+    assert "in_doubt" in error_html(tb.TimedOut("slow"))
+
+
+def test_bench_tables_through_show(evil: tb.Bench) -> None:
+    evil.call("evil-shout")
+    evil.call("evil-blob")
+    with pytest.raises(tb.ToolFailed):
+        evil.call("evil-boom")
+    frames = {"servers": evil.servers, "catalog": evil.catalog(), "records": evil.records,
+              "compare": evil.compare("shout", [{"text": SCRIPT}])}
+    for kind, df in frames.items():
+        assert kind_of(df) == kind
+        out = show(df)._repr_mimebundle_()
+        assert set(out) == {"text/plain", "text/html"}
+        no_live_markup(out["text/html"])
+        assert len(out["text/html"]) < SMALL, kind
+        assert len(out["text/plain"]) < SMALL, kind
+        assert "&lt;" in out["text/html"] or kind == "servers"
+    # The tooltip holds more of a long cell than the cell shows, escaped too.
+    catalog_html = frame_html(evil.catalog())
+    assert "title=\"&lt;script&gt;" in catalog_html
+    assert "<i>" not in catalog_html  # the tool's title was <i>: escaped
+    # The DataFrames themselves stay plain pandas.
+    assert type(evil.records) is pd.DataFrame
+
+
+def test_pandas_own_repr_is_safe_only_under_default_options(evil: tb.Bench) -> None:
+    """Why show() exists: pandas escapes, but its caps are options a user may lift."""
+    evil.call("evil-shout")
+    for df in (evil.catalog(), evil.records):
+        html = df._repr_html_()
+        assert html is not None
+        no_live_markup(html)
+        assert len(html) < SMALL
+    with pd.option_context("display.max_colwidth", None):
+        html = evil.catalog()._repr_html_()
+        assert html is not None and len(html) > 5_000_000  # every byte a server sent
+        assert len(show(evil.catalog())._repr_mimebundle_()["text/html"]) < SMALL
+
+
+def test_bench_repr_escapes_failed_server_errors(tmp_path: Any) -> None:
+    with tb.Bench(connect_timeout=10) as bench:
+        bench.connect("evil", hostile_server())
+        with pytest.raises(tb.Unreachable):
+            bench.connect("gone", ["/nonexistent/" + "x" * 20 + "<script>"])
+        out = bench._repr_mimebundle_()
+        assert "text/plain" in out and "text/html" in out
+        no_live_markup(out["text/html"])
+        assert "failed" in out["text/html"] and "&lt;script&gt;" in out["text/html"]
+        assert len(out["text/html"]) < SMALL
+        assert show(bench)._repr_mimebundle_() == out
+
+
+def test_html_table_caps_rows_and_cells() -> None:
+    df = pd.DataFrame({"a": range(500), "b": ["x" * 300] * 500, "<c>": [None] * 500})
+    html = html_table(df, max_rows=20, max_cell=50)
+    assert html.count("<tr>") == 21  # the header and 20 rows
+    assert "showing 20 of 500 rows" in html
+    assert "&lt;c&gt;" in html
+    assert 'title="' + "x" * 300 + '"' in html
+    assert "x" * 51 not in html.replace('title="' + "x" * 300, "")
+    assert "20 of 500" in html and len(html) < SMALL
+    small = html_table(df.head(3))
+    assert "3 rows" in small
+
+
+def test_display_never_raises() -> None:
+    class Nasty:
+        def __repr__(self) -> str:
+            raise RuntimeError("no repr")
+
+        def __str__(self) -> str:
+            raise RuntimeError("no str")
+
+    df = pd.DataFrame({"x": [Nasty()]}, dtype=object)
+    out = bundle(df)
+    assert "text/plain" in out
+    out = bundle(Nasty())
+    assert "text/plain" in out and "display failed" in out["text/plain"]
+    broken = tb.Result(content=[{"type": "text", "text": Nasty()}])  # type: ignore[dict-item]
+    assert "text/plain" in bundle(broken)
+    assert "could not be shown" in result_html(broken) or "<pre>" in result_html(broken)
+    assert "records" not in records_html(pd.DataFrame())
+    assert "no calls yet" in records_html(pd.DataFrame())
+
+
+def test_compare_view_highlights_disagreement_and_latency() -> None:
+    df = pd.DataFrame([
+        {"case": 0, "server": "a", "ok": True, "latency_ms": 10.0, "text": "1",
+         "structured": {"v": 1}, "error_type": None, "error": None, "structured.v": 1},
+        {"case": 0, "server": "b", "ok": True, "latency_ms": 40.0, "text": "1",
+         "structured": {"v": 1}, "error_type": None, "error": None, "structured.v": 1},
+        {"case": 1, "server": "a", "ok": True, "latency_ms": 20.0, "text": "2",
+         "structured": {"v": 2}, "error_type": None, "error": None, "structured.v": 2},
+        {"case": 1, "server": "b", "ok": True, "latency_ms": 80.0, "text": SCRIPT,
+         "structured": {"v": 3}, "error_type": None, "error": None, "structured.v": 3},
+        {"case": 1, "server": "c", "ok": False, "latency_ms": 5.0, "text": None,
+         "structured": None, "error_type": "TimedOut", "error": IMG, "structured.v": None},
+    ])
+    assert disagreements(df) == {0: 1, 1: 3}
+    html = compare_html(df)
+    no_live_markup(html)
+    assert "servers disagree on 1 of 2 case(s)" in html
+    assert html.count("title='servers disagree'") == 3  # each row of case 1
+    assert html.count("background:#fff3cd") >= 2  # b's answer and the differing v cells
+    assert "background:#fde2e2" in html  # c failed
+    assert "width:80px" in html and "width:10px" in html  # bars scale to the slowest (80 ms)
+    assert "median latency per server" in html
+    assert frame_html(df) == html
+
+
+def test_real_compare_frame(evil: tb.Bench) -> None:
+    df = evil.compare("blob", [{"key": "same"}, {"key": SCRIPT}])
+    assert set(df["server"]) == {"evil", "twin"}
+    html = compare_html(df)
+    no_live_markup(html)
+    assert len(html) < SMALL
+    # The servers answer with their own label, so every case differs.
+    assert "servers disagree on 2 of 2 case(s)" in html
+    assert "structured.label" in html
