@@ -146,7 +146,7 @@ def test_explorer_in_jupyterlab(lab: str) -> None:
             expect(page.locator(".jp-OutputArea-output", has_text="in-process").first
                    ).to_be_visible()
             tool_list = explorer.locator(".widget-select select")
-            expect(tool_list.locator("option")).to_have_count(2)
+            expect(tool_list.locator("option")).to_have_count(3)
             tool_list.select_option("mem-greet")
 
             # The description is shown as text: the server's <script> is not markup.
@@ -170,6 +170,15 @@ def test_explorer_in_jupyterlab(lab: str) -> None:
             expect(explorer.locator(".toolbench-table").first).to_contain_text("mem-greet")
             explorer.get_by_role("tab", name="Call").click()
             page.screenshot(path=str(ARTIFACTS / "explorer.png"), full_page=True)
+
+            # Compare runs the same form on both servers offering "greet" and flags the split.
+            explorer.get_by_role("tab", name="Compare").click()
+            explorer.get_by_role("button", name="Compare").click()
+            compare = explorer.locator(".toolbench-compare")
+            expect(compare).to_contain_text("Hi Ada Hi Ada", timeout=30_000)
+            expect(compare).to_contain_text("Hello, Ada! Hello, Ada!")
+            expect(explorer).to_contain_text("servers disagree on 1 of 1 case(s)")
+            page.screenshot(path=str(ARTIFACTS / "explorer-compare.png"), full_page=True)
             assert dialogs == [], f"a script ran in the page: {dialogs}"
         finally:
             browser.close()

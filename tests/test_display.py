@@ -14,7 +14,7 @@ from mcp.server.mcpserver import Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError as ServerToolError
 
 import toolbench as tb
-from toolbench._compare_view import compare_html, disagreements
+from toolbench._compare_view import DIFFER, compare_html, disagreements
 from toolbench._display import (
     bundle,
     error_html,
@@ -236,6 +236,14 @@ def test_compare_view_highlights_disagreement_and_latency() -> None:
     assert "width:80px" in html and "width:10px" in html  # bars scale to the slowest (80 ms)
     assert "median latency per server" in html
     assert frame_html(df) == html
+    # With a majority, only the odd answer is highlighted; a 1-1 split highlights both.
+    three = df.iloc[[2, 3, 3]].assign(server=["a", "b", "d"], text=["2", "3", "3"])
+    html = compare_html(three)
+    assert html.count(f"<td style='{DIFFER}'>2</td>") == 1
+    assert f"<td style='{DIFFER}'>3</td>" not in html
+    pair = df.iloc[[2, 3]].assign(text=["2", "3"])
+    html = compare_html(pair)
+    assert f"<td style='{DIFFER}'>2</td>" in html and f"<td style='{DIFFER}'>3</td>" in html
 
 
 def test_real_compare_frame(evil: tb.Bench) -> None:

@@ -1,9 +1,10 @@
 """The compare table as HTML: where servers disagree within a case, and how fast each was.
 
 An answer is what a user would compare by eye: the structured value if any, else the text,
-or the error type for a failure. Cells that differ from the case's most common answer are
-highlighted; latency is a bar scaled to the slowest call in the table. Pure HTML: no plotting
-library, nothing that could run a script.
+or the error type for a failure. Cells that differ from the answer most servers gave in a
+case are highlighted (all of them when no answer has a majority); latency is a bar scaled
+to the slowest call in the table. Pure HTML: no plotting library, nothing that could run a
+script.
 """
 
 from __future__ import annotations
@@ -67,8 +68,7 @@ def _compare_html(df: pd.DataFrame, max_rows: int, max_cell: int) -> str:
     by_case: dict[int, list[dict[str, Any]]] = {}
     for row in rows:
         by_case.setdefault(int(row["case"]), []).append(row)
-    majority = {case: Counter(answer_key(r) for r in group).most_common(1)[0][0]
-                for case, group in by_case.items()}
+    majority = {case: _majority(group) for case, group in by_case.items()}
     column_sets = {
         (case, column): {_json(r.get(column)) for r in group}
         for case, group in by_case.items() for column in extra
@@ -112,6 +112,13 @@ def _compare_html(df: pd.DataFrame, max_rows: int, max_cell: int) -> str:
     return (f"{_STYLE}<table class='toolbench-table toolbench-compare'><thead><tr>{head}</tr>"
             f"</thead><tbody>{''.join(body)}</tbody></table>{summary}"
             f"{latency_summary(df, slowest)}")
+
+
+def _majority(group: list[dict[str, Any]]) -> str | None:
+    """The answer more than half the servers gave, if any: without one, nobody is the odd one
+    out, so every answer in a split case is highlighted."""
+    key, count = Counter(answer_key(r) for r in group).most_common(1)[0]
+    return key if count * 2 > len(group) else None
 
 
 def _json(value: Any) -> str:
