@@ -189,7 +189,7 @@ PANDAS_HTML = "pandas DataFrame.to_html(), every row (reference)"
 
 
 def catalog(figures: common.Figures, quick: bool) -> None:
-    servers, per = (10, 200) if quick else (20, 500)
+    servers, per = (10, 100) if quick else (20, 500)
     w = W_CATALOG.format(n=servers * per)
     rounds = common.rounds_for(quick)
     common.progress(f"{w}: {rounds} rounds")
@@ -240,8 +240,9 @@ def _recording_round(figures: common.Figures, w: str, n: int) -> None:
 def recording(figures: common.Figures, quick: bool) -> None:
     n = 5_000 if quick else 100_000
     w = W_RECORD.format(n=n)
-    common.progress(f"{w}: 3 rounds")
-    for _ in range(3):
+    rounds = common.rounds_for(quick, full=3)
+    common.progress(f"{w}: {rounds} rounds")
+    for _ in range(rounds):
         _recording_round(figures, w, n)
 
 

@@ -183,8 +183,8 @@ def inprocess(figures: common.Figures, quick: bool, fm: Any) -> None:
 
 # -- 1-3. over stdio --------------------------------------------------------------------------
 def stdio(figures: common.Figures, quick: bool, fm: Any, errlog: IO[str]) -> None:
-    rounds = common.rounds_for(quick, full=5, small=3)
-    seq_calls, conc_calls = (30, 160) if quick else (300, 1000)
+    rounds = common.rounds_for(quick)
+    seq_calls, conc_calls = (30, 80) if quick else (300, 1000)
     ideal = conc_calls / CAP * CONC_DELAY_MS / 1000
     w2 = W2.format(n=conc_calls, ideal=ideal)
     # --quick keeps the fastest and the slowest server: every child costs ~1 s of CPU to start.

@@ -127,7 +127,7 @@ def per_call_us(total_s: float, calls: int) -> float:
     return total_s / calls * 1e6
 
 
-def rounds_for(quick: bool, full: int = 5, small: int = 3) -> int:
+def rounds_for(quick: bool, full: int = 5, small: int = 2) -> int:
     return small if quick else full
 
 
