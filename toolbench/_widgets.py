@@ -63,6 +63,8 @@ class Explorer:
         self.bench = bench
         self._post = _poster()
         self.form: Form = build_form(None)
+        # Completes once the widgets show the last call's outcome. In a notebook that update
+        # runs on the kernel's loop, so a cell must await it (asyncio.wrap_future), not block.
         self.last_future: concurrent.futures.Future[None] | None = None
         self.last_result: Any = None
         self.last_compare: pd.DataFrame | None = None
