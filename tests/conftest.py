@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Iterator
@@ -35,8 +36,6 @@ def no_leaked_children() -> Iterator[None]:
             except psutil.Error:
                 names.append(str(pid))
         for pid in leaked:  # clean up so one leak does not cascade
-            try:
+            with contextlib.suppress(psutil.Error):
                 psutil.Process(pid).kill()
-            except psutil.Error:
-                pass
         pytest.fail(f"test left {len(leaked)} child process(es) running: {names}")

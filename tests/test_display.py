@@ -98,8 +98,6 @@ def test_result_reprs_escape_and_stay_small(evil: tb.Bench) -> None:
     assert "5,000,0" in shown and len(shown) < SMALL
 
 
-@pytest.mark.xfail(strict=True, reason="Result._repr_mimebundle_ copies the whole structured "
-                   "value into application/json; the fix belongs to toolbench/_client.py")
 def test_result_mimebundle_small_with_huge_structured(evil: tb.Bench) -> None:
     result = evil.call("evil-blob")
     total = sum(len(str(v)) for v in result._repr_mimebundle_().values())

@@ -3,6 +3,7 @@
 from toolbench._bench import Bench
 from toolbench._client import Result, ToolClient, ToolSpec
 from toolbench._config import ConfigError
+from toolbench._display import show
 from toolbench._errors import (
     Disposition,
     Malformed,
@@ -46,6 +47,7 @@ __all__ = [
     "ToolSpec",
     "Toolset",
     "Unreachable",
+    "show",
     "tool",
 ]
 

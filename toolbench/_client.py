@@ -11,6 +11,9 @@ from toolbench import _html
 from toolbench._errors import Refused
 from toolbench._ids import Destination, Provenance, ToolId
 
+MAX_JSON_BUNDLE = 100_000
+"""Bytes of structured content a notebook gets as application/json; more is HTML only."""
+
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
@@ -85,41 +88,16 @@ class Result:
         return f"{head})\n{_html.shorten(body, 2000)}{tail}"
 
     def _repr_html_(self) -> str:
-        try:
-            return self._html()
-        except Exception:
-            return f"<pre>{_html.escape(repr(self))}</pre>"
-
-    def _html(self) -> str:
-        parts = [f"<div class='toolbench-result'><b>{_html.escape(self.tool or 'result')}</b>"]
-        if self.latency_s is not None:
-            parts.append(f" <small>{self.latency_s * 1000:.1f} ms</small>")
-        if self.is_error:
-            parts.append(" <b style='color:#b00'>error</b>")
-        for block in self.content[:50]:
-            if not isinstance(block, dict):
-                continue
-            kind = block.get("type")
-            if kind == "text" and self.structured is None:
-                text = str(block.get("text", ""))
-                parts.append(f"<pre>{_html.escape(_html.shorten(text, 20_000))}</pre>")
-            elif kind == "image":
-                tag = _html.image_tag(block.get("data"), block.get("mimeType"))
-                mime = _html.escape(block.get("mimeType"))
-                parts.append(tag or f"<i>[image {mime} not shown]</i>")
-            elif kind not in ("text", "image"):
-                parts.append(f"<i>[{_html.escape(_html.shorten(str(kind), 40))} block]</i>")
-        if self.structured is not None:
-            parts.append(f"<pre>{_html.escape(_html.pretty_json(self.structured))}</pre>")
-        parts.append("</div>")
-        return "".join(parts)
+        return _html.result_html(self)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         bundle: dict[str, Any] = {"text/plain": repr(self)}
         try:
             bundle["text/html"] = self._repr_html_()
             if self.structured is not None:
-                bundle["application/json"] = json.loads(json.dumps(self.structured, default=str))
+                dumped = json.dumps(self.structured, default=str)
+                if len(dumped) <= MAX_JSON_BUNDLE:  # a huge value is shown shortened in HTML
+                    bundle["application/json"] = json.loads(dumped)
         except Exception:
             pass
         return bundle

@@ -13,18 +13,15 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolbench import _html
+from toolbench._html import result_html as result_html
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from toolbench._bench import Bench
-    from toolbench._client import Result
 
 MAX_ROWS = 50
 MAX_CELL = 80
-RESULT_BUDGET = 40_000
-"""Characters of text and JSON a rendered result may hold (images come on top)."""
-MAX_IMAGES = 8
 
 _STYLE = (
     "<style>.toolbench-table{border-collapse:collapse;font-size:12px}"
@@ -70,33 +67,8 @@ def _cell(value: Any, limit: int) -> str:
     if isinstance(value, float):
         return f"{value:.1f}" if abs(value) < 1e9 else _html.escape(repr(value))
     if isinstance(value, (list, dict)):
-        value = _bounded_json(value, 4000)
+        value = _html.bounded_json(value, 4000)
     return _html.cell(value if isinstance(value, str) else str(value), limit)
-
-
-def _bounded_json(value: Any, limit: int) -> str:
-    """JSON text of ``value``, cut at ``limit``; huge strings inside are cut before dumping."""
-    return _html.shorten(_html.to_text(_trim(value, limit)), limit)
-
-
-def _trim(value: Any, limit: int, depth: int = 0, cut: list[bool] | None = None) -> Any:
-    """``value`` with long strings and containers cut; ``cut`` gets True if anything was."""
-    if isinstance(value, str):
-        if len(value) > limit and cut is not None:
-            cut.append(True)
-        return _html.shorten(value, limit)
-    if depth > 20:
-        if cut is not None:
-            cut.append(True)
-        return "…"
-    if isinstance(value, (dict, list, tuple)) and len(value) > 200 and cut is not None:
-        cut.append(True)
-    if isinstance(value, dict):
-        return {str(k)[:limit]: _trim(v, limit, depth + 1, cut)
-                for k, v in list(value.items())[:200]}
-    if isinstance(value, (list, tuple)):
-        return [_trim(v, limit, depth + 1, cut) for v in list(value)[:200]]
-    return value
 
 
 def _plain(value: Any) -> Any:
@@ -120,47 +92,6 @@ def _plain(value: Any) -> Any:
 
 
 # -- results and errors ---------------------------------------------------------------------
-def result_html(result: Result, *, budget: int = RESULT_BUDGET) -> str:
-    """Text, pretty JSON and inline images of a result, escaped, within ``budget`` chars."""
-    try:
-        return _result_html(result, budget)
-    except Exception as exc:  # never raise from display
-        return f"<pre>{_html.escape(type(exc).__name__)}: result could not be shown</pre>"
-
-
-def _result_html(result: Result, budget: int) -> str:
-    parts = []
-    head = _html.escape(result.tool or "result")
-    if result.latency_s is not None:
-        head += f" <small>{result.latency_s * 1000:.1f} ms</small>"
-    parts.append(f"<div><b>{head}</b></div>")
-    left = budget
-    images = 0
-    for block in result.content[:200]:
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
-        if kind == "text" and result.structured is None and left > 0:
-            text = str(block.get("text", ""))
-            short = _html.shorten(text, left)
-            left -= len(short)
-            more = f" <small>({len(text):,} characters in all)</small>" if short != text else ""
-            parts.append(f"<pre style='white-space:pre-wrap'>{_html.escape(short)}</pre>{more}")
-        elif kind == "image" and images < MAX_IMAGES:
-            images += 1
-            tag = _html.image_tag(block.get("data"), block.get("mimeType"))
-            parts.append(tag or f"<i>[image {_html.escape(block.get('mimeType'))} not shown]</i>")
-        elif kind not in ("text", "image"):
-            parts.append(f"<i>[{_html.escape(_html.shorten(str(kind), 40))} block]</i>")
-    if result.structured is not None:
-        cut: list[bool] = []
-        room = max(left, 200)
-        text = _html.pretty_json(_trim(result.structured, room, cut=cut), room)
-        note = " <small>(shortened)</small>" if cut or text.endswith("…") else ""
-        parts.append(f"<pre style='white-space:pre-wrap'>{_html.escape(text)}</pre>{note}")
-    return "<div class='toolbench-result'>" + "".join(parts) + "</div>"
-
-
 def error_html(error: BaseException) -> str:
     """The error's type, its disposition (did it run?) and detail, escaped."""
     try:
@@ -176,7 +107,7 @@ def error_html(error: BaseException) -> str:
         ]
         attached = getattr(error, "result", None)
         if attached is not None and hasattr(attached, "content"):
-            parts.append(result_html(attached, budget=RESULT_BUDGET // 2))
+            parts.append(result_html(attached, budget=_html.RESULT_BUDGET // 2))
         parts.append("</div>")
         return "".join(parts)
     except Exception:

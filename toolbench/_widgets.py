@@ -21,8 +21,9 @@ import ipywidgets as widgets
 
 from toolbench import _html
 from toolbench._compare_view import compare_html
-from toolbench._display import error_html, records_html, result_html
+from toolbench._display import error_html, records_html
 from toolbench._form import Form, FormError, build_form
+from toolbench._html import result_html
 from toolbench._loop import get_loop
 
 if TYPE_CHECKING:
