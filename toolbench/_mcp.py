@@ -268,11 +268,21 @@ class McpClient:
     def stderr_tail(self, lines: int = 20) -> str:
         return self._redact(self._stderr.tail(lines))
 
-    def add_tools_changed_listener(self, callback: ToolsChangedFn) -> None:
-        """``await callback(server_name)`` runs whenever the server says its tools changed."""
+    def add_tools_changed_listener(self, callback: ToolsChangedFn) -> Callable[[], None]:
+        """``await callback(server_name)`` runs whenever the server says its tools changed.
+
+        Returns a function that removes the listener again (a pegboard that drops this
+        server calls it, so removed services stop refreshing).
+        """
         if not callable(callback):
             raise TypeError(f"a tools-changed listener must be callable, not {callback!r}")
         self._listeners.append(callback)
+
+        def unsubscribe() -> None:
+            with contextlib.suppress(ValueError):
+                self._listeners.remove(callback)
+
+        return unsubscribe
 
     def servers(self) -> list[str]:
         return [self.name]
