@@ -156,7 +156,8 @@ def test_01_explore() -> None:
     for word in ("ToolFailed", "landed", "Refused", "did_not_happen", "TimedOut", "in_doubt"):
         assert word in failures
     assert "application/vnd.jupyter.widget-view+json" in outputs(nb, "bench.explore()")
-    assert outputs(nb, "bench.close()").count("closed") == 3
+    closed = outputs(nb, "bench.close()")
+    assert closed.count("closed") >= 3 and "connected" not in closed
     assert probe["failures"] == [["Refused", "did_not_happen"], ["TimedOut", "in_doubt"],
                                  ["ToolFailed", "landed"]]
     assert len(probe["cells"]) >= 5, "provenance names the cell of each call"
