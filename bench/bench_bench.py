@@ -20,6 +20,7 @@ import tempfile
 import time
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +42,12 @@ from toolbench._mcp import McpClient
 from toolbench._records import RecordStore, frame, make_record
 
 W_CALL = "issue 6: Bench.call vs mcp.Client.call_tool, in process ({mode})"
+W_CPU = "issue 6: CPU time per call (all threads), in process ({mode})"
 W_CATALOG = "5. catalog of {n:,} tools"
 W_RECORD = "6. recording {n:,} calls"
+
+
+SDK = "mcp.Client.call_tool (SDK, floor)"
 
 
 class LegacyMcpClient(McpClient):
@@ -52,31 +57,43 @@ class LegacyMcpClient(McpClient):
 
 
 # -- 1. a call against the SDK's --------------------------------------------------------------
-def _sdk_round(server: Any, mode: str, calls: int) -> float:
-    async def main() -> float:
+Clock = tuple[float, float]
+"""(wall seconds, process CPU seconds): CPU time is what a busy shared machine distorts least."""
+
+
+def _clock() -> Clock:
+    return time.perf_counter(), time.process_time()
+
+
+def _since(start: Clock) -> Clock:
+    return time.perf_counter() - start[0], time.process_time() - start[1]
+
+
+def _sdk_round(server: Any, mode: str, calls: int) -> Clock:
+    async def main() -> Clock:
         async with Client(server, mode=mode) as client:
             await client.call_tool("add", {"a": 0, "b": 0})
-            started = time.perf_counter()
+            started = _clock()
             for i in range(calls):
                 await client.call_tool("add", {"a": i, "b": 2})
-            return time.perf_counter() - started
+            return _since(started)
 
     return anyio.run(main)
 
 
-def _bench_round(bench: Bench, name: str, calls: int) -> float:
-    started = time.perf_counter()
+def _bench_round(bench: Bench, name: str, calls: int) -> Clock:
+    started = _clock()
     for i in range(calls):
         bench.call(name, {"a": i, "b": 2})
-    return time.perf_counter() - started
+    return _since(started)
 
 
-def _bench_on_loop_round(bench: Bench, name: str, calls: int) -> float:
-    async def body() -> float:
-        started = time.perf_counter()
+def _bench_on_loop_round(bench: Bench, name: str, calls: int) -> Clock:
+    async def body() -> Clock:
+        started = _clock()
         for i in range(calls):
             await bench.acall(name, {"a": i, "b": 2})
-        return time.perf_counter() - started
+        return _since(started)
 
     from toolbench._loop import get_loop
 
@@ -88,7 +105,7 @@ def call_overhead(figures: common.Figures, quick: bool) -> None:
     calls = 100 if quick else 1000
     server = common.inprocess_server("inproc")
     for mode in ("auto", "legacy"):
-        w = W_CALL.format(mode=mode)
+        w, wc = W_CALL.format(mode=mode), W_CPU.format(mode=mode)
         common.progress(f"{w}: {rounds} rounds x {calls} calls")
         with tempfile.TemporaryDirectory() as tmp:
             plain, journaled = Bench(), Bench(journal=Path(tmp) / "calls.sqlite")
@@ -97,26 +114,29 @@ def call_overhead(figures: common.Figures, quick: bool) -> None:
                     target: Any = server if mode == "auto" else LegacyMcpClient(server, name="s")
                     bench.connect("s", target)
                     bench.call("s-add", {"a": 0, "b": 0})
+                subjects: list[tuple[str, Any]] = [
+                    (SDK, partial(_sdk_round, server, mode, calls)),
+                    ("toolbench Bench.call", partial(_bench_round, plain, "s-add", calls)),
+                    ("toolbench Bench.call + journal",
+                     partial(_bench_round, journaled, "s-add", calls)),
+                    ("toolbench Bench.acall on its loop",
+                     partial(_bench_on_loop_round, plain, "s-add", calls)),
+                ]
                 for _ in range(rounds):
-                    us = "µs/call"
-                    figures.add(w, "mcp.Client.call_tool (SDK, floor)", us,
-                                common.per_call_us(_sdk_round(server, mode, calls), calls))
-                    figures.add(w, "toolbench Bench.call", us,
-                                common.per_call_us(_bench_round(plain, "s-add", calls), calls))
-                    figures.add(w, "toolbench Bench.call + journal", us,
-                                common.per_call_us(_bench_round(journaled, "s-add", calls), calls))
-                    figures.add(w, "toolbench Bench.acall on its loop", us, common.per_call_us(
-                        _bench_on_loop_round(plain, "s-add", calls), calls))
+                    for subject, fn in subjects:
+                        wall, cpu = fn()
+                        figures.add(w, subject, "µs/call", common.per_call_us(wall, calls))
+                        figures.add(wc, subject, "µs CPU/call", common.per_call_us(cpu, calls))
             finally:
                 plain.close()
                 journaled.close()
-        sdk = "mcp.Client.call_tool (SDK, floor)"
-        figures.ratio(f"Bench.call / SDK call_tool, in process, {mode}", w,
-                      "toolbench Bench.call", sdk, 1.2)
-        figures.ratio(f"Bench.call + journal / SDK call_tool, in process, {mode}", w,
-                      "toolbench Bench.call + journal", sdk, 1.3)
-        figures.ratio(f"Bench.acall on loop / SDK call_tool, in process, {mode}", w,
-                      "toolbench Bench.acall on its loop", sdk)
+        for where, clock in ((w, "wall"), (wc, "CPU")):
+            figures.ratio(f"Bench.call / SDK call_tool, in process, {mode}, {clock}", where,
+                          "toolbench Bench.call", SDK, 1.2)
+            figures.ratio(f"Bench.call + journal / SDK call_tool, in process, {mode}, {clock}",
+                          where, "toolbench Bench.call + journal", SDK, 1.3)
+            figures.ratio(f"Bench.acall on loop / SDK call_tool, in process, {mode}, {clock}",
+                          where, "toolbench Bench.acall on its loop", SDK)
 
 
 # -- 2. a big catalog -------------------------------------------------------------------------

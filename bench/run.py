@@ -161,16 +161,30 @@ def table(results: dict[str, Any]) -> str:
     lines.append(f"machine: {m['cores']} cores, {m['implementation']} {m['python']}, "
                  f"{m['platform']}; load average at start {m['load_average_at_start']}")
     lines.append("packages: " + ", ".join(f"{k} {v}" for k, v in m["packages"].items() if v))
-    workload = None
+    for workload, rows in _grouped(results).items():
+        lines.append("")
+        lines.append(workload)
+        lines.append(f"  {'subject':<58}{'median':>12}{'min–max':>22}  unit")
+        for row in rows:
+            lines.append(_row(row))
+    return _tail(results, lines)
+
+
+def _grouped(results: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Measurements by workload, in first-seen order (peers from other venvs join theirs)."""
+    groups: dict[str, list[dict[str, Any]]] = {}
     for row in results["measurements"]:
-        if row["workload"] != workload:
-            workload = row["workload"]
-            lines.append("")
-            lines.append(workload)
-            lines.append(f"  {'subject':<58}{'median':>12}{'min–max':>22}  unit")
-        spread = f"{_fmt(row['min'])}–{_fmt(row['max'])}"
-        lines.append(f"  {row['subject'][:58]:<58}{_fmt(row['median']):>12}{spread:>22}  "
-                     f"{row['unit']} (n={row['rounds']})")
+        groups.setdefault(row["workload"], []).append(row)
+    return groups
+
+
+def _row(row: dict[str, Any]) -> str:
+    spread = f"{_fmt(row['min'])}–{_fmt(row['max'])}"
+    return (f"  {row['subject'][:58]:<58}{_fmt(row['median']):>12}{spread:>22}  "
+            f"{row['unit']} (n={row['rounds']})")
+
+
+def _tail(results: dict[str, Any], lines: list[str]) -> str:
     lines.append("")
     lines.append("ratios (medians of the same run)")
     for r in results["ratios"]:
@@ -203,9 +217,7 @@ def chart(results: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for row in results["measurements"]:
-        groups.setdefault(row["workload"], []).append(row)
+    groups = _grouped(results)
     cols = 2
     rows = (len(groups) + cols - 1) // cols
     heights = [max(len(g) for g in list(groups.values())[i * cols:(i + 1) * cols])
