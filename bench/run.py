@@ -34,6 +34,8 @@ except ImportError:  # run as a script
 MODULES = ("bench_bench", "bench_peers", "bench_toolset", "bench_mcp", "bench_pegboard")
 """Order matters a little: the heavy stdio work runs before the small in-process scripts."""
 W7 = "7. Toolset lanes under a saturated slow lane"
+PEERS = ("mcp", "ClientSessionGroup", "fastmcp", "langchain", "pandas")
+"""Subjects that are not toolbench (drawn blue); everything else is toolbench's own code."""
 PACKAGES = ("toolbench", "mcp", "fastmcp", "anyio", "pandas", "matplotlib", "pydantic",
             "jsonschema")
 
@@ -211,13 +213,18 @@ def _tail(results: dict[str, Any], lines: list[str]) -> str:
 
 # -- the chart --------------------------------------------------------------------------------
 def chart(results: dict[str, Any], path: Path) -> None:
-    """One panel per workload: median bars with min–max whiskers; toolbench in orange."""
+    """One panel per workload: median bars with min–max whiskers; toolbench orange, peers blue."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    groups = _grouped(results)
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for workload, rows_ in _grouped(results).items():
+        units = sorted({r["unit"] for r in rows_})
+        for unit in units:  # one axis per unit: ms and req/s do not share a scale
+            title = workload if len(units) == 1 else f"{workload} [{unit}]"
+            groups[title] = [r for r in rows_ if r["unit"] == unit]
     cols = 2
     rows = (len(groups) + cols - 1) // cols
     heights = [max(len(g) for g in list(groups.values())[i * cols:(i + 1) * cols])
@@ -229,7 +236,7 @@ def chart(results: dict[str, Any], path: Path) -> None:
         med = [i["median"] for i in items]
         lo = [i["median"] - i["min"] for i in items]
         hi = [i["max"] - i["median"] for i in items]
-        colors = ["tab:orange" if i["subject"].startswith("toolbench") else "tab:blue"
+        colors = ["tab:blue" if i["subject"].startswith(PEERS) else "tab:orange"
                   for i in items]
         y = range(len(items))
         ax.barh(y, med, xerr=[lo, hi], color=colors, capsize=3)
@@ -250,7 +257,7 @@ def chart(results: dict[str, Any], path: Path) -> None:
     fig.suptitle(f"toolbench benchmarks (median, whiskers min–max) · {m['cores']} cores · "
                  f"Python {m['python']} · mcp {m['packages'].get('mcp')}"
                  f"{' · QUICK' if results['quick'] else ''}", fontsize=11)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.985))
     fig.savefig(path, dpi=90)
     plt.close(fig)
 
@@ -262,7 +269,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help=f"comma-separated subset of {MODULES}")
     parser.add_argument("--out", default=str(common.BENCH_DIR),
                         help="where results.json and chart.png go (default: bench/)")
+    parser.add_argument("--chart-only", action="store_true",
+                        help="redraw chart.png (and reprint the table) from results.json")
     args = parser.parse_args(argv)
+    if args.chart_only:
+        results = json.loads((Path(args.out) / "results.json").read_text())
+        print(table(results))
+        chart(results, Path(args.out) / "chart.png")
+        return 0
     only = [s.strip() for s in args.only.split(",") if s.strip()] or None
     unknown = sorted(set(only or []) - set(MODULES))
     if unknown:
