@@ -216,3 +216,38 @@ def test_04_toolbox_schema_keeps_field_constraints() -> None:
     text = outputs(nb, 'print(bench.call("mine-distance"')
     assert "mine-convert: Refused (did_not_happen)" in text  # furlongs: not in the enum
     assert text.count("mine-convert: Refused (did_not_happen)") == 2  # -1: below the minimum
+
+
+def test_binder_installs_the_project_with_what_the_notebooks_import() -> None:
+    import ast
+    import tomllib
+
+    import nbformat
+
+    binder = ROOT / "binder"
+    lines = [ln.strip() for ln in (binder / "requirements.txt").read_text().splitlines()]
+    assert [ln for ln in lines if ln and not ln.startswith("#")] == [".[lab]"]
+    assert (binder / "runtime.txt").read_text().strip() == "python-3.12"
+    assert not (binder / "environment.yml").exists(), "it would override requirements.txt"
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = {
+        req.split(">")[0].split("<")[0].split("=")[0].split("[")[0].strip().lower()
+        for req in [*project["dependencies"], *project["optional-dependencies"]["lab"]]
+    }
+    declared |= {"numpy"}  # pandas' own dependency
+    imported: set[str] = set()
+    for path in NOTEBOOKS.glob("*.ipynb"):
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type != "code":
+                continue
+            source = "\n".join(ln for ln in cell.source.splitlines() if not ln.startswith("%"))
+            for node in ast.walk(ast.parse(source)):
+                if isinstance(node, ast.Import):
+                    imported |= {alias.name.split(".")[0] for alias in node.names}
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    imported.add(node.module.split(".")[0])
+    third_party = {m for m in imported if m not in sys.stdlib_module_names} - {"toolbench"}
+    assert third_party, "the parser found no imports at all"
+    assert third_party <= declared, f"Binder would not install {sorted(third_party - declared)}"
