@@ -8,9 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import anyio
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from toolbench._records import Record
 
 T = TypeVar("T")
 
@@ -76,3 +81,44 @@ async def run_jobs(jobs: Sequence[Job], *, overall: int | None, per_server: int 
         for index, job in enumerate(jobs):
             tg.start_soon(one, index, job)
     return results
+
+
+def positive_count(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{what} must be a whole number of at least 1, not {value!r}")
+    return value
+
+
+def bind(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    async def bound() -> Any:
+        return await fn(*args, **kwargs)
+
+    return bound
+
+
+COMPARE_COLUMNS = ("case", "server", "name", "arguments", "ok", "disposition", "error_type",
+                   "error", "latency_ms", "text", "structured", "call_id")
+
+
+def compare_frame(rows: Sequence[tuple[int, Record]]) -> pd.DataFrame:
+    """One row per (case, server), each structured field flattened as ``structured.<key>``."""
+    import pandas as pd
+
+    data = []
+    for case, record in rows:
+        row: dict[str, Any] = {"case": case}
+        for column in COMPARE_COLUMNS[1:]:
+            row[column] = getattr(record, column)
+        for key, value in (record.structured or {}).items():
+            row[f"structured.{key}"] = value
+        data.append(row)
+    df = pd.DataFrame(data, dtype=object)
+    for column in COMPARE_COLUMNS:
+        if column not in df.columns:
+            df[column] = None
+    extra = sorted(c for c in df.columns if c not in COMPARE_COLUMNS)
+    df = df[list(COMPARE_COLUMNS) + extra]
+    df["ok"] = df["ok"].astype(bool)
+    df["latency_ms"] = df["latency_ms"].astype(float)
+    df["case"] = df["case"].astype(int)
+    return df

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from toolbench import _config
-from toolbench._batch import Job, progress_bar, run_jobs
+from toolbench._batch import Job, bind, compare_frame, positive_count, progress_bar, run_jobs
 from toolbench._client import Result, ToolSpec, check_arguments
 from toolbench._errors import TimedOut, ToolError, Unreachable
 from toolbench._handles import ToolHandles
@@ -449,7 +449,7 @@ class Bench:
         """Make ``(case, target, arguments)`` calls as one batch; records in call order."""
         batch = uuid.uuid4().hex
         base = self._provenance(provenance)
-        jobs = [Job(target.tool.server, _bind(self._invoke, target, args, batch=batch,
+        jobs = [Job(target.tool.server, bind(self._invoke, target, args, batch=batch,
                                               timeout=timeout,
                                               provenance=base.with_fields(case=index)))
                 for index, target, args in calls]
@@ -470,13 +470,13 @@ class Bench:
         Failures are rows, never raised. Each server is a lane of ``concurrency`` calls.
         """
         self._check_open()
-        _count(concurrency, "concurrency")
+        positive_count(concurrency, "concurrency")
         targets = self._same_named(name, servers)
         calls = [(index, target, args) for index, args in enumerate(self._cases(cases, kwargs))
                  for target in targets]
         records = await self._batch(calls, f"compare {name}", provenance, timeout=timeout,
                                     progress=progress, overall=None, per_server=concurrency)
-        return _compare_frame([(index, r) for (index, _, _), r in zip(calls, records,
+        return compare_frame([(index, r) for (index, _, _), r in zip(calls, records,
                                                                         strict=True)])
 
     acompare, compare = twins(_compare)
@@ -492,7 +492,7 @@ class Bench:
         earlier record stands in the result instead.
         """
         self._check_open()
-        _count(concurrency, "concurrency")
+        positive_count(concurrency, "concurrency")
         target = self._resolve(name)
         arg_sets = self._cases(cases, {})
         slots: list[Record | None] = [None] * len(arg_sets)
@@ -532,43 +532,3 @@ class Bench:
 
         return bench_bundle(self)
 
-
-def _count(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{what} must be a whole number of at least 1, not {value!r}")
-    return value
-
-
-def _bind(fn: Any, *args: Any, **kwargs: Any) -> Any:
-    async def bound() -> Any:
-        return await fn(*args, **kwargs)
-
-    return bound
-
-
-COMPARE_COLUMNS = ("case", "server", "name", "arguments", "ok", "disposition", "error_type",
-                   "error", "latency_ms", "text", "structured", "call_id")
-
-
-def _compare_frame(rows: Sequence[tuple[int, Record]]) -> pd.DataFrame:
-    """One row per (case, server), each structured field flattened as ``structured.<key>``."""
-    import pandas as pd
-
-    data = []
-    for case, record in rows:
-        row: dict[str, Any] = {"case": case}
-        for column in COMPARE_COLUMNS[1:]:
-            row[column] = getattr(record, column)
-        for key, value in (record.structured or {}).items():
-            row[f"structured.{key}"] = value
-        data.append(row)
-    df = pd.DataFrame(data, dtype=object)
-    for column in COMPARE_COLUMNS:
-        if column not in df.columns:
-            df[column] = None
-    extra = sorted(c for c in df.columns if c not in COMPARE_COLUMNS)
-    df = df[list(COMPARE_COLUMNS) + extra]
-    df["ok"] = df["ok"].astype(bool)
-    df["latency_ms"] = df["latency_ms"].astype(float)
-    df["case"] = df["case"].astype(int)
-    return df
