@@ -65,9 +65,9 @@ PATH="$WORK/venv/bin:$PATH" "$PY" scripts/run_notebooks.py
 say "repo2docker lint of binder/ (no Docker needed)"
 if "$BASE" -m venv "$WORK/r2d" && quiet_pip "$WORK/r2d/bin/python" jupyter-repo2docker \
    && [[ -x "$WORK/r2d/bin/repo2docker" ]]; then
-  # repo2docker builds from a copy of what git tracks, like Binder does from the repository.
-  git -C "$ROOT" archive --format=tar HEAD | tar -x -C "$(mkdir -p "$WORK/repo" && echo "$WORK/repo")"
-  cp -r "$ROOT/binder/." "$WORK/repo/binder/"  # the binder files as they are now
+  # With binder/ present repo2docker reads nothing else, so a copy of binder/ is enough, and
+  # keeps it from walking .venv/ or other large folders of a working checkout.
+  mkdir -p "$WORK/repo" && cp -r "$ROOT/binder" "$WORK/repo/binder"
   if ! (cd "$WORK/repo" && "$WORK/r2d/bin/repo2docker" --no-build --debug . > "$WORK/r2d.log" 2>&1); then
     cat "$WORK/r2d.log" >&2
     echo "repo2docker --no-build failed" >&2
