@@ -209,8 +209,6 @@ def test_04_build_your_own() -> None:
     assert "KeyError" in behaviour and "3454.358" in behaviour
 
 
-@pytest.mark.xfail(strict=True, reason="ToolBox drops Annotated[...] constraints: _toolbox.py "
-                   "calls get_type_hints without include_extras=True (reported)")
 def test_04_toolbox_schema_keeps_field_constraints() -> None:
     nb, _, _ = run("04_build_your_own")
     text = outputs(nb, 'print(bench.call("mine-distance"')

@@ -155,3 +155,20 @@ def test_var_args_are_rejected() -> None:
 
 def test_destination_is_local() -> None:
     assert tb.ToolBox(add).destination(ToolId("ledger", "add")) is tb.Destination.LOCAL
+
+
+def test_annotated_constraints_reach_schema_and_validation() -> None:
+    from typing import Annotated
+
+    from pydantic import Field
+
+    @tb.tool(server="units")
+    def convert(value: Annotated[float, Field(ge=0, description="a length")]) -> float:
+        return value * 2
+
+    box = tb.ToolBox(convert)
+    [spec] = anyio.run(box.list_tools, "units")
+    assert spec.input_schema["properties"]["value"]["minimum"] == 0
+    assert spec.input_schema["properties"]["value"]["description"] == "a length"
+    with pytest.raises(tb.Refused, match="greater than or equal to 0"):
+        call(box, "units", "convert", {"value": -1})

@@ -48,7 +48,7 @@ def _build(function: Callable[..., Any], server: str, name: str | None,
     tool_name = check_tool_name(name if name is not None else getattr(function, "__name__", ""))
     signature = inspect.signature(function)
     try:
-        hints = get_type_hints(function)
+        hints = get_type_hints(function, include_extras=True)  # keep Annotated[...]
     except Exception as exc:
         raise TypeError(f"cannot read the type hints of {function!r}: {exc}") from exc
     fields: dict[str, Any] = {}

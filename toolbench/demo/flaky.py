@@ -67,13 +67,14 @@ class _Chaos:
 
     async def __call__(self, tool: str) -> None:
         self.calls += 1
+        number = self.calls  # read now: concurrent calls move self.calls during the sleep
         fails = self._fail.random() < self.settings.failure_rate
         delay_ms = self.settings.latency_ms + self._jitter.uniform(0.0, self.settings.jitter_ms)
         await anyio.sleep(delay_ms / 1000.0)
         if fails:
             self.failures += 1
             raise ToolError(
-                f"simulated failure of {tool!r} (call {self.calls}; this server fails "
+                f"simulated failure of {tool!r} (call {number}; this server fails "
                 f"{self.settings.failure_rate * 100:g}% of calls on purpose, so you can see how "
                 "failures are reported). Calling again may succeed."
             )
