@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+from typing import Annotated
+
 import anyio
 import pytest
+from pydantic import Field
 
 import toolbench as tb
 from toolbench import ToolId
@@ -158,10 +161,6 @@ def test_destination_is_local() -> None:
 
 
 def test_annotated_constraints_reach_schema_and_validation() -> None:
-    from typing import Annotated
-
-    from pydantic import Field
-
     @tb.tool(server="units")
     def convert(value: Annotated[float, Field(ge=0, description="a length")]) -> float:
         return value * 2
