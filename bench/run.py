@@ -59,6 +59,7 @@ def machine() -> dict[str, Any]:
         except (subprocess.SubprocessError, OSError, ValueError):
             pass
     return {
+        "git": _git(),
         "cores": os.cpu_count(),
         "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
         else os.cpu_count(),
@@ -70,6 +71,18 @@ def machine() -> dict[str, Any]:
         "load_average_at_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+
+
+def _git() -> str | None:
+    """The commit measured, and whether the working tree differed from it."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=common.REPO,
+                              capture_output=True, text=True, timeout=10, check=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "toolbench"],
+                               cwd=common.REPO, capture_output=True, text=True, timeout=10)
+    except (subprocess.SubprocessError, OSError):
+        return None
+    return head.stdout.strip() + (" (toolbench/ modified)" if dirty.stdout.strip() else "")
 
 
 def _toolset_rounds(mod: Any, quick: bool, rounds: int) -> dict[str, Any]:
@@ -161,7 +174,8 @@ def table(results: dict[str, Any]) -> str:
     lines: list[str] = []
     m = results["machine"]
     lines.append(f"machine: {m['cores']} cores, {m['implementation']} {m['python']}, "
-                 f"{m['platform']}; load average at start {m['load_average_at_start']}")
+                 f"{m['platform']}; load average at start {m['load_average_at_start']}; "
+                 f"commit {m.get('git')}")
     lines.append("packages: " + ", ".join(f"{k} {v}" for k, v in m["packages"].items() if v))
     for workload, rows in _grouped(results).items():
         lines.append("")
