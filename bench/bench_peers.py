@@ -27,7 +27,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
-from typing import IO, Any
+from typing import Any, TextIO
 
 import anyio
 import anyio.to_thread
@@ -182,7 +182,7 @@ def inprocess(figures: common.Figures, quick: bool, fm: Any) -> None:
 
 
 # -- 1-3. over stdio --------------------------------------------------------------------------
-def stdio(figures: common.Figures, quick: bool, fm: Any, errlog: IO[str]) -> None:
+def stdio(figures: common.Figures, quick: bool, fm: Any, errlog: TextIO) -> None:
     rounds = common.rounds_for(quick)
     seq_calls, conc_calls = (30, 80) if quick else (300, 1000)
     ideal = conc_calls / CAP * CONC_DELAY_MS / 1000
@@ -384,7 +384,7 @@ def _mcp1(figures: common.Figures, quick: bool, servers: dict[str, list[str]], r
 
 
 # -- 4. connect and discover ------------------------------------------------------------------
-async def _sdk_connect_all(servers: dict[str, list[str]], errlog: IO[str]) -> float:
+async def _sdk_connect_all(servers: dict[str, list[str]], errlog: TextIO) -> float:
     """Every server in its own task (enter, list, wait), so the SDK connects concurrently."""
     listed, all_listed, stop = [0], anyio.Event(), anyio.Event()
 
@@ -418,7 +418,7 @@ async def _csg_connect_all(servers: dict[str, list[str]]) -> float:
     return took
 
 
-async def _fastmcp_connect_all(fm: Any, servers: dict[str, list[str]], errlog: IO[str]) -> float:
+async def _fastmcp_connect_all(fm: Any, servers: dict[str, list[str]], errlog: TextIO) -> float:
     from fastmcp.client.group import ClientGroup
     from fastmcp.client.transports import StdioTransport
 
@@ -432,7 +432,7 @@ async def _fastmcp_connect_all(fm: Any, servers: dict[str, list[str]], errlog: I
     return took
 
 
-def connect_many(figures: common.Figures, quick: bool, fm: Any, errlog: IO[str]) -> None:
+def connect_many(figures: common.Figures, quick: bool, fm: Any, errlog: TextIO) -> None:
     n, rounds = (2, 2) if quick else (20, 3)
     w = W4.format(n=n)
     common.progress(f"{w}: {rounds} rounds")
