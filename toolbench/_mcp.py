@@ -671,6 +671,8 @@ def _meta(provenance: Provenance | None) -> dict[str, Any] | None:
         return None
     if not isinstance(provenance, Provenance):
         raise TypeError(f"provenance must be a Provenance, not {type(provenance).__name__}")
+    if not provenance:  # nothing to say: send no _meta at all
+        return None
     # Only JSON can travel; anything else is sent as its string form rather than failing.
     return {Provenance.META_KEY: json.loads(json.dumps(provenance.as_dict(), default=str))}
 

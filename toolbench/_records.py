@@ -111,6 +111,10 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def _success_key(record: Record) -> tuple[str, str, str]:
+    return (record.server, record.tool, arguments_key(record.arguments))
+
+
 class RecordStore:
     """Every record of one bench, appended under a lock, journaled first when durable."""
 
@@ -118,18 +122,13 @@ class RecordStore:
         self._lock = threading.Lock()
         self._journal = journal
         self._records: list[Record] = list(journal.load()) if journal is not None else []
-        self._succeeded: dict[tuple[str, str, str], Record] = {}
-        for record in self._records:
-            self._remember(record)
+        # The resume index is built on the first lookup (most benches never resume), then
+        # kept up to date; until then appending pays nothing for it.
+        self._succeeded: dict[tuple[str, str, str], Record] | None = None
 
     @property
     def journal(self) -> Journal | None:
         return self._journal
-
-    def _remember(self, record: Record) -> None:
-        if record.ok:
-            key = (record.server, record.tool, arguments_key(record.arguments))
-            self._succeeded.setdefault(key, record)
 
     def append(self, record: Record) -> None:
         """Durable (when journaled) before it is visible, so nothing shown can be lost."""
@@ -137,11 +136,19 @@ class RecordStore:
             if self._journal is not None:
                 self._journal.append(record)
             self._records.append(record)
-            self._remember(record)
+            if self._succeeded is not None and record.ok:
+                self._succeeded.setdefault(_success_key(record), record)
 
     def success(self, server: str, tool: str, arguments: Mapping[str, Any]) -> Record | None:
         """The first successful record of this exact call, if there is one (for resume)."""
-        return self._succeeded.get((server, tool, arguments_key(arguments)))
+        with self._lock:
+            if self._succeeded is None:
+                self._succeeded = {}
+                for record in self._records:
+                    if record.ok:
+                        self._succeeded.setdefault(_success_key(record), record)
+            index = self._succeeded
+        return index.get((server, tool, arguments_key(arguments)))
 
     def __len__(self) -> int:
         return len(self._records)
