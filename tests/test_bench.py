@@ -417,3 +417,16 @@ def test_load_config_connects_all_and_shows_failures(bench: tb.Bench, tmp_path: 
     assert df.loc["one", "status"] == "connected" and df.loc["two", "status"] == "connected"
     assert df.loc["broken", "status"] == "failed" and "no-such-binary" in df.loc["broken", "error"]
     assert df.loc["one", "transport"] == "stdio" and df.loc["one", "tools"] > 0
+
+
+def test_long_work_shows_a_progress_bar_short_work_stays_quiet(
+        bench: tb.Bench, capfd: pytest.CaptureFixture[str]) -> None:
+    bench.connect("a", make_server("a"))
+    bench.connect("b", make_server("b"))
+    bench.compare("echo", [{"text": "x"}])
+    assert "compare echo" not in capfd.readouterr().err
+    bench.compare("echo", [{"text": str(i)} for i in range(12)])  # 24 calls
+    err = capfd.readouterr().err
+    assert "compare echo" in err and "24/24" in err
+    bench.map("a-echo", [{"text": str(i)} for i in range(3)], progress=True)
+    assert "map a-echo" in capfd.readouterr().err

@@ -42,8 +42,17 @@ class _NoProgress:
         return None
 
 
-def progress_bar(total: int, description: str, enabled: bool) -> Progress:
-    """A ``tqdm.auto`` bar (a widget in Lab, text on a terminal), or nothing."""
+AUTO_PROGRESS_FROM = 20
+"""With ``progress=None``, work of this many calls (or connects) or more shows a bar."""
+
+
+def progress_bar(total: int, description: str, enabled: bool | None) -> Progress:
+    """A ``tqdm.auto`` bar (a widget in Lab, text on a terminal), or nothing.
+
+    ``enabled=None`` means: show one only for long work, so short calls stay quiet.
+    """
+    if enabled is None:
+        enabled = total >= AUTO_PROGRESS_FROM
     if not enabled or total <= 1:
         return _NoProgress()
     try:

@@ -211,7 +211,7 @@ class Bench:
     adisconnect, disconnect = twins(_disconnect)
 
     async def _load_config(self, config: str | os.PathLike[str] | Mapping[str, Any], *,
-                           progress: bool = False) -> pd.DataFrame:
+                           progress: bool | None = None) -> pd.DataFrame:
         """Connect every server of an ``mcpServers``/``servers`` config, all at once.
 
         A config mistake raises before anything connects; a server that fails to connect
@@ -459,7 +459,7 @@ class Bench:
 
     async def _batch(self, calls: Sequence[tuple[int, _Target, Any]], label: str,
                      provenance: Provenance | Mapping[str, Any] | None, *,
-                     timeout: float | None, progress: bool, overall: int | None,
+                     timeout: float | None, progress: bool | None, overall: int | None,
                      per_server: int | None) -> list[Record]:
         """Make ``(case, target, arguments)`` calls as one batch; records in call order."""
         batch = uuid.uuid4().hex
@@ -477,7 +477,7 @@ class Bench:
 
     async def _compare(self, name: str, cases: Mapping[str, Any] | Sequence[Any] | None = None,
                        /, servers: Iterable[str] | None = None, *, concurrency: int = 4,
-                       timeout: float | None = None, progress: bool = False,
+                       timeout: float | None = None, progress: bool | None = None,
                        provenance: Provenance | Mapping[str, Any] | None = None,
                        **kwargs: Any) -> pd.DataFrame:
         """Run the same tool name on every server offering it: one row per (case, server).
