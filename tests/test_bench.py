@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -430,3 +432,20 @@ def test_long_work_shows_a_progress_bar_short_work_stays_quiet(
     assert "compare echo" in err and "24/24" in err
     bench.map("a-echo", [{"text": str(i)} for i in range(3)], progress=True)
     assert "map a-echo" in capfd.readouterr().err
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
+                    reason="SIGINT reaches the main thread only")
+def test_interrupted_connect_ends_its_child(bench: tb.Bench) -> None:
+    silent = Path(__file__).parent / "servers" / "silent_server.py"
+    timer = threading.Timer(1.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            bench.connect("quiet", [sys.executable, str(silent)], connect_timeout=60)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < 20
+    assert "quiet" not in list(bench.servers["name"])
+    # The autouse fixture fails this test if the silent server's process outlived it.

@@ -39,6 +39,8 @@ from toolbench._validate import validate_arguments
 if TYPE_CHECKING:
     import pandas as pd
 
+CLOSE_BOUND_S = 15.0
+"""How long cleaning up after a failed connect may take (an McpClient needs up to 10 s)."""
 SERVER_COLUMNS = ("name", "transport", "status", "tools", "protocol", "server_name",
                   "server_version", "destination", "error", "stderr_tail")
 CATALOG_COLUMNS = ("name", "server", "tool", "title", "description", "parameters", "required",
@@ -163,7 +165,9 @@ class Bench:
             count = await self.pegboard.add_service(name, connection.client, namespace=ns)
         except BaseException as exc:
             row.status, row.error = "failed", str(exc)
-            await connection.close()
+            # Shielded, so an interrupted connect still ends its child; bounded all the same.
+            with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_BOUND_S):
+                await connection.close()
             if not isinstance(exc, ToolError):  # a config mistake (collision): no row kept
                 self._rows.pop(name, None)
             raise
