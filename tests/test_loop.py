@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp.server.mcpserver import MCPServer
+from servers.memory import make_mem_server
 
 from toolbench._ids import ToolId
 from toolbench._loop import THREAD_NAME, get_loop
@@ -24,27 +24,12 @@ ROOT = Path(__file__).parent.parent
 ECHO = [sys.executable, str(ROOT / "tests" / "servers" / "echo_server.py")]
 
 
-def make_server() -> MCPServer:
-    srv = MCPServer("mem")
-
-    @srv.tool()
-    def add(a: int, b: int) -> int:
-        return a + b
-
-    @srv.tool()
-    async def slow(seconds: float) -> str:
-        await anyio.sleep(seconds)
-        return "done"
-
-    return srv
-
-
 ADD = ToolId("mem", "add")
 
 
 @pytest.fixture
 def mem() -> Iterator[McpClient]:
-    client = McpClient(make_server(), name="mem")
+    client = McpClient(make_mem_server(), name="mem")
     client.connect()
     yield client
     client.close()
@@ -88,7 +73,7 @@ def test_async_face_from_a_foreign_asyncio_loop(mem: McpClient) -> None:
 
 
 def test_connection_opened_in_one_foreign_loop_used_in_another() -> None:
-    client = McpClient(make_server(), name="mem")
+    client = McpClient(make_mem_server(), name="mem")
     asyncio.run(client.aconnect())  # this loop ends; the connection lives on
     assert asyncio.run(client.acall(ADD, {"a": 1, "b": 1})).structured == {"result": 2}
     asyncio.run(client.aclose())
@@ -96,7 +81,7 @@ def test_connection_opened_in_one_foreign_loop_used_in_another() -> None:
 
 
 def test_one_loop_thread_for_every_connection(mem: McpClient) -> None:
-    with McpClient(make_server(), name="other") as other:
+    with McpClient(make_mem_server(), name="other") as other:
         other.call_sync(ToolId("other", "add"), {"a": 1, "b": 1})
         named = [t for t in threading.enumerate() if t.name == THREAD_NAME]
         assert THREAD_NAME == "toolbench-loop"

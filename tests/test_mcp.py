@@ -21,6 +21,7 @@ import pytest
 from mcp.server import Server
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
+from servers.memory import make_mem_server
 
 from toolbench._client import ToolClient
 from toolbench._errors import Malformed, Refused, TimedOut, ToolFailed, Unreachable
@@ -91,21 +92,6 @@ def http_server() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
 @pytest.fixture(scope="module")
 def sse_server() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     yield from _serve("sse")
-
-
-def make_mem_server() -> MCPServer:
-    srv = MCPServer("mem", version="1.0")
-
-    @srv.tool()
-    def add(a: int, b: int) -> int:
-        return a + b
-
-    @srv.tool()
-    async def slow(seconds: float) -> str:
-        await anyio.sleep(seconds)
-        return "done"
-
-    return srv
 
 
 def code_server() -> Server[Any]:
