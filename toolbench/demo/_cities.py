@@ -11,6 +11,7 @@ import difflib
 import functools
 import io
 import unicodedata
+from collections.abc import Callable, Sequence
 from importlib import resources
 from typing import Annotated, Literal
 
@@ -183,3 +184,13 @@ def add_city_tools(server: MCPServer, *, with_listing: bool = True) -> None:
                 for km, c in ranked[:k]
             ],
         )
+
+
+def serve_stdio(name: str, description: str, create: Callable[[], MCPServer],
+                argv: Sequence[str] | None = None) -> None:
+    """The ``main`` of a city server: ``--help`` explains it; otherwise serve over stdio."""
+    import argparse
+
+    argparse.ArgumentParser(prog=f"python -m toolbench.demo.{name}",
+                            description=description).parse_args(argv)
+    create().run("stdio")

@@ -7,7 +7,6 @@ which is what the comparison notebooks show.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 from collections.abc import Sequence
 from typing import Annotated
@@ -23,6 +22,7 @@ from toolbench.demo._cities import (
     add_city_tools,
     convert,
     lookup,
+    serve_stdio,
     table,
 )
 from toolbench.demo._geodesy import great_circle_points, haversine
@@ -123,11 +123,7 @@ def create() -> MCPServer:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog=f"python -m toolbench.demo.{NAME}", description=INSTRUCTIONS
-    )
-    parser.parse_args(argv)
-    create().run("stdio")
+    serve_stdio(NAME, INSTRUCTIONS, create, argv)
 
 
 if __name__ == "__main__":

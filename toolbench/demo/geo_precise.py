@@ -8,7 +8,6 @@ spherical answer by up to about 0.5 %. It costs several times more arithmetic pe
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from typing import Annotated
 
@@ -24,6 +23,7 @@ from toolbench.demo._cities import (
     add_city_tools,
     convert,
     lookup,
+    serve_stdio,
 )
 from toolbench.demo._geodesy import NoConvergence, vincenty
 
@@ -84,11 +84,7 @@ def create() -> MCPServer:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog=f"python -m toolbench.demo.{NAME}", description=INSTRUCTIONS
-    )
-    parser.parse_args(argv)
-    create().run("stdio")
+    serve_stdio(NAME, INSTRUCTIONS, create, argv)
 
 
 if __name__ == "__main__":
