@@ -20,6 +20,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -119,66 +120,91 @@ def lab() -> Iterator[str]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def kept_on_failure(page: Any, name: str) -> Iterator[None]:
+    """On failure, save a screenshot and the page's HTML under test-artifacts/ (CI keeps it)."""
+    try:
+        yield
+    except BaseException:
+        ARTIFACTS.mkdir(exist_ok=True)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        with contextlib.suppress(Exception):
+            page.screenshot(path=str(ARTIFACTS / f"{name}-failed-{stamp}.png"), full_page=True)
+        with contextlib.suppress(Exception):
+            (ARTIFACTS / f"{name}-failed-{stamp}.html").write_text(page.content())
+        raise
+
+
 def test_explorer_in_jupyterlab(lab: str) -> None:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(exist_ok=True)
-    dialogs: list[str] = []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-            page.goto(f"{lab}/lab/tree/{NOTEBOOK.name}?reset", timeout=60_000)
-            expect(page.get_by_text("Python 3 (ipykernel) | Idle")).to_be_visible(timeout=60_000)
-
-            page.get_by_role("menuitem", name="Run", exact=True).click()
-            page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
-
-            # The kernel is the venv's python, not some other kernelspec on the machine.
-            printed = page.locator(".jp-OutputArea-output", has_text="kernel prefix:")
-            expect(printed).to_be_visible(timeout=60_000)
-            assert f"kernel prefix: {sys.prefix}\n" in printed.inner_text() + "\n"
-
-            # The servers table rendered, and the explorer with its tool list.
-            explorer = page.locator(".toolbench-explorer")
-            expect(explorer).to_be_visible(timeout=60_000)
-            expect(page.locator(".jp-OutputArea-output", has_text="in-process").first
-                   ).to_be_visible()
-            tool_list = explorer.locator(".widget-select select")
-            expect(tool_list.locator("option")).to_have_count(3)
-            tool_list.select_option("mem-greet")
-
-            # The description is shown as text: the server's <script> is not markup.
-            description = explorer.locator(".toolbench-description")
-            expect(description).to_contain_text("<script>alert('not run')</script>")
-            assert description.locator("script").count() == 0
-
-            explorer.locator(".toolbench-field-name input").fill("Ada")
-            times = explorer.locator(".toolbench-field-times input[type=number]")
-            times.fill("2")
-            times.press("Tab")  # IntText commits its value on blur
-            explorer.get_by_role("button", name="Call").click()
-
-            result = explorer.locator(".toolbench-result")
-            expect(result).to_contain_text("Hello, Ada! Hello, Ada!", timeout=30_000)
-            expect(explorer.get_by_role("button", name="Call")).to_be_enabled()
-            expect(explorer.locator(".toolbench-busy")).to_have_count(0)
-
-            # The History tab lists the call that was just made.
-            explorer.get_by_role("tab", name="History").click()
-            expect(explorer.locator(".toolbench-table").first).to_contain_text("mem-greet")
-            explorer.get_by_role("tab", name="Call").click()
-            page.screenshot(path=str(ARTIFACTS / "explorer.png"), full_page=True)
-
-            # Compare runs the same form on both servers offering "greet" and flags the split.
-            explorer.get_by_role("tab", name="Compare").click()
-            explorer.get_by_role("button", name="Compare").click()
-            compare = explorer.locator(".toolbench-compare")
-            expect(compare).to_contain_text("Hi Ada Hi Ada", timeout=30_000)
-            expect(compare).to_contain_text("Hello, Ada! Hello, Ada!")
-            expect(explorer).to_contain_text("servers disagree on 1 of 1 case(s)")
-            page.screenshot(path=str(ARTIFACTS / "explorer-compare.png"), full_page=True)
-            assert dialogs == [], f"a script ran in the page: {dialogs}"
+            with kept_on_failure(page, "explorer"):
+                _drive_explorer(page, lab)
         finally:
             browser.close()
+
+
+def _drive_explorer(page: Any, lab: str) -> None:
+    from playwright.sync_api import expect
+
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(f"{lab}/lab/tree/{NOTEBOOK.name}?reset", timeout=60_000)
+    expect(page.get_by_text("Python 3 (ipykernel) | Idle")).to_be_visible(timeout=60_000)
+
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+
+    # The kernel is the venv's python, not some other kernelspec on the machine.
+    printed = page.locator(".jp-OutputArea-output", has_text="kernel prefix:")
+    expect(printed).to_be_visible(timeout=60_000)
+    assert f"kernel prefix: {sys.prefix}\n" in printed.inner_text() + "\n"
+
+    # The servers table rendered, and the explorer with its tool list.
+    explorer = page.locator(".toolbench-explorer")
+    expect(explorer).to_be_visible(timeout=60_000)
+    expect(page.locator(".jp-OutputArea-output", has_text="in-process").first).to_be_visible()
+    tool_list = explorer.locator(".widget-select select")
+    expect(tool_list.locator("option")).to_have_count(3)
+    tool_list.select_option("mem-greet")
+
+    # The description is shown as text: the server's <script> is not markup.
+    description = explorer.locator(".toolbench-description")
+    expect(description).to_contain_text("<script>alert('not run')</script>")
+    assert description.locator("script").count() == 0
+
+    # Wait for mem-greet's own form: alt-greet's form (shown first) has the same fields, so
+    # filling "the name field" before the swap would type into a form that is going away.
+    form = explorer.locator(".toolbench-form-mem-greet")
+    expect(form).to_be_visible(timeout=30_000)
+    form.locator(".toolbench-field-name input").fill("Ada")
+    times = form.locator(".toolbench-field-times input[type=number]")
+    times.fill("2")
+    times.press("Tab")  # IntText commits its value on blur
+    explorer.get_by_role("button", name="Call").click()
+
+    result = explorer.locator(".toolbench-result")
+    expect(result).to_contain_text("Hello, Ada! Hello, Ada!", timeout=30_000)
+    expect(explorer.get_by_role("button", name="Call")).to_be_enabled()
+    expect(explorer.locator(".toolbench-busy")).to_have_count(0)
+
+    # The History tab lists the call that was just made.
+    explorer.get_by_role("tab", name="History").click()
+    expect(explorer.locator(".toolbench-table").first).to_contain_text("mem-greet")
+    explorer.get_by_role("tab", name="Call").click()
+    page.screenshot(path=str(ARTIFACTS / "explorer.png"), full_page=True)
+
+    # Compare runs the same form on both servers offering "greet" and flags the split.
+    explorer.get_by_role("tab", name="Compare").click()
+    explorer.get_by_role("button", name="Compare").click()
+    compare = explorer.locator(".toolbench-compare")
+    expect(compare).to_contain_text("Hi Ada Hi Ada", timeout=30_000)
+    expect(compare).to_contain_text("Hello, Ada! Hello, Ada!")
+    expect(explorer).to_contain_text("servers disagree on 1 of 1 case(s)")
+    page.screenshot(path=str(ARTIFACTS / "explorer-compare.png"), full_page=True)
+    assert dialogs == [], f"a script ran in the page: {dialogs}"

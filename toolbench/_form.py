@@ -32,6 +32,11 @@ MAX_HELP = 300
 _CLASS_SAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
+def css_class(prefix: str, name: str) -> str:
+    """A CSS class naming ``name`` (a field or tool), so a test or a stylesheet can find it."""
+    return prefix + _CLASS_SAFE.sub("_", name)[:80]
+
+
 class FormError(ValueError):
     """The form holds invalid input; ``errors`` maps each broken field to its message."""
 
@@ -297,5 +302,5 @@ def _make_field(name: str, prop: Any, required: bool, root: Mapping[str, Any]) -
     parts = [label, box] + ([include] if include is not None else []) + [error]
     row = widgets.HBox(parts)
     row.add_class("toolbench-field")
-    row.add_class("toolbench-field-" + _CLASS_SAFE.sub("_", name)[:60])
+    row.add_class(css_class("toolbench-field-", name))
     return Field(name, kind, required, nullable, sub, box, error, include, row, options)

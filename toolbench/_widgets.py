@@ -22,7 +22,7 @@ import ipywidgets as widgets
 from toolbench import _html
 from toolbench._compare_view import compare_html
 from toolbench._display import error_html, records_html
-from toolbench._form import Form, FormError, build_form
+from toolbench._form import Form, FormError, build_form, css_class
 from toolbench._html import result_html
 from toolbench._loop import get_loop
 
@@ -181,6 +181,21 @@ class Explorer:
         self._shown = name
         entry = self.bench.pegboard.entry(name)
         spec = entry.spec
+        # The new form goes in first and the description last: a front end (or a person)
+        # that sees the new description can rely on the form below it being the new one.
+        old = self.form
+        self.form = build_form(spec.input_schema)
+        self.form.widget.add_class("toolbench-form")
+        self.form.widget.add_class(css_class("toolbench-form-", name))
+        self.form_box.children = [self.form.widget]
+        _close_tree(old.widget)
+        self.result.value = ""
+        offering = sorted(e.server for e in self.bench.pegboard.entries() if e.tool == entry.tool)
+        self.compare_servers.value = (
+            f"Runs the form's arguments on every server offering <code>"
+            f"{_html.escape(entry.tool)}</code>: "
+            + ", ".join(f"<code>{_html.escape(s)}</code>" for s in offering))
+        self.compare_output.value = ""
         text = spec.description or ""
         more = (f" <small>({len(text):,} characters; shortened)</small>"
                 if len(text) > MAX_DESCRIPTION else "")
@@ -191,17 +206,6 @@ class Explorer:
             f"<code>{_html.escape(entry.tool)}</code></small>"
             f"<div style='white-space:pre-wrap;max-height:10em;overflow:auto'>"
             f"{_html.escape(_html.shorten(text, MAX_DESCRIPTION))}</div>{more}</div>")
-        old = self.form
-        self.form = build_form(spec.input_schema)
-        self.form_box.children = [self.form.widget]
-        _close_tree(old.widget)
-        self.result.value = ""
-        offering = sorted(e.server for e in self.bench.pegboard.entries() if e.tool == entry.tool)
-        self.compare_servers.value = (
-            f"Runs the form's arguments on every server offering <code>"
-            f"{_html.escape(entry.tool)}</code>: "
-            + ", ".join(f"<code>{_html.escape(s)}</code>" for s in offering))
-        self.compare_output.value = ""
 
     # -- calling --------------------------------------------------------------------------
     def _arguments(self, output: Any) -> dict[str, Any] | None:
