@@ -132,23 +132,35 @@ def test_invalid_namespace_is_refused_before_listing(namespace: str) -> None:
     assert client.lists == 0 and pb.tool_count() == 0 and pb.router.servers() == []
 
 
-def test_prefixed_name_longer_than_128_is_refused_whole() -> None:
+def test_prefixed_name_longer_than_128_is_skipped_not_the_server(
+        caplog: pytest.LogCaptureFixture) -> None:
     pb = PegBoard()
     client = Catalog({"web": ["ok", "t" * 120]})
-    with pytest.raises(ValueError, match=r"is 1\d\d characters long.*1 to 128"):
-        run(lambda: pb.add_service("web", client, namespace="n" * 10))
-    assert pb.tool_count() == 0 and pb.router.servers() == []
+    assert run(lambda: pb.add_service("web", client, namespace="n" * 10)) == 1
+    assert pb.list_all_tools() == ["nnnnnnnnnn-ok"] and "web" in pb.router
+    [(name, reason)] = pb.skipped("web")
+    assert name == "t" * 120 and "prefixed name" in reason and "1 to 128" in reason
+    assert "skipped 1 tool" in caplog.text
     # Unprefixed, the same tool fits.
-    assert run(lambda: pb.add_service("web", client, namespace=None)) == 2
+    pb2 = PegBoard()
+    assert run(lambda: pb2.add_service("web", client, namespace=None)) == 2
+    assert pb2.skipped("web") == []
 
 
-def test_server_listing_invalid_tool_names_is_refused_naming_them() -> None:
+def test_invalid_tool_names_are_skipped_and_the_rest_registered() -> None:
     pb = PegBoard()
-    client = Catalog({"web": ["fine", "get weather", "a::b"]})
-    with pytest.raises(ValueError, match="not valid MCP tool names") as info:
-        run(lambda: pb.add_service("web", client))
-    assert "'get weather'" in str(info.value) and "'a::b'" in str(info.value)
-    assert pb.tool_count() == 0 and "web" not in pb.router
+    client = Catalog({"web": ["fine", "get weather", "a::b", "x" * 129]})
+    assert run(lambda: pb.add_service("web", client)) == 1
+    assert pb.list_all_tools() == ["web-fine"]
+    skipped = dict(pb.skipped("web"))
+    assert sorted(skipped) == sorted(["get weather", "a::b", "x" * 129])
+    assert all("MCP tool-name rule" in why for why in skipped.values())
+    assert run(lambda: pb.call_tool("web-fine")).text == "web:fine"
+    from toolbench._pegboard import describe_skipped
+
+    [line] = describe_skipped(pb.skipped("web"))
+    assert line.startswith("skipped 3 tools") and "'get weather'" in line
+    assert "x" * 81 not in line  # an untrusted name is capped in the message
 
 
 def test_bad_server_and_client_arguments() -> None:
@@ -375,12 +387,17 @@ def test_unprefixed_tool_equal_to_a_prefixed_one_collides_both_ways() -> None:
     assert pb2.get_tool_route("web-search") == ("raw", "web-search")
 
 
-def test_duplicates_within_one_list_are_refused() -> None:
+def test_a_name_listed_twice_is_skipped_and_the_rest_registered() -> None:
     pb = PegBoard()
-    with pytest.raises(NameCollision, match="listed twice") as info:
-        run(lambda: pb.add_service("web", Catalog({"web": ["search", "fetch", "search"]})))
-    assert info.value.names == ["web-search"]
-    assert pb.tool_count() == 0 and pb.service_count() == 0 and pb.router.servers() == []
+    client = Catalog({"web": ["search", "fetch", "search"]})
+    assert run(lambda: pb.add_service("web", client)) == 1
+    assert pb.list_all_tools() == ["web-fetch"] and pb.service_count() == 1
+    [(name, reason)] = pb.skipped("web")
+    assert name == "search" and "more than once" in reason
+    # A refresh that fixes the list registers the tool and clears the warning.
+    client.tools["web"] = ["search", "fetch"]
+    assert run(lambda: pb.refresh("web")) == 2
+    assert pb.skipped("web") == [] and "web-search" in pb
 
 
 def test_every_clashing_name_is_listed_and_nothing_registered() -> None:
@@ -554,7 +571,7 @@ def test_refused_refresh_keeps_the_old_entries() -> None:
     client.tools["raw"] = ["y", "web-search", "files-read", "y"]
     with pytest.raises(NameCollision) as info:
         run(lambda: pb.refresh("raw"))
-    assert info.value.names == ["files-read", "web-search", "y"]
+    assert info.value.names == ["files-read", "web-search"]  # "y" twice: skipped, no clash
     assert_unchanged(pb, before)
     assert pb.names_for_server("raw") == ["x"]
     # A refresh may keep names the server already had (not a collision with itself).

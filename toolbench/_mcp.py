@@ -22,7 +22,7 @@ import os
 import re
 import shlex
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from types import TracebackType
 from typing import Any, Literal, cast
@@ -172,6 +172,7 @@ class McpClient:
         timeout: float = 60.0,
         connect_timeout: float = 30.0,
         max_concurrent: int | None = None,
+        secrets: Iterable[str] = (),
     ) -> None:
         self.name = check_server_name(name)
         if transport is not None and transport not in _TRANSPORTS:
@@ -189,7 +190,10 @@ class McpClient:
         self._env = _string_map("env", env)
         self._headers = _string_map("headers", headers)
         self._cwd = os.fspath(cwd) if cwd is not None else None
-        self._redact = Redactor([*self._env.values(), *self._headers.values()])
+        if isinstance(secrets, str):
+            raise TypeError("secrets is an iterable of strings, not one str")
+        # Values hidden from every message besides env and headers (config ${VAR} expansions).
+        self._redact = Redactor([*self._env.values(), *self._headers.values(), *secrets])
         self._argv: list[str] = []
         self._url = ""
         self._server: MCPServer | Server[Any] | None = None
@@ -608,7 +612,8 @@ class McpClient:
             latency = time.perf_counter() - started
         result = self._result(raw, tool, latency)
         if raw.is_error:
-            text = _html.shorten(result.text or "(no text)", 500)
+            # Redact before shortening: a cut must never leave half a secret behind.
+            text = _html.shorten(self._redact(result.text or "(no text)"), 500)
             raise ToolFailed(f"the tool reported an error: {text}", tool=tool, result=result)
         return result
 

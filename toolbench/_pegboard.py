@@ -9,9 +9,16 @@ the name that server knows.
 **Why collisions are refused, never resolved.** Server names and tool names may both contain
 the separator, so ``a-b`` + ``c`` and ``a`` + ``b-c`` give the same name ``a-b-c``. A name
 could not be parsed back reliably; instead every registration that would produce a name
-already taken (or taken twice within one list) is refused as a whole with ``NameCollision``
-before anything changes. The mapping is stored, never parsed, so each handed-out name maps
-back to exactly one (server, tool).
+already taken is refused as a whole with ``NameCollision`` before anything changes. The
+mapping is stored, never parsed, so each handed-out name maps back to exactly one (server,
+tool).
+
+**Why a broken tool is skipped, not refused.** A tool whose name breaks the MCP rule (or
+whose prefixed name would), or a name its server lists twice, says nothing about the rest of
+that server. Refusing the whole server for it made one careless tool cost every other tool,
+so such tools are skipped, logged, and remembered per service (``skipped(server)``) for the
+bench's ``servers`` table. Collisions *between* servers are still refused whole: there the
+later server cannot be told apart from the earlier one by name.
 
 **Why the separator must be in the MCP tool-name alphabet.** DESIGN.md mentions ``"::"`` as an
 example separator, while the pegboard issue asks for a clear error for any separator with
@@ -37,6 +44,7 @@ sends that server to the client the service was added with, its route, so re-add
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import enum
 import functools
@@ -70,6 +78,9 @@ SEPARATOR_RULE = (
 )
 NAMESPACE_RULE = f"a namespace is {SERVER_RULE} (the server-name rule), or None/'' for none"
 _SHOWN_CLASHES = 10
+SKIP_INVALID = f"the name breaks the MCP tool-name rule, {TOOL_RULE}"
+SKIP_REPEATED = "the server lists the name more than once, so which one runs is unknown"
+SKIP_TOO_LONG = f"the prefixed name would break the MCP tool-name rule, {TOOL_RULE}"
 _SUGGESTION_POOL = 200
 
 
@@ -103,6 +114,7 @@ class _Service:
     token: int
     listed_seq: int
     unsubscribe: Callable[[], Any] | None = None
+    skipped: tuple[tuple[str, str], ...] = ()
 
 
 class _Board:
@@ -219,26 +231,42 @@ class PegBoard:
             )
         return name
 
-    def _entries_for(self, server: str, namespace: str,
-                     specs: Iterable[ToolSpec]) -> list[PegEntry]:
-        entries: list[PegEntry] = []
-        bad: list[str] = []
+    def _entries_for(self, server: str, namespace: str, specs: Iterable[ToolSpec],
+                     ) -> tuple[list[PegEntry], list[tuple[str, str]]]:
+        """The entries to register, and ``(name, reason)`` for every tool skipped.
+
+        One broken tool must not take its whole server down (DESIGN, "Be all-or-nothing by
+        accident"): a name that breaks the MCP rule, or whose prefixed form would, is
+        skipped; so is every copy of a name the server lists more than once, since nothing
+        says which copy's schema the server applies.
+        """
+        specs = list(specs)
         for spec in specs:
             if not isinstance(spec, ToolSpec):
                 raise TypeError(f"server {server!r} listed {spec!r}, which is not a ToolSpec")
+        counts: dict[str, int] = {}
+        for spec in specs:
+            counts[spec.name] = counts.get(spec.name, 0) + 1
+        entries: list[PegEntry] = []
+        skipped: list[tuple[str, str]] = []
+        for spec in specs:
             if not is_tool_name(spec.name):
-                bad.append(spec.name)
+                skipped.append((spec.name, SKIP_INVALID))
                 continue
-            name = self.prefixed(namespace, spec.name)
+            if counts[spec.name] > 1:
+                if spec.name not in {n for n, _ in skipped}:
+                    skipped.append((spec.name, SKIP_REPEATED))
+                continue
+            name = f"{namespace}{self.separator}{spec.name}" if namespace else spec.name
+            if not is_tool_name(name):
+                skipped.append((spec.name, SKIP_TOO_LONG))
+                continue
             out = spec if name == spec.name else spec.renamed(name)
             entries.append(PegEntry(name, server, spec.name, namespace, out,
                                     ToolId(server, spec.name)))
-        if bad:
-            raise ValueError(
-                f"server {server!r} lists tool names that are not valid MCP tool names "
-                f"({TOOL_RULE}): {bad!r}; nothing was registered"
-            )
-        return entries
+        if skipped:
+            _log.warning("server %r: %s", server, "; ".join(describe_skipped(skipped)))
+        return entries, skipped
 
     @staticmethod
     def _clashes(board: _Board, entries: list[PegEntry],
@@ -287,7 +315,7 @@ class PegBoard:
         specs = await client.list_tools(server)
         if not isinstance(specs, list):
             raise TypeError(f"{client!r}.list_tools({server!r}) returned {specs!r}, not a list")
-        entries = self._entries_for(server, ns, specs)
+        entries, skipped = self._entries_for(server, ns, specs)
         with self._lock:
             board = self._board
             self._check_can_add(board, server, client)
@@ -301,7 +329,7 @@ class PegBoard:
             if server not in self.router:
                 self.router.server(server, client)
             service = _Service(ns, client, tuple(sorted(e.name for e in entries)),
-                               next(self._tokens), seq)
+                               next(self._tokens), seq, skipped=tuple(skipped))
             self._board = board.edit(
                 add=entries,
                 services={**board.services, server: service},
@@ -380,7 +408,10 @@ class PegBoard:
         ns = _check_namespace(namespace)
         if not is_tool_name(spec.name):
             raise ValueError(f"invalid tool name {spec.name!r}: a tool name is {TOOL_RULE}")
-        (entry,) = self._entries_for(server, ns, [spec])
+        name = self.prefixed(ns, spec.name)  # by hand: a bad name is the caller's mistake
+        entry = PegEntry(name, server, spec.name, ns,
+                         spec if name == spec.name else spec.renamed(name),
+                         ToolId(server, spec.name))
         with self._lock:
             board = self._board
             current = board.services.get(server)
@@ -399,9 +430,8 @@ class PegBoard:
             if current is None:
                 service = _Service(ns, None, (entry.name,), next(self._tokens), 0)
             else:
-                service = _Service(ns, current.client,
-                                   tuple(sorted((*current.names, entry.name))),
-                                   current.token, current.listed_seq, current.unsubscribe)
+                service = dataclasses.replace(
+                    current, names=tuple(sorted((*current.names, entry.name))))
             self._board = board.edit(
                 add=[entry],
                 services={**board.services, server: service},
@@ -423,7 +453,7 @@ class PegBoard:
         specs = await client.list_tools(server)
         if not isinstance(specs, list):
             raise TypeError(f"{client!r}.list_tools({server!r}) returned {specs!r}, not a list")
-        entries = self._entries_for(server, service.namespace, specs)
+        entries, skipped = self._entries_for(server, service.namespace, specs)
         with self._lock:
             board = self._board
             current = board.services.get(server)
@@ -434,9 +464,8 @@ class PegBoard:
             names, why = self._clashes(board, entries, replacing=server)
             if names:
                 raise self._refuse(names, why)
-            updated = _Service(current.namespace, current.client,
-                               tuple(sorted(e.name for e in entries)), current.token, seq,
-                               current.unsubscribe)
+            updated = dataclasses.replace(current, names=tuple(sorted(e.name for e in entries)),
+                                          listed_seq=seq, skipped=tuple(skipped))
             self._board = board.edit(drop=current.names, add=entries,
                                      services={**board.services, server: updated})
         return len(entries)
@@ -449,8 +478,7 @@ class PegBoard:
             entry = self._entry(board, name)
             service = board.services[entry.server]
             kept = tuple(n for n in service.names if n != name)
-            updated = _Service(service.namespace, service.client, kept, service.token,
-                               service.listed_seq, service.unsubscribe)
+            updated = dataclasses.replace(service, names=kept)
             self._board = board.edit(drop=[name],
                                      services={**board.services, entry.server: updated})
 
@@ -597,6 +625,11 @@ class PegBoard:
         service = self._board.services.get(_check_name_arg(server, "server name"))
         return [] if service is None else list(service.names)
 
+    def skipped(self, server: str) -> list[tuple[str, str]]:
+        """``(tool name, reason)`` for each tool of ``server`` its last listing skipped."""
+        service = self._board.services.get(_check_name_arg(server, "server name"))
+        return [] if service is None else list(service.skipped)
+
     def namespace_of(self, server: str) -> str | None:
         """The server's namespace ('' when unprefixed), or None if it is not on the board."""
         service = self._board.services.get(_check_name_arg(server, "server name"))
@@ -661,5 +694,25 @@ def _suggestion_pool(names: tuple[str, ...], name: str) -> Iterable[str]:
 
 
 def _replace_unsubscribe(service: _Service, unsubscribe: Callable[[], Any]) -> _Service:
-    return _Service(service.namespace, service.client, service.names, service.token,
-                    service.listed_seq, unsubscribe)
+    return dataclasses.replace(service, unsubscribe=unsubscribe)
+
+
+_SHOWN_SKIPPED = 10
+_SHOWN_NAME_CHARS = 80
+
+
+def describe_skipped(skipped: Iterable[tuple[str, str]]) -> list[str]:
+    """One line per reason, naming (capped, repr-quoted) the tools skipped for it."""
+    by_reason: dict[str, list[str]] = {}
+    for name, reason in skipped:
+        by_reason.setdefault(reason, []).append(name)
+    lines = []
+    for reason, names in by_reason.items():
+        shown = ", ".join(repr(n if len(n) <= _SHOWN_NAME_CHARS
+                               else n[:_SHOWN_NAME_CHARS] + "...")
+                          for n in names[:_SHOWN_SKIPPED])
+        if len(names) > _SHOWN_SKIPPED:
+            shown += f" and {len(names) - _SHOWN_SKIPPED} more"
+        lines.append(f"skipped {len(names)} tool{'s' if len(names) != 1 else ''} "
+                     f"({reason}): {shown}")
+    return lines
