@@ -43,11 +43,13 @@ def test_repr_escapes_untrusted_strings_and_always_has_plain_text() -> None:
     assert "&lt;script&gt;" in html
 
 
-def test_structured_goes_to_json_and_escaped_html() -> None:
+def test_structured_goes_to_escaped_html_and_data_not_to_a_json_bundle() -> None:
+    # application/json would make JupyterLab show its JSON viewer instead of the HTML card.
     r = tb.Result([{"type": "text", "text": "{}"}], structured={"k": HOSTILE})
     bundle = r._repr_mimebundle_()
-    assert bundle["application/json"] == {"k": HOSTILE}
-    assert "<script>" not in bundle["text/html"]
+    assert set(bundle) == {"text/plain", "text/html"}
+    assert r.data == {"k": HOSTILE}
+    assert "<script>" not in bundle["text/html"] and "&lt;script&gt;" in bundle["text/html"]
 
 
 def test_images_inline_only_for_safe_raster_types() -> None:

@@ -253,3 +253,80 @@ def test_real_compare_frame(evil: tb.Bench) -> None:
     # The servers answer with their own label, so every case differs.
     assert "servers disagree on 2 of 2 case(s)" in html
     assert "structured.label" in html
+
+
+# -- the notebook face: what a reader sees -------------------------------------------------
+def hinting_server() -> MCPServer:
+    srv = MCPServer("hinting")
+
+    @srv.tool()
+    def lookup(city: str) -> dict[str, Any]:
+        """Find a city."""
+        if city != "Tokyo":
+            raise ServerToolError(f"unknown city {city!r}. Did you mean 'Tokyo'?")
+        return {"city": city, "population": 37_000_000}
+
+    return srv
+
+
+@pytest.fixture(scope="module")
+def hinting() -> Iterator[tb.Bench]:
+    with tb.Bench() as bench:
+        bench.connect("hint", hinting_server())
+        yield bench
+
+
+def test_result_displays_as_the_html_card_not_a_json_tree(hinting: tb.Bench) -> None:
+    """JupyterLab ranks application/json above text/html: offering it hid the card."""
+    from IPython.core.formatters import DisplayFormatter
+
+    result = hinting.call("hint-lookup", city="Tokyo")
+    assert result.structured is not None
+    data, _metadata = DisplayFormatter().format(result)
+    assert set(data) == {"text/plain", "text/html"}
+    assert "class='toolbench-result'" in data["text/html"]
+    assert "hint/lookup" in data["text/html"] and " ms</small>" in data["text/html"]
+    assert result.data == {"city": "Tokyo", "population": 37_000_000}  # the JSON, in code
+
+
+def test_a_tool_error_is_shown_once(hinting: tb.Bench) -> None:
+    with pytest.raises(tb.ToolFailed) as info:
+        hinting.call("hint-lookup", city="Tokio")
+    html = error_html(info.value)
+    assert html.count("Did you mean") == 1
+    assert "ToolFailed" in html and "landed" in html
+    # A result that carries more than the message (an image, structured data) still shows.
+    picture = tb.Result([{"type": "text", "text": "no"},
+                         {"type": "image", "mimeType": "image/png",
+                          "data": base64.b64encode(png_bytes()).decode()}], is_error=True)
+    html = error_html(tb.ToolFailed("no", result=picture))
+    assert "data:image/png;base64," in html
+
+
+def test_history_keeps_dates_on_one_line_and_cells_short(hinting: tb.Bench) -> None:
+    hinting.call("hint-lookup", city="Tokyo")
+    with pytest.raises(tb.ToolFailed):
+        hinting.call("hint-lookup", city="x" * 300)
+    html = records_html(hinting.records)
+    started = hinting.records["started"].iloc[-1].strftime("%Y-%m-%d %H:%M:%S")
+    assert f"<td class='tb-nowrap'>{started}</td>" in html
+    assert "td.tb-nowrap{white-space:nowrap" in html and "max-width:32em" in html
+    assert "<td class='tb-number'>" in html  # latency, right-aligned on one line
+    assert "x" * 49 not in html.replace("x" * 300, "")  # a long cell is cut (full in tooltip)
+
+
+def test_compare_failure_carries_the_whole_error_on_hover() -> None:
+    long_error = SCRIPT + " went wrong: " + "e" * 5000 + " END"
+    df = pd.DataFrame([
+        {"case": 0, "server": "a", "ok": True, "latency_ms": 10.0, "text": "1",
+         "structured": None, "error_type": None, "error": None},
+        {"case": 0, "server": "b", "ok": False, "latency_ms": 5.0, "text": None,
+         "structured": None, "error_type": "ToolFailed", "error": long_error},
+    ])
+    html = compare_html(df)
+    no_live_markup(html)
+    title = 'title="&lt;script&gt;alert(&#x27;xss&#x27;)&lt;/script&gt; went wrong: '
+    # Both the failed answer (the error type) and the error cell show the full text on hover.
+    assert html.count(title) == 2
+    assert html.count(" END\">") == 2
+    assert f'{title}{"e" * 5000} END">ToolFailed</span>' in html

@@ -11,9 +11,6 @@ from toolbench import _html
 from toolbench._errors import Refused
 from toolbench._ids import Destination, Provenance, ToolId
 
-MAX_JSON_BUNDLE = 100_000
-"""Bytes of structured content a notebook gets as application/json; more is HTML only."""
-
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
@@ -91,16 +88,13 @@ class Result:
         return _html.result_html(self)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        bundle: dict[str, Any] = {"text/plain": repr(self)}
-        try:
-            bundle["text/html"] = self._repr_html_()
-            if self.structured is not None:
-                dumped = json.dumps(self.structured, default=str)
-                if len(dumped) <= MAX_JSON_BUNDLE:  # a huge value is shown shortened in HTML
-                    bundle["application/json"] = json.loads(dumped)
-        except Exception:
-            pass
-        return bundle
+        """``text/plain`` and the HTML card, and nothing else.
+
+        No ``application/json``: JupyterLab ranks its JSON viewer above ``text/html`` and would
+        show a bare tree instead of the card (server, latency, content). VS Code and classic
+        Notebook prefer the HTML anyway. ``result.data`` is the way to the JSON value.
+        """
+        return {"text/plain": repr(self), "text/html": self._repr_html_()}  # neither raises
 
 
 @runtime_checkable

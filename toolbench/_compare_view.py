@@ -86,6 +86,7 @@ def _compare_html(df: pd.DataFrame, max_rows: int, max_cell: int) -> str:
                 value = _cell(text, max_cell)
                 if not row.get("ok"):
                     style = FAILED
+                    value = _error_cell(text, row.get("error"), max_cell)
                 elif counts[case] > 1 and answer_key(row) != majority[case]:
                     style = DIFFER
             elif column == "latency_ms":
@@ -94,11 +95,15 @@ def _compare_html(df: pd.DataFrame, max_rows: int, max_cell: int) -> str:
                 flag = (" <span style='color:#a15c00' title='servers disagree'>≠</span>"
                         if counts[case] > 1 else "")
                 value = f"{case}{flag}"
+            elif column == "error" and not row.get("ok"):
+                value = _error_cell(row.get("error"), row.get("error"), max_cell)
             else:
                 value = _cell(row.get(column), max_cell)
                 if column in extra and len(column_sets[(case, column)]) > 1:
                     style = DIFFER
             attr = f" style='{style}'" if style else ""
+            if column in ("case", "latency_ms", "ok"):
+                attr += " class='tb-nowrap'"
             cells.append(f"<td{attr}>{value}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     total = len(rows)
@@ -112,6 +117,19 @@ def _compare_html(df: pd.DataFrame, max_rows: int, max_cell: int) -> str:
     return (f"{_STYLE}<table class='toolbench-table toolbench-compare'><thead><tr>{head}</tr>"
             f"</thead><tbody>{''.join(body)}</tbody></table>{summary}"
             f"{latency_summary(df, slowest)}")
+
+
+MAX_ERROR_TITLE = 8000
+
+
+def _error_cell(value: Any, error: Any, limit: int) -> str:
+    """``value`` shortened, with the whole error (escaped, capped) as its tooltip."""
+    full = _html.to_text(_plain(error))
+    shown = _html.escape(_html.shorten(_html.to_text(_plain(value)), limit))
+    if not full:
+        return shown
+    title = _html.escape(_html.shorten(full, MAX_ERROR_TITLE))
+    return f'<span class="tb-error" title="{title}">{shown}</span>'
 
 
 def _majority(group: list[dict[str, Any]]) -> str | None:

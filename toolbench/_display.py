@@ -23,12 +23,20 @@ if TYPE_CHECKING:
 MAX_ROWS = 50
 MAX_CELL = 80
 
+# Cells wrap (long text breaks anywhere rather than widening the table past the page), but
+# never wider than a readable measure; dates, flags and numbers stay on one line.
 _STYLE = (
     "<style>.toolbench-table{border-collapse:collapse;font-size:12px}"
     ".toolbench-table td,.toolbench-table th{border:1px solid #ddd;padding:2px 6px;"
-    "text-align:left;vertical-align:top;white-space:pre-wrap}"
-    ".toolbench-table th{background:#f4f4f4}</style>"
+    "text-align:left;vertical-align:top;white-space:pre-wrap;max-width:32em;"
+    "overflow-wrap:anywhere}"
+    ".toolbench-table th{background:#f4f4f4;white-space:nowrap}"
+    ".toolbench-table td.tb-nowrap{white-space:nowrap;overflow-wrap:normal}"
+    ".toolbench-table td.tb-number{white-space:nowrap;text-align:right}</style>"
 )
+NOWRAP_COLUMNS = frozenset({"started", "time", "ok", "case", "status", "transport",
+                            "disposition", "error_type"})
+NUMBER_COLUMNS = frozenset({"latency_ms", "tools"})
 _DISPOSITION_NOTE = {
     "did_not_happen": "nothing ran on the server: safe to retry",
     "in_doubt": "it may or may not have run: do not retry blindly",
@@ -48,15 +56,26 @@ def html_table(df: pd.DataFrame, *, max_rows: int = MAX_ROWS, max_cell: int = MA
     total = len(df)
     shown = df.head(max_rows)
     head = "".join(f"<th>{_html.cell(c, 40)}</th>" for c in shown.columns)
+    classes = [_column_class(c) for c in shown.columns]
     body = []
     for values in shown.itertuples(index=False, name=None):
-        cells = "".join(f"<td>{_cell(v, max_cell)}</td>" for v in values)
+        cells = "".join(f"<td{k}>{_cell(v, max_cell)}</td>"
+                        for k, v in zip(classes, values, strict=True))
         body.append(f"<tr>{cells}</tr>")
     note = f"<p><small>{total} rows</small></p>" if total <= max_rows else (
         f"<p><small>showing {max_rows} of {total} rows</small></p>")
     cap = f"<caption>{_html.escape(caption)}</caption>" if caption else ""
     return (f"{_STYLE}<table class='toolbench-table'>{cap}<thead><tr>{head}</tr></thead>"
             f"<tbody>{''.join(body)}</tbody></table>{note}")
+
+
+def _column_class(column: object) -> str:
+    """The CSS class of a column's cells: numbers right-aligned, short fields on one line."""
+    if column in NUMBER_COLUMNS:
+        return " class='tb-number'"
+    if column in NOWRAP_COLUMNS:
+        return " class='tb-nowrap'"
+    return ""
 
 
 def _cell(value: Any, limit: int) -> str:
@@ -106,7 +125,7 @@ def error_html(error: BaseException) -> str:
             f"<pre style='white-space:pre-wrap'>{_html.escape(detail)}</pre>",
         ]
         attached = getattr(error, "result", None)
-        if attached is not None and hasattr(attached, "content"):
+        if attached is not None and hasattr(attached, "content") and _adds_to(attached, error):
             parts.append(result_html(attached, budget=_html.RESULT_BUDGET // 2))
         parts.append("</div>")
         return "".join(parts)
@@ -114,13 +133,33 @@ def error_html(error: BaseException) -> str:
         return "<pre>error (could not be shown)</pre>"
 
 
+def _adds_to(result: Any, error: BaseException) -> bool:
+    """Whether a failed call's result shows more than the error's own text already does.
+
+    A ToolFailed's message usually *is* the result's text; showing both printed it twice.
+    Images, structured content and other blocks still show.
+    """
+    try:
+        if result.structured is not None:
+            return True
+        if any(isinstance(b, dict) and b.get("type") != "text" for b in result.content):
+            return True
+        text = str(result.text).strip()
+        return bool(text) and text[:2000] not in str(error)
+    except Exception:
+        return True
+
+
 # -- the bench's tables -----------------------------------------------------------------------
+HISTORY_CELL = 48
+
+
 def records_html(df: pd.DataFrame, *, max_rows: int = MAX_ROWS) -> str:
-    """The call history, newest first."""
+    """The call history, newest first; cells kept short (the full text is in the tooltip)."""
     if len(df) == 0:
         return "<i>no calls yet</i>"
     return html_table(df.iloc[::-1], max_rows=max_rows, columns=RECORD_VIEW,
-                      caption="calls (newest first)")
+                      max_cell=HISTORY_CELL, caption="calls (newest first)")
 
 
 def kind_of(df: pd.DataFrame) -> str:
