@@ -8,6 +8,7 @@ outcome, leaves one record; the single-call API raises only after that record ex
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import math
 import os
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from toolbench import _config
+from toolbench import _config, _validate
 from toolbench._batch import Job, bind, compare_frame, positive_count, progress_bar, run_jobs
 from toolbench._client import Result, ToolSpec, check_arguments
 from toolbench._errors import TimedOut, ToolError, Unreachable
@@ -29,10 +30,11 @@ from toolbench._handles import ToolHandles
 from toolbench._ids import Egress, Provenance, ToolId, check_server_name
 from toolbench._journal import Journal
 from toolbench._loop import get_loop, twins
-from toolbench._pegboard import PegBoard
+from toolbench._mcp_errors import Redactor
+from toolbench._pegboard import PegBoard, describe_skipped
 from toolbench._records import Record, RecordStore, frame, make_record, new_call_id, utcnow
 from toolbench._router import ToolRouter
-from toolbench._targets import Connection, open_connection
+from toolbench._targets import Connection, open_connection, secret_values
 from toolbench._toolbox import ToolBox
 from toolbench._validate import validate_arguments
 
@@ -42,9 +44,53 @@ if TYPE_CHECKING:
 CLOSE_BOUND_S = 15.0
 """How long cleaning up after a failed connect may take (an McpClient needs up to 10 s)."""
 SERVER_COLUMNS = ("name", "transport", "status", "tools", "protocol", "server_name",
-                  "server_version", "destination", "error", "stderr_tail")
+                  "server_version", "destination", "error", "stderr_tail", "warnings")
 CATALOG_COLUMNS = ("name", "server", "tool", "title", "description", "parameters", "required",
-                   "input_schema", "output_schema", "annotations", "destination")
+                   "input_schema", "output_schema", "annotations", "destination", "warnings")
+REPLACEABLE = frozenset({"failed", "lost"})
+"""Row statuses that ``connect``/``add`` under the same name replace instead of refusing."""
+_NO_SECRETS = Redactor(())
+
+
+def _leaks(exc: BaseException, redact: Redactor) -> bool:
+    """Whether ``exc`` or anything chained to it would show a secret."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    while todo and len(seen) < 50:
+        item = todo.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        text = str(item)
+        if redact(text) != text:
+            return True
+        if isinstance(item, BaseExceptionGroup):
+            todo.extend(item.exceptions)
+        todo.extend(e for e in (item.__cause__, item.__context__) if e is not None)
+    return False
+
+
+def _scrubbed(exc: BaseException, redact: Redactor) -> BaseException:
+    """``exc`` itself, or (when it or a cause would show a secret) a clean copy, unchained.
+
+    The chain is dropped, not redacted: a cause is some library's exception, and a
+    traceback prints it verbatim.
+    """
+    if not isinstance(exc, Exception) or not _leaks(exc, redact):
+        return exc
+    clean: Exception
+    if isinstance(exc, ToolError):
+        clean = type(exc)(redact(exc.detail), tool=exc.tool)
+    else:
+        text = redact(str(exc))
+        try:
+            clean = type(exc)(text)
+            if str(clean) != text:
+                raise TypeError
+        except Exception:
+            clean = ValueError(f"{type(exc).__name__}: {text}")
+    clean.__suppress_context__ = True
+    return clean
 
 
 def _positive(value: Any, what: str, *, allow_none: bool = False) -> Any:
@@ -55,6 +101,17 @@ def _positive(value: Any, what: str, *, allow_none: bool = False) -> Any:
     ):
         raise ValueError(f"{what} must be a positive number of seconds, not {value!r}")
     return value
+
+
+def _schema_warnings(schema: Any) -> list[str]:
+    """Why local argument checking is skipped for a tool (``_validate.schema_problems``)."""
+    problems = getattr(_validate, "schema_problems", None)
+    if problems is None:
+        return []
+    try:
+        return [str(p) for p in problems(schema)]
+    except Exception as exc:  # a catalog must render even if one schema upsets the checker
+        return [f"the schema could not be examined: {type(exc).__name__}: {exc}"]
 
 
 def _cell_number() -> int | None:
@@ -100,6 +157,16 @@ class _Row:
     connection: Connection | None = None
     error: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    stderr: str = ""
+    """The stderr tail as it was when the connect failed (closing deletes the live file)."""
+    redact: Redactor = field(default=_NO_SECRETS, repr=False)
+    """Hides this server's secrets (env, headers, config expansions) in every cell shown."""
+
+    def current_status(self) -> str:
+        """The row's status, or the connection's own once connected (it may fail or be lost)."""
+        if self.status == "connected" and self.connection is not None:
+            return self.connection.status()
+        return self.status
 
 
 class Bench:
@@ -140,19 +207,31 @@ class Bench:
                        **options: Any) -> int:
         """Connect ``target`` as server ``name``; its type picks the transport.
 
-        A failure raises ``Unreachable`` and leaves a ``failed`` row in ``servers``.
+        A failure raises ``Unreachable`` and leaves a ``failed`` row in ``servers``; a later
+        ``connect`` under the same name replaces a failed (or lost) row. ``secrets=[...]``
+        names further values (besides env and header values, always hidden) that must never
+        appear in the servers table, a record or an error message.
         """
         self._check_open()
         check_server_name(name)
+        redact = Redactor(secret_values(options))
         existing = self._rows.get(name)
-        if existing is not None and existing.status != "failed":
+        if existing is not None and existing.current_status() not in REPLACEABLE:
             raise ValueError(f"server {name!r} is already connected; disconnect it first")
         if "timeout" in options:
             _positive(options["timeout"], "timeout")
         options.setdefault("timeout", self.timeout)
         options.setdefault("connect_timeout", self.connect_timeout)
-        connection = open_connection(name, target, options)
-        row = _Row(name, connection.transport, "connecting", connection)
+        try:
+            connection = open_connection(name, target, options)
+        except Exception as exc:
+            clean = _scrubbed(exc, redact)
+            if clean is exc:
+                raise
+            raise clean from None
+        if existing is not None:  # a failed or lost row: it goes only once the new one is valid
+            await self._disconnect(name)
+        row = _Row(name, connection.transport, "connecting", connection, redact=redact)
         self._rows[name] = row
         try:
             if self.egress is not None and not self.egress.allows(connection.destination):
@@ -164,13 +243,18 @@ class Bench:
             ns = name if namespace is ... else namespace
             count = await self.pegboard.add_service(name, connection.client, namespace=ns)
         except BaseException as exc:
-            row.status, row.error = "failed", str(exc)
+            row.status, row.error = "failed", redact(str(exc))
+            with contextlib.suppress(Exception):  # read before closing deletes the file
+                row.stderr = redact(connection.stderr_tail())
             # Shielded, so an interrupted connect still ends its child; bounded all the same.
             with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_BOUND_S):
                 await connection.close()
             if not isinstance(exc, ToolError):  # a config mistake (collision): no row kept
                 self._rows.pop(name, None)
-            raise
+            clean = _scrubbed(exc, redact)
+            if clean is exc:
+                raise
+            raise clean from None
         row.status, row.error = "connected", None
         return count
 
@@ -182,9 +266,13 @@ class Bench:
         if not isinstance(box, ToolBox):
             raise TypeError(f"add() takes a ToolBox, not {box!r}; use connect() for servers")
         servers = box.servers()
-        taken = [s for s in servers if s in self._rows and self._rows[s].status != "failed"]
+        taken = [s for s in servers
+                 if s in self._rows and self._rows[s].current_status() not in REPLACEABLE]
         if taken:
             raise ValueError(f"servers already connected: {taken}; nothing was added")
+        for server in servers:
+            if server in self._rows:  # a failed or lost row: replaced
+                await self._disconnect(server)
         added: list[str] = []
         try:
             for server in servers:
@@ -214,21 +302,64 @@ class Bench:
 
     adisconnect, disconnect = twins(_disconnect)
 
+    def _check_config(self, config: str | os.PathLike[str] | Mapping[str, Any],
+                      stacklevel: int) -> _config.Parsed:
+        """Read and check the whole config in the caller's thread; nothing starts here.
+
+        Runs before the shared loop is involved, so a file read never blocks the loop and the
+        unknown-key ``ConfigWarning`` is issued where the caller can see (and filter) it.
+        """
+        self._check_open()
+        parsed = _config.parse(config)
+        taken = sorted(e.name for e in parsed.servers if e.name in self._rows
+                       and self._rows[e.name].current_status() not in REPLACEABLE)
+        if taken:
+            raise ValueError(f"servers already connected: {taken}; disconnect them first; "
+                             "nothing was started")
+        parsed.warn_unknown(stacklevel=stacklevel + 1)
+        return parsed
+
     async def _load_config(self, config: str | os.PathLike[str] | Mapping[str, Any], *,
                            progress: bool | None = None) -> pd.DataFrame:
         """Connect every server of an ``mcpServers``/``servers`` config, all at once.
 
-        A config mistake raises before anything connects; a server that fails to connect
-        shows its error in the returned table while the others connect.
+        The whole config is checked first: a mistake anywhere is a ``ConfigError`` naming
+        its JSON path, and nothing starts. After that every server succeeds or fails on its
+        own, whatever the exception (a failed row with the error; the others connect). A
+        name clash with an earlier server's tools is that server's failed row. A server with
+        ``"disabled": true`` is not started and has no row. Unknown keys give one
+        ``ConfigWarning``. Returns ``servers``.
         """
-        entries = _config.read(config)
+        return await self._connect_all(self._check_config(config, stacklevel=3), progress)
+
+    def load_config(self, config: str | os.PathLike[str] | Mapping[str, Any], *,
+                    progress: bool | None = None) -> pd.DataFrame:
+        parsed = self._check_config(config, stacklevel=2)
+        return get_loop().run(self._connect_all, parsed, progress)
+
+    async def aload_config(self, config: str | os.PathLike[str] | Mapping[str, Any], *,
+                           progress: bool | None = None) -> pd.DataFrame:
+        parsed = self._check_config(config, stacklevel=2)
+        return await get_loop().arun(self._connect_all, parsed, progress)
+
+    load_config.__doc__ = aload_config.__doc__ = _load_config.__doc__
+
+    async def _connect_all(self, parsed: _config.Parsed, progress: bool | None,
+                           ) -> pd.DataFrame:
+        entries = parsed.servers
         bar = progress_bar(len(entries), "connecting", progress)
 
         async def one(entry: _config.ServerConfig) -> None:
             try:
-                await self._connect(entry.name, entry.target, **entry.options)
-            except ToolError:
-                pass  # the failed row tells the story
+                await self._connect(entry.name, entry.target, secrets=entry.secrets,
+                                    **entry.options)
+            except Exception as exc:  # every server on its own: the failed row tells it
+                if entry.name not in self._rows:  # e.g. a NameCollision keeps no row
+                    redact = Redactor(secret_values({**entry.options,
+                                                     "secrets": entry.secrets}))
+                    self._rows[entry.name] = _Row(entry.name, entry.transport, "failed",
+                                                  error=redact(f"{type(exc).__name__}: {exc}"),
+                                                  redact=redact)
             finally:
                 bar.update(1)
 
@@ -240,7 +371,6 @@ class Bench:
             bar.close()
         return self._servers_frame()
 
-    aload_config, load_config = twins(_load_config)
 
     async def _close(self) -> None:
         """Close every connection (stdio children end) and the journal; safe to repeat."""
@@ -279,22 +409,35 @@ class Bench:
         import pandas as pd
 
         rows = []
-        for row in self._rows.values():
-            conn = row.connection
+        for row in list(self._rows.values()):
+            conn, redact = row.connection, row.redact
             info = conn.info() if conn is not None else {}
-            status = row.status
-            if status == "connected" and conn is not None:
-                status = conn.status()
+
+            def shown(value: Any, redact: Redactor = redact) -> Any:
+                return redact(value) if isinstance(value, str) else value
+
             rows.append({
-                "name": row.name, "transport": row.transport, "status": status,
+                "name": row.name, "transport": row.transport, "status": row.current_status(),
                 "tools": len(self.pegboard.names_for_server(row.name)),
-                "protocol": info.get("protocol"), "server_name": info.get("server_name"),
-                "server_version": info.get("server_version"),
-                "destination": str(conn.destination) if conn is not None else None,
-                "error": row.error or info.get("error"),
-                "stderr_tail": conn.stderr_tail() if conn is not None else "",
+                "protocol": info.get("protocol"),
+                "server_name": shown(info.get("server_name")),
+                "server_version": shown(info.get("server_version")),
+                "destination": shown(str(conn.destination)) if conn is not None else None,
+                "error": shown(row.error or info.get("error")),
+                "stderr_tail": shown(row.stderr or (conn.stderr_tail() if conn is not None
+                                                     else "")),
+                "warnings": [redact(w) for w in self._server_warnings(row.name)],
             })
         return pd.DataFrame(rows, columns=list(SERVER_COLUMNS))
+
+    def _server_warnings(self, name: str) -> list[str]:
+        """What was skipped or went wrong quietly for one server: tools left out, and a
+        refresh after ``tools/list_changed`` that failed (the old tools stay)."""
+        found = describe_skipped(self.pegboard.skipped(name))
+        failed = self.pegboard.refresh_errors.get(name)
+        if failed is not None:
+            found.append(f"refreshing the tool list failed, the old list stays: {failed}")
+        return found
 
     @property
     def servers(self) -> pd.DataFrame:
@@ -319,6 +462,7 @@ class Bench:
                 "input_schema": spec.input_schema, "output_schema": spec.output_schema,
                 "annotations": spec.annotations,
                 "destination": str(self.router.destination(entry.tool_id)),
+                "warnings": _schema_warnings(spec.input_schema),
             })
         return pd.DataFrame(rows, columns=list(CATALOG_COLUMNS))
 

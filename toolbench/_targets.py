@@ -14,7 +14,9 @@ from toolbench._client import Result, ToolClient, ToolSpec
 from toolbench._ids import Destination, Provenance, ToolId
 
 MCP_OPTIONS = frozenset({"env", "cwd", "headers", "timeout", "connect_timeout",
-                         "max_concurrent", "transport"})
+                         "max_concurrent", "transport", "secrets"})
+SECRET_OPTIONS = ("env", "headers")
+"""Options whose every value is a secret (never shown), wherever it came from."""
 CLIENT_OPTIONS = frozenset({"timeout", "connect_timeout"})
 
 
@@ -100,7 +102,8 @@ def open_connection(name: str, target: Any, options: Mapping[str, Any]) -> Conne
     from toolbench._toolbox import ToolBox
     from toolbench._toolset import Toolset
 
-    given = {k for k in options if k not in ("timeout", "connect_timeout")}
+    # ``secrets`` only hides text; a client that shows no target has nothing to hide.
+    given = {k for k in options if k not in ("timeout", "connect_timeout", "secrets")}
     if isinstance(target, McpClient):
         _no_options(name, given, set(), "an McpClient")
         return Connection(name, target, target.transport, owned=True, mcp=target)
@@ -110,7 +113,9 @@ def open_connection(name: str, target: Any, options: Mapping[str, Any]) -> Conne
             raise TypeError(f"connect({name!r}, ...) got unknown options {sorted(unknown)}; "
                             f"known: {sorted(MCP_OPTIONS)}")
         target = list(target) if isinstance(target, tuple) else target
-        client = McpClient(target, name=name, **dict(options))
+        kwargs = dict(options)
+        kwargs["secrets"] = tuple(kwargs.get("secrets", ()))
+        client = McpClient(target, name=name, **kwargs)
         return Connection(name, client, client.transport, owned=True, mcp=client)
     if isinstance(target, ToolClient):
         kind = ("toolset" if isinstance(target, Toolset)
@@ -129,6 +134,20 @@ def open_connection(name: str, target: Any, options: Mapping[str, Any]) -> Conne
         f"cannot connect {name!r} to {type(target).__name__} {target!r}: a target is a command "
         "(str or list), an http(s) URL, an MCP server object, or a ToolClient"
     )
+
+
+def secret_values(options: Mapping[str, Any]) -> list[str]:
+    """Every value ``options`` says must never be shown: ``secrets``, env and header values."""
+    found: list[str] = []
+    raw = options.get("secrets", ())
+    if isinstance(raw, str) or not isinstance(raw, Iterable):
+        raise TypeError(f"secrets is an iterable of strings, not {type(raw).__name__}")
+    found.extend(s for s in raw if isinstance(s, str))
+    for key in SECRET_OPTIONS:
+        values = options.get(key)
+        if isinstance(values, Mapping):
+            found.extend(v for v in values.values() if isinstance(v, str))
+    return found
 
 
 def _no_options(name: str, given: set[str], allowed: set[str], what: str) -> None:
