@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any, Literal
 
 import anyio
 import pytest
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError as ServerToolError
 from test_display import BIG, HOSTILE, SCRIPT, hostile_server, no_live_markup
 
 import toolbench as tb
-from toolbench._widgets import Explorer, explorer
+from toolbench._widgets import (
+    BUSY_HTML,
+    CLOSED_HTML,
+    LIST_WIDTH,
+    Explorer,
+    bench_closed,
+    explorer,
+)
 
 WAIT = 20.0
 SMALL = 100_000
@@ -139,7 +148,9 @@ def test_invalid_input_sends_nothing(app: Explorer, bench: tb.Bench) -> None:
     app.call_button.click()
     assert app.last_future is None
     assert len(bench.records) == 0
-    assert "nothing was sent" in app.result.value
+    # Said once: under the form (which the Call tab shows), not again under the button.
+    assert "nothing was sent" in app.form.message.value
+    assert app.result.value == ""
     fields = app.form.fields
     assert "required" in fields["word"].error.value
     assert "not valid JSON" in fields["items"].error.value
@@ -147,7 +158,9 @@ def test_invalid_input_sends_nothing(app: Explorer, bench: tb.Bench) -> None:
     assert fields["count"].error.value == ""
     app.compare_button.click()
     assert app.last_future is None and len(bench.records) == 0
+    # The Compare tab does not show the form, so it names the broken fields itself.
     assert "nothing was sent" in app.compare_output.value
+    assert "items" in app.compare_output.value and "word" in app.compare_output.value
 
 
 def test_tool_failure_shows_type_and_disposition(bench: tb.Bench) -> None:
@@ -269,3 +282,125 @@ def test_bench_explore_and_refresh(bench: tb.Bench) -> None:
         assert "late" in app.history.value  # records outlive the server
     finally:
         app.close()
+
+
+def indented_server() -> MCPServer:
+    srv = MCPServer("indented")
+
+    @srv.tool()
+    def spaced(text: str = "x") -> str:
+        """First line.
+
+        Second paragraph, indented like every docstring
+        in a class or a function body.
+        """
+        return text
+
+    @srv.tool()
+    def fails(city: str = "Tokio") -> str:
+        """Fails with a hint."""
+        raise ServerToolError(f"unknown city {city!r}. Did you mean 'Tokyo'?")
+
+    return srv
+
+
+def test_description_is_dedented(bench: tb.Bench) -> None:
+    bench.connect("ind", indented_server())
+    app = explorer(bench)
+    try:
+        app.tool_list.value = "ind-spaced"
+        html = app.description.value
+        assert "First line.\n\nSecond paragraph, indented like every docstring\nin a" in html
+        assert "\n    " not in html and not html.rstrip("</div>").endswith(" ")
+    finally:
+        app.close()
+
+
+def test_a_failed_call_shows_its_error_once(bench: tb.Bench) -> None:
+    bench.connect("ind", indented_server())
+    app = explorer(bench)
+    try:
+        app.tool_list.value = "ind-fails"
+        app.call_button.click()
+        wait(app)
+        assert isinstance(app.last_result, tb.ToolFailed)
+        assert app.result.value.count("Did you mean") == 1
+    finally:
+        app.close()
+
+
+EMOJI_RANGES = [(0x231A, 0x231B), (0x23E9, 0x23FA), (0x25FD, 0x25FE), (0x2600, 0x26FF),
+                (0x2B50, 0x2B55), (0x1F000, 0x1FAFF)]
+
+
+def emoji_in(text: str) -> list[str]:
+    return [c for c in text if any(lo <= ord(c) <= hi for lo, hi in EMOJI_RANGES)]
+
+
+def test_no_emoji_that_needs_a_special_font(app: Explorer) -> None:
+    assert emoji_in(BUSY_HTML) == [] and "running" in BUSY_HTML
+    gate.clear()
+    app.tool_list.value = "mem-wait_for_gate"
+    app.call_button.click()
+    try:
+        assert "running" in app.busy.value and emoji_in(app.busy.value) == []
+    finally:
+        gate.set()
+        wait(app)
+    for text in (app.description.value, app.history.value, app.result.value, app.count.value,
+                 CLOSED_HTML, *(b.description for b in (app.call_button, app.compare_button))):
+        assert emoji_in(text) == [], text
+
+
+def test_tool_list_width_is_fixed(app: Explorer) -> None:
+    layout = app.tool_list.layout
+    assert layout.width == layout.min_width == layout.max_width == LIST_WIDTH
+    assert layout.flex == f"0 0 {LIST_WIDTH}"  # neither grows nor shrinks in its row
+
+
+def test_closed_bench_says_so_and_disables_the_buttons(app: Explorer, bench: tb.Bench) -> None:
+    app.tool_list.value = "mem-echo"
+    app.form["text"].value = "hi"
+    assert not app.call_button.disabled and app.banner.value == ""
+    bench.close()
+    assert app.call() is None  # what a click does: nothing is sent
+    assert len(bench.records) == 0
+    assert "This bench is closed" in app.banner.value
+    assert "This bench is closed" in app.result.value  # where the click was, too
+    assert "RuntimeError" not in app.result.value
+    for button in (app.call_button, app.compare_button, app.refresh_button, app.history_button):
+        assert button.disabled, button.description
+    assert app.compare() is None and "This bench is closed" in app.compare_output.value
+
+
+def test_explorer_of_a_closed_bench_says_so_at_once() -> None:
+    bench = tb.Bench()
+    bench.connect("mem", make_server("mem"))
+    bench.close()
+    app = bench.explore()
+    try:
+        assert "This bench is closed" in app.banner.value
+        assert app.call_button.disabled and app.compare_button.disabled
+    finally:
+        app.close()
+
+
+def test_bench_closed_during_a_call_keeps_the_buttons_off(app: Explorer, bench: tb.Bench) -> None:
+    gate.clear()
+    app.tool_list.value = "mem-wait_for_gate"
+    app.call_button.click()
+    assert app.call_button.disabled
+    closing = threading.Thread(target=bench.close)
+    closing.start()
+    try:
+        deadline = time.monotonic() + WAIT
+        while not bench_closed(bench) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert bench_closed(bench)
+    finally:
+        gate.set()  # the call in flight may now end (answered or cut off)
+    wait(app)
+    closing.join(WAIT)
+    assert not closing.is_alive()
+    assert app.call_button.disabled and app.compare_button.disabled
+    assert "This bench is closed" in app.banner.value

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +34,21 @@ if TYPE_CHECKING:
 
 ALL_SERVERS = ""
 MAX_DESCRIPTION = 4000
-BUSY_HTML = "<span class='toolbench-busy' style='color:#a15c00'>⏳ running…</span>"
+# Plain text, no emoji: the page may have no font for one (an hourglass showed as a box).
+BUSY_HTML = "<span class='toolbench-busy' style='color:#a15c00'>running…</span>"
+CLOSED_HTML = (
+    "<div class='toolbench-closed' style='color:#b00020;padding:4px 0'><b>This bench is "
+    "closed</b>: its servers were shut down (<code>bench.close()</code>), so nothing here can "
+    "call them any more. Make a new bench and run <code>bench.explore()</code> again.</div>")
+LIST_WIDTH = "260px"
+
+
+def bench_closed(bench: Bench) -> bool:
+    """Whether ``bench.close()`` has run (the explorer cannot call anything after that)."""
+    closed = getattr(bench, "closed", None)
+    if isinstance(closed, bool):
+        return closed
+    return bool(getattr(bench, "_closed", False))
 
 
 def _poster() -> Callable[[Callable[[], None]], None]:
@@ -71,6 +86,8 @@ class Explorer:
         self.last_compare: pd.DataFrame | None = None
         self._updating = False
         self._shown: str | None = None
+        self.closed = False
+        self.banner = widgets.HTML("")
 
         self.server_filter = widgets.Dropdown(description="server", options=[("all", "")],
                                               value=ALL_SERVERS,
@@ -80,8 +97,10 @@ class Explorer:
         self.refresh_button = widgets.Button(description="refresh", icon="refresh",
                                              layout=widgets.Layout(width="90px"))
         self.count = widgets.HTML("")
-        self.tool_list = widgets.Select(options=[], rows=14,
-                                        layout=widgets.Layout(width="260px"))
+        # A fixed basis, neither grown by long names nor squeezed by a wide result beside it.
+        self.tool_list = widgets.Select(options=[], rows=14, layout=widgets.Layout(
+            width=LIST_WIDTH, min_width=LIST_WIDTH, max_width=LIST_WIDTH,
+            flex=f"0 0 {LIST_WIDTH}"))
         self.description = widgets.HTML("")
         self.form_box = widgets.VBox([])
 
@@ -108,8 +127,10 @@ class Explorer:
         self.tabs = widgets.Tab(children=[call_tab, compare_tab, history_tab],
                                 titles=("Call", "Compare", "History"))
         right = widgets.VBox([self.description, self.tabs],
-                             layout=widgets.Layout(flex="1 1 auto", padding="0 0 0 12px"))
+                             layout=widgets.Layout(flex="1 1 auto", padding="0 0 0 12px",
+                                                   min_width="0"))
         self.widget = widgets.VBox([
+            self.banner,
             widgets.HBox([self.server_filter, self.search, self.refresh_button, self.count]),
             widgets.HBox([self.tool_list, right]),
         ], layout=widgets.Layout(border="1px solid #ddd", padding="6px"))
@@ -137,10 +158,26 @@ class Explorer:
         _close_tree(self.widget)
 
     # -- catalog --------------------------------------------------------------------------
+    def check_closed(self) -> bool:
+        """If the bench was closed, say so once, plainly, and disable every button."""
+        if self.closed:
+            return True
+        if not bench_closed(self.bench):
+            return False
+        self.closed = True
+        self.banner.value = CLOSED_HTML
+        for button in (self.call_button, self.compare_button, self.refresh_button,
+                       self.history_button):
+            button.disabled = True
+        self.busy.value = self.compare_busy.value = ""
+        self.result.value = self.compare_output.value = CLOSED_HTML  # where the click was
+        return True
+
     def refresh(self, servers: bool = False) -> None:
         """Re-read the catalog (and, with ``servers``, the server list) into the tool list."""
         if self._updating:
             return
+        self.check_closed()
         self._updating = True
         try:
             if servers:
@@ -196,7 +233,7 @@ class Explorer:
             f"{_html.escape(entry.tool)}</code>: "
             + ", ".join(f"<code>{_html.escape(s)}</code>" for s in offering))
         self.compare_output.value = ""
-        text = spec.description or ""
+        text = inspect.cleandoc(spec.description or "")  # docstring indentation is not content
         more = (f" <small>({len(text):,} characters; shortened)</small>"
                 if len(text) > MAX_DESCRIPTION else "")
         title = f" — {_html.escape(_html.shorten(spec.title, 200))}" if spec.title else ""
@@ -216,14 +253,17 @@ class Explorer:
         try:
             return self.form.values()
         except FormError as exc:
-            output.value = (
-                "<span style='color:#b00020'>invalid input in "
-                f"{_html.escape(', '.join(sorted(exc.errors)))}; nothing was sent</span>")
+            # The form marks each field and says "nothing was sent" below itself. The Call tab
+            # shows that form, so repeating it under the button would say it twice; the
+            # Compare tab does not show the form, so it names the fields.
+            output.value = "" if output is self.result else (
+                "<span style='color:#b00020'>invalid input in the Call tab's form ("
+                f"{_html.escape(', '.join(sorted(exc.errors)))}); nothing was sent</span>")
             return None
 
     def call(self) -> concurrent.futures.Future[None] | None:
         """What the Call button does: validate, start the call, return a future for the UI."""
-        if self.call_button.disabled:
+        if self.check_closed() or self.call_button.disabled:
             return None
         self.last_future = None
         arguments = self._arguments(self.result)
@@ -247,7 +287,7 @@ class Explorer:
 
     def compare(self) -> concurrent.futures.Future[None] | None:
         """What the Compare button does: the same arguments on every server with this tool."""
-        if self.compare_button.disabled:
+        if self.check_closed() or self.compare_button.disabled:
             return None
         self.last_future = None
         arguments = self._arguments(self.compare_output)
@@ -279,20 +319,21 @@ class Explorer:
             try:
                 finish(work)
                 self.show_history()
+                self.check_closed()  # closed while the call ran: the buttons stay off
             finally:
                 shown.set_result(None)
 
         work.add_done_callback(lambda _: self._post(update))
         return shown
 
-    @staticmethod
-    def _busy(button: Any, label: Any, busy: bool, text: str) -> None:
-        button.disabled = busy
+    def _busy(self, button: Any, label: Any, busy: bool, text: str) -> None:
+        button.disabled = busy or self.closed
         button.description = text
         label.value = BUSY_HTML if busy else ""
 
     def show_history(self) -> None:
         """Re-render this bench's call records, newest first."""
+        self.check_closed()
         try:
             self.history.value = records_html(self.bench.records)
         except Exception as exc:
