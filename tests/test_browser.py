@@ -171,6 +171,15 @@ def _drive_explorer(page: Any, lab: str) -> None:
     expect(page.locator(".jp-OutputArea-output", has_text="in-process").first).to_be_visible()
     tool_list = explorer.locator(".widget-select select")
     expect(tool_list.locator("option")).to_have_count(3)
+
+    # A Result shows as toolbench's card (server, latency, content), not as Lab's JSON tree:
+    # Lab ranks application/json above text/html, so the bundle must not offer it.
+    card = page.locator(".jp-OutputArea-output .toolbench-result", has_text="mem/add")
+    expect(card).to_be_visible()
+    expect(card).to_contain_text(" ms")
+    expect(page.locator(".jp-RenderedJSON")).to_have_count(0)
+
+    list_width = tool_list.bounding_box()["width"]
     tool_list.select_option("mem-greet")
 
     # The description is shown as text: the server's <script> is not markup.
@@ -207,4 +216,17 @@ def _drive_explorer(page: Any, lab: str) -> None:
     expect(compare).to_contain_text("Hello, Ada! Hello, Ada!")
     expect(explorer).to_contain_text("servers disagree on 1 of 1 case(s)")
     page.screenshot(path=str(ARTIFACTS / "explorer-compare.png"), full_page=True)
+    # The tool list keeps its width whatever the results beside it hold (a long answer
+    # without spaces once squeezed it to a quarter of its width).
+    assert abs(tool_list.bounding_box()["width"] - list_width) < 1, list_width
+    explorer.get_by_role("tab", name="Call").click()
+    form.locator(".toolbench-field-name input").fill("W" * 300)
+    explorer.get_by_role("button", name="Call").click()
+    expect(result).to_contain_text("W" * 100, timeout=30_000)
+    assert abs(tool_list.bounding_box()["width"] - list_width) < 1, list_width
+    explorer.get_by_role("tab", name="History").click()
+    history = explorer.locator(".toolbench-table", has_text="calls (newest first)")
+    expect(history).to_contain_text("W" * 40)
+    assert abs(tool_list.bounding_box()["width"] - list_width) < 1, list_width
+    page.screenshot(path=str(ARTIFACTS / "explorer-history.png"), full_page=True)
     assert dialogs == [], f"a script ran in the page: {dialogs}"

@@ -237,11 +237,12 @@ def test_compare_view_highlights_disagreement_and_latency() -> None:
     # With a majority, only the odd answer is highlighted; a 1-1 split highlights both.
     three = df.iloc[[2, 3, 3]].assign(server=["a", "b", "d"], text=["2", "3", "3"])
     html = compare_html(three)
-    assert html.count(f"<td style='{DIFFER}'>2</td>") == 1
-    assert f"<td style='{DIFFER}'>3</td>" not in html
+    assert html.count(f"<td style='{DIFFER}' class='tb-wide'>2</td>") == 1
+    assert f"<td style='{DIFFER}' class='tb-wide'>3</td>" not in html
     pair = df.iloc[[2, 3]].assign(text=["2", "3"])
     html = compare_html(pair)
-    assert f"<td style='{DIFFER}'>2</td>" in html and f"<td style='{DIFFER}'>3</td>" in html
+    assert f"<td style='{DIFFER}' class='tb-wide'>2</td>" in html
+    assert f"<td style='{DIFFER}' class='tb-wide'>3</td>" in html
 
 
 def test_real_compare_frame(evil: tb.Bench) -> None:
@@ -312,6 +313,9 @@ def test_history_keeps_dates_on_one_line_and_cells_short(hinting: tb.Bench) -> N
     assert f"<td class='tb-nowrap'>{started}</td>" in html
     assert "td.tb-nowrap{white-space:nowrap" in html and "max-width:32em" in html
     assert "<td class='tb-number'>" in html  # latency, right-aligned on one line
+    assert "<td class='tb-nowrap'>hint-lookup</td>" in html  # no break at the hyphen
+    assert "td.tb-wide{min-width:12em}" in html and "<td class='tb-wide'>" in html
+    assert "<div class='toolbench-scroll'><table" in html  # too wide: it scrolls sideways
     assert "x" * 49 not in html.replace("x" * 300, "")  # a long cell is cut (full in tooltip)
 
 

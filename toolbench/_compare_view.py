@@ -15,7 +15,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from toolbench import _html
-from toolbench._display import MAX_ROWS, _cell, _plain
+from toolbench._display import MAX_ROWS, _cell, _column_class, _plain
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -102,8 +102,7 @@ def _compare_html(df: pd.DataFrame, max_rows: int, max_cell: int) -> str:
                 if column in extra and len(column_sets[(case, column)]) > 1:
                     style = DIFFER
             attr = f" style='{style}'" if style else ""
-            if column in ("case", "latency_ms", "ok"):
-                attr += " class='tb-nowrap'"
+            attr += " class='tb-nowrap'" if column == "latency_ms" else _column_class(column)
             cells.append(f"<td{attr}>{value}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     total = len(rows)
@@ -114,8 +113,9 @@ def _compare_html(df: pd.DataFrame, max_rows: int, max_cell: int) -> str:
                f"</small></p>")
     from toolbench._display import _STYLE
 
-    return (f"{_STYLE}<table class='toolbench-table toolbench-compare'><thead><tr>{head}</tr>"
-            f"</thead><tbody>{''.join(body)}</tbody></table>{summary}"
+    return (f"{_STYLE}<div class='toolbench-scroll'><table class='toolbench-table "
+            f"toolbench-compare'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody>"
+            f"</table></div>{summary}"
             f"{latency_summary(df, slowest)}")
 
 

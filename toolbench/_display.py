@@ -24,18 +24,23 @@ MAX_ROWS = 50
 MAX_CELL = 80
 
 # Cells wrap (long text breaks anywhere rather than widening the table past the page), but
-# never wider than a readable measure; dates, flags and numbers stay on one line.
+# never wider than a readable measure, and text columns never narrower than one; dates,
+# flags, names and numbers stay on one line. A table wider than its box scrolls sideways.
 _STYLE = (
-    "<style>.toolbench-table{border-collapse:collapse;font-size:12px}"
+    "<style>.toolbench-table{border-collapse:collapse;font-size:12px;line-height:1.35}"
     ".toolbench-table td,.toolbench-table th{border:1px solid #ddd;padding:2px 6px;"
     "text-align:left;vertical-align:top;white-space:pre-wrap;max-width:32em;"
     "overflow-wrap:anywhere}"
     ".toolbench-table th{background:#f4f4f4;white-space:nowrap}"
     ".toolbench-table td.tb-nowrap{white-space:nowrap;overflow-wrap:normal}"
-    ".toolbench-table td.tb-number{white-space:nowrap;text-align:right}</style>"
+    ".toolbench-table td.tb-wide{min-width:12em}"
+    ".toolbench-table td.tb-number{white-space:nowrap;text-align:right}"
+    ".toolbench-scroll{overflow-x:auto;max-width:100%}</style>"
 )
 NOWRAP_COLUMNS = frozenset({"started", "time", "ok", "case", "status", "transport",
-                            "disposition", "error_type"})
+                            "disposition", "error_type", "name", "server"})
+WIDE_COLUMNS = frozenset({"arguments", "text", "error", "description", "structured", "content",
+                          "provenance", "stderr_tail", "warnings", "answer", "destination"})
 NUMBER_COLUMNS = frozenset({"latency_ms", "tools"})
 _DISPOSITION_NOTE = {
     "did_not_happen": "nothing ran on the server: safe to retry",
@@ -65,8 +70,8 @@ def html_table(df: pd.DataFrame, *, max_rows: int = MAX_ROWS, max_cell: int = MA
     note = f"<p><small>{total} rows</small></p>" if total <= max_rows else (
         f"<p><small>showing {max_rows} of {total} rows</small></p>")
     cap = f"<caption>{_html.escape(caption)}</caption>" if caption else ""
-    return (f"{_STYLE}<table class='toolbench-table'>{cap}<thead><tr>{head}</tr></thead>"
-            f"<tbody>{''.join(body)}</tbody></table>{note}")
+    return (f"{_STYLE}<div class='toolbench-scroll'><table class='toolbench-table'>{cap}"
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>{note}")
 
 
 def _column_class(column: object) -> str:
@@ -75,6 +80,8 @@ def _column_class(column: object) -> str:
         return " class='tb-number'"
     if column in NOWRAP_COLUMNS:
         return " class='tb-nowrap'"
+    if column in WIDE_COLUMNS:
+        return " class='tb-wide'"
     return ""
 
 
