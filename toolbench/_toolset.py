@@ -15,7 +15,7 @@ import contextlib
 import inspect
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Hashable, Mapping
+from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -455,12 +455,20 @@ class Toolset:
         transport: Literal["stdio", "streamable-http"] = "stdio",
         host: str = "127.0.0.1",
         port: int = 8000,
+        *,
+        allowed_hosts: Iterable[str] | None = None,
+        allowed_origins: Iterable[str] | None = None,
     ) -> None:
-        """Serve every tool, ``help`` included, as an MCP server until cancelled."""
-        check_target(transport, host, port)
+        """Serve every tool, ``help`` included, as an MCP server until cancelled.
+
+        Over HTTP on a host that is not loopback, ``allowed_hosts`` and ``allowed_origins``
+        (the Host and Origin headers a request may carry) are required.
+        """
+        check_target(transport, host, port, allowed_hosts, allowed_origins)
         self.start()
         try:
-            await serve_toolset(self, transport, host=host, port=port)
+            await serve_toolset(self, transport, host=host, port=port,
+                                allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
         finally:
             self._watch.stop()  # it ended or failed: that is said loudly enough already
 
@@ -474,9 +482,14 @@ class Toolset:
         transport: Literal["stdio", "streamable-http"] = "stdio",
         host: str = "127.0.0.1",
         port: int = 8000,
+        *,
+        allowed_hosts: Iterable[str] | None = None,
+        allowed_origins: Iterable[str] | None = None,
     ) -> None:
         """Serve and block (a server script's last line)."""
-        anyio.run(lambda: self.serve(transport, host=host, port=port))
+        anyio.run(lambda: self.serve(transport, host=host, port=port,
+                                     allowed_hosts=allowed_hosts,
+                                     allowed_origins=allowed_origins))
 
     @property
     def connect_grace(self) -> float | None:

@@ -11,18 +11,28 @@ So every call goes through ``Toolset._dispatch`` (caps, lanes and validation inc
 - a value becomes a result exactly as in process (``result_from_value``);
 - ``ToolFailed`` and a non-JSON value become an ``isError`` result (the tool ran);
 - ``Refused`` becomes the JSON-RPC error ``INVALID_PARAMS`` (nothing ran).
+
+**Who may reach it over HTTP.** The SDK checks the ``Host`` and ``Origin`` headers (its
+``TransportSecuritySettings``, against DNS rebinding) only when it serves on ``127.0.0.1``,
+``localhost`` or ``::1``; on any other host it silently checks nothing. So a toolset served on
+a host that is not loopback must be given ``allowed_hosts`` and ``allowed_origins`` and is
+refused with a ``ValueError`` naming the host and the keywords otherwise; every other loopback
+address gets the SDK's loopback protection spelled out.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib.metadata
+import ipaddress
 import sys
 import threading
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 
 from toolbench._client import result_from_value
@@ -33,6 +43,8 @@ if TYPE_CHECKING:
     from toolbench._toolset import Toolset
 
 HTTP_PATH = "/mcp"
+_SDK_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+"""Hosts for which ``streamable_http_app`` turns on Host/Origin checking by itself."""
 
 
 class GraceWatch:
@@ -174,8 +186,37 @@ def _error_result(detail: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=detail)], is_error=True)
 
 
-def check_target(transport: object, host: object, port: object) -> None:
-    """Refuse a bad transport, host or port before anything starts."""
+def is_loopback(host: str) -> bool:
+    """Whether only this machine can reach ``host`` (``localhost`` or a loopback address)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _host_list(keyword: str, value: object) -> list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise ValueError(f"{keyword} must be a list of strings, not {value!r}")
+    items = list(value)
+    bad = [v for v in items if not isinstance(v, str) or not v.strip()]
+    if bad:
+        raise ValueError(f"{keyword} must hold non-empty strings; got {bad[0]!r}")
+    return items
+
+
+def check_target(transport: object, host: object, port: object,
+                 allowed_hosts: object = None, allowed_origins: object = None) -> None:
+    """Refuse a bad transport, host, port or exposure before anything starts.
+
+    Served over HTTP on anything but loopback, the toolset is reachable from other machines
+    and from any web page a browser on the network shows (DNS rebinding): it must be told
+    which ``Host`` and ``Origin`` headers to accept. On loopback the SDK's own protection
+    (this machine's names only) applies unless lists are given.
+    """
     if transport not in ("stdio", "streamable-http"):
         raise ValueError(
             f"unknown transport {transport!r}: a Toolset serves 'stdio' or 'streamable-http'"
@@ -184,6 +225,52 @@ def check_target(transport: object, host: object, port: object) -> None:
         raise ValueError(f"host must be a non-empty string, not {host!r}")
     if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
         raise ValueError(f"port must be an int from 0 to 65535, not {port!r}")
+    hosts = _host_list("allowed_hosts", allowed_hosts)
+    origins = _host_list("allowed_origins", allowed_origins)
+    if transport == "stdio":
+        if hosts is not None or origins is not None:
+            raise ValueError("allowed_hosts and allowed_origins apply to 'streamable-http', "
+                             "not to 'stdio'")
+        return
+    if hosts is not None and not hosts:
+        raise ValueError("allowed_hosts is empty, so every request would be refused; list "
+                         "the Host headers clients use (e.g. 'tools.example.org:8000')")
+    if is_loopback(host):
+        return
+    missing = [k for k, v in (("allowed_hosts", hosts), ("allowed_origins", origins))
+               if v is None]
+    if missing:
+        raise ValueError(
+            f"serving streamable-http on host {host!r}, which is not a loopback address, "
+            f"needs {' and '.join(f'{k}=[...]' for k in missing)}: the Host header values "
+            f"(e.g. allowed_hosts=['tools.example.org:{port}']) and browser Origin values "
+            "(e.g. allowed_origins=['https://app.example.org'], or [] for none) a request "
+            "may carry; anything else is refused (DNS-rebinding protection)"
+        )
+
+
+def security_settings(host: str, allowed_hosts: Iterable[str] | None,
+                      allowed_origins: Iterable[str] | None,
+                      ) -> TransportSecuritySettings | None:
+    """The SDK's Host/Origin checking for ``host``; ``None`` leaves the SDK's loopback default."""
+    if allowed_hosts is None and allowed_origins is None:
+        if host in _SDK_LOOPBACK:
+            return None  # the SDK protects these itself: this machine's names, any port
+        if is_loopback(host):  # another loopback address: the same protection, spelled out
+            name = f"[{host}]" if ":" in host else host
+            return TransportSecuritySettings(
+                enable_dns_rebinding_protection=True,
+                allowed_hosts=[f"{name}:*", "127.0.0.1:*", "localhost:*", "[::1]:*"],
+                allowed_origins=[f"http://{name}:*", "http://127.0.0.1:*",
+                                 "http://localhost:*", "http://[::1]:*"],
+            )
+        raise ValueError(f"host {host!r} is not loopback: allowed_hosts and allowed_origins "
+                         "are required")  # check_target says so first; a backstop
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=list(allowed_hosts or ()),
+        allowed_origins=list(allowed_origins or ()),
+    )
 
 
 async def serve_toolset(
@@ -192,12 +279,15 @@ async def serve_toolset(
     *,
     host: str = "127.0.0.1",
     port: int = 8000,
+    allowed_hosts: Iterable[str] | None = None,
+    allowed_origins: Iterable[str] | None = None,
 ) -> None:
-    check_target(transport, host, port)
+    check_target(transport, host, port, allowed_hosts, allowed_origins)
     if transport == "stdio":
         await _serve_stdio(toolset)
     else:
-        await _serve_http(toolset, host, port)
+        await _serve_http(toolset, host, port,
+                          security_settings(host, allowed_hosts, allowed_origins))
 
 
 async def _serve_stdio(toolset: Toolset) -> None:
@@ -209,7 +299,8 @@ async def _serve_stdio(toolset: Toolset) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-async def _serve_http(toolset: Toolset, host: str, port: int) -> None:
+async def _serve_http(toolset: Toolset, host: str, port: int,
+                      security: TransportSecuritySettings | None) -> None:
     import uvicorn
 
     class ToolsetServer(uvicorn.Server):
@@ -218,7 +309,8 @@ async def _serve_http(toolset: Toolset, host: str, port: int) -> None:
             if self.started:  # only a bound socket makes us reachable
                 toolset._mark_reached()
 
-    app = build_server(toolset).streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
+    app = build_server(toolset).streamable_http_app(streamable_http_path=HTTP_PATH, host=host,
+                                                    transport_security=security)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
                             log_config=None)  # a library must not reconfigure logging
     server = ToolsetServer(config)
