@@ -1,77 +1,266 @@
-"""The ``toolbench`` command, run as a real process."""
+"""The ``toolbench`` command, run as a real process (plus two in-process checks of main)."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-ECHO = Path(__file__).parent / "servers" / "echo_server.py"
+from toolbench import _cli
+
+SERVERS = Path(__file__).parent / "servers"
+ECHO = SERVERS / "echo_server.py"
+EXITS = SERVERS / "exit_server.py"
+STARTED = "import pathlib, sys; pathlib.Path(sys.argv[1]).touch(); sys.exit(1)"
+"""A stdio 'server' that only leaves a marker file: proof that something started it."""
 
 
-def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+def run(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "toolbench", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=180,
+                          env={**os.environ, **env})
+
+
+def stdio(script: Path | str, *args: str) -> dict[str, Any]:
+    return {"command": sys.executable, "args": [str(script), *args]}
+
+
+def write_config(folder: Path, servers: dict[str, Any], name: str = "mcp.json") -> Path:
+    path = folder / name
+    path.write_text(json.dumps({"mcpServers": servers}))
+    return path
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    config = {"mcpServers": {
-        "one": {"command": sys.executable, "args": [str(ECHO)]},
-        "two": {"command": sys.executable, "args": [str(ECHO)]},
-    }}
-    (tmp_path / "mcp.json").write_text(json.dumps(config))
+    write_config(tmp_path, {"one": stdio(ECHO), "two": stdio(ECHO)})
     return tmp_path
 
 
+@pytest.fixture
+def marked(tmp_path: Path) -> Path:
+    """A config with a working server ``one`` and a ``marker`` server that must not start."""
+    write_config(tmp_path, {"one": stdio(ECHO),
+                            "marker": stdio("-c", STARTED, str(tmp_path / "started"))})
+    return tmp_path
+
+
+@pytest.mark.slow
 def test_catalog_uses_local_mcp_json(project: Path) -> None:
     out = run(["catalog"], project)
     assert out.returncode == 0, out.stderr
     assert "one-echo" in out.stdout and "two-echo" in out.stdout
 
 
+@pytest.mark.slow
 def test_call_with_args_and_json(project: Path) -> None:
     out = run(["call", "one-add", "--arg", "a=2", "--json", '{"b": 40}'], project)
     assert out.returncode == 0, out.stderr
     assert "42" in out.stdout
 
 
+@pytest.mark.slow
 def test_compare(project: Path) -> None:
     out = run(["compare", "echo", "--arg", "text=hello"], project)
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("hello") >= 2 and "one" in out.stdout and "two" in out.stdout
 
 
+@pytest.mark.slow
+def test_compare_with_a_failed_row_exits_1_and_still_prints_the_table(project: Path) -> None:
+    out = run(["compare", "fail", "--arg", "reason=on purpose"], project)
+    assert out.returncode == 1, out.stderr
+    assert "one" in out.stdout and "two" in out.stdout and "on purpose" in out.stdout
+    assert "2 of 2 calls failed" in out.stderr and "ToolFailed" in out.stderr
+
+
+@pytest.mark.slow
+def test_call_starts_only_the_server_that_owns_the_name(marked: Path) -> None:
+    for name in ("one-echo", "tool://one/echo"):
+        out = run(["call", name, "--arg", "text=hi"], marked)
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout) == {"result": "hi"} and out.stderr == ""
+        assert not (marked / "started").exists(), f"call {name} started the other server"
+    out = run(["catalog", "--server", "one"], marked)
+    assert out.returncode == 0, out.stderr
+    assert "one-echo" in out.stdout and not (marked / "started").exists()
+
+
+@pytest.mark.slow
+def test_a_name_several_servers_could_own_starts_just_those(tmp_path: Path) -> None:
+    # "one-x-echo" could be server one's tool "x-echo" or server one-x's tool "echo".
+    write_config(tmp_path, {"one": stdio(ECHO), "one-x": stdio(ECHO),
+                            "marker": stdio("-c", STARTED, str(tmp_path / "started"))})
+    out = run(["call", "one-x-echo", "--arg", "text=hi"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {"result": "hi"} and not (tmp_path / "started").exists()
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize(("args", "words"), [
-    (["call", "one-ech", "--arg", "text=x"], "did you mean"),
-    (["call", "one-add", "--arg", "a"], "key=value"),
-    (["call", "one-add", "--json", "[1]"], "JSON object"),
-    (["call", "one-add", "--arg", "a=notanumber", "--arg", "b=1"], "Refused"),
+    (["call", "marker-x", "--arg", "a"], "KEY=VALUE"),
+    (["call", "marker-x", "--arg", "=1"], "KEY=VALUE"),
+    (["call", "marker-x", "--json", "{"], "not valid JSON"),
+    (["call", "marker-x", "--json", "[1]"], "JSON object"),
+    (["call", "marker-x", "--json", '{"a": NaN}'], "NaN is not JSON"),
+    (["call", "marker-x", "--json", '{"a": 1}', "--arg", "a=2"], "given twice"),
+    (["compare", "x", "--json", "{"], "not valid JSON"),
+    (["call", "nobody-x"], "no server in mcp.json owns 'nobody-x'"),
+    (["call", "tool://nobody/x"], "no server 'nobody'"),
+    (["call", "tool://bad"], "malformed reference"),
+    (["catalog", "--server", "nobody"], "no server 'nobody'"),
 ])
-def test_errors_are_one_clear_line(project: Path, args: list[str], words: str) -> None:
-    out = run(args, project)
-    assert out.returncode == 1
+def test_usage_errors_exit_2_before_any_server_starts(marked: Path, args: list[str],
+                                                       words: str) -> None:
+    out = run(args, marked)
+    assert out.returncode == 2, out.stderr
     lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("toolbench: error:")
+    assert len(lines) == 1 and lines[0].startswith("toolbench: error:"), out.stderr
     assert words in lines[0]
+    assert not (marked / "started").exists(), "a server started before the usage check"
 
 
-def test_help_on_every_command(tmp_path: Path) -> None:
-    for command in ([], ["catalog"], ["call"], ["compare"], ["demo"], ["lab"]):
+@pytest.mark.slow
+@pytest.mark.parametrize(("args", "code", "words"), [
+    (["call", "one-ech", "--arg", "text=x"], 2, "did you mean 'one-echo'"),
+    (["call", "tool://one/ech"], 2, "did you mean 'echo'"),
+    (["call", "one-add", "--arg", "a=notanumber", "--arg", "b=1"], 1, "Refused"),
+    (["call", "one-fail", "--arg", "reason=no luck"], 1, "ToolFailed (landed)"),
+])
+def test_unknown_names_are_usage_errors_and_failed_calls_exit_1(
+        project: Path, args: list[str], code: int, words: str) -> None:
+    out = run(args, project)
+    assert out.returncode == code, out.stderr
+    assert out.stderr.startswith("toolbench: error:") and words in out.stderr
+
+
+@pytest.mark.slow
+def test_a_server_that_fails_to_start_is_reported_by_every_command(tmp_path: Path) -> None:
+    write_config(tmp_path, {"boom": stdio(EXITS), "one": stdio(ECHO)})
+    for args in (["catalog"], ["call", "boom-anything"], ["compare", "echo", "--arg", "text=hi"]):
+        out = run(args, tmp_path)
+        assert out.returncode == 1, (args, out.stderr)
+        assert "'boom'" in out.stderr and "failed to start" in out.stderr, args
+        # the server's own stderr, in full, so the user sees why
+        assert "fatal: missing configuration file settings.toml" in out.stderr, args
+    only_boom = write_config(tmp_path, {"boom": stdio(EXITS)}, "boom.json")
+    out = run(["catalog", "--config", str(only_boom)], tmp_path)
+    assert out.returncode == 1 and "settings.toml" in out.stderr
+
+
+@pytest.mark.slow
+def test_config_before_or_after_the_command(project: Path) -> None:
+    other = write_config(project, {"three": stdio(ECHO)}, "other.json")
+    for args in (["--config", str(other), "catalog", "--search", "echo"],
+                 ["catalog", "--search", "echo", "--config", str(other)]):
+        out = run(args, project)
+        assert out.returncode == 0, out.stderr
+        assert "three-echo" in out.stdout and "one-echo" not in out.stdout
+
+
+def test_no_arguments_prints_the_help(tmp_path: Path) -> None:
+    out = run([], tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("usage: toolbench")
+    for command in ("catalog", "call", "compare", "demo", "lab"):
+        assert command in out.stdout
+
+
+def test_help_on_every_command_documents_exit_codes(tmp_path: Path) -> None:
+    for command in ([], ["catalog"], ["call"], ["compare"], ["demo"]):
         out = run([*command, "--help"], tmp_path)
         assert out.returncode == 0 and "usage: toolbench" in out.stdout
+        codes = re.findall(r"^\s+([0-3])\s+(\w+)", out.stdout, re.MULTILINE)
+        assert dict(codes) == {"0": "success", "1": "a", "2": "usage", "3": "a"}, out.stdout
+    out = run(["lab", "--help"], tmp_path)
+    assert out.returncode == 0 and "--allow-root" in out.stdout
 
 
-def test_demo_without_config_uses_bundled_servers(tmp_path: Path) -> None:
+def commands_in(text: str, command: str) -> list[list[str]]:
+    return [shlex.split(line.strip())[1:] for line in text.splitlines()
+            if line.strip().startswith(f"toolbench {command} ")]
+
+
+@pytest.mark.slow
+def test_call_help_examples_are_real_and_run(tmp_path: Path) -> None:
+    text = run(["call", "--help"], tmp_path).stdout
+    assert "tool://SERVER/TOOL" in text and "SERVER-TOOL" in text
+    examples = commands_in(text, "call")
+    assert any(e[1].startswith("tool://") for e in examples) and len(examples) >= 2
+    for example in examples:
+        out = run(example, tmp_path)
+        assert out.returncode == 0, (example, out.stderr)
+        assert re.search(r'"result": \d+\.\d+', out.stdout), (example, out.stdout)
+
+
+@pytest.mark.slow
+def test_demo_hint_works_as_printed(tmp_path: Path) -> None:
+    # A seed makes flaky's deliberate failures repeatable: seed 0 fails none of the first few.
     out = run(["demo"], tmp_path)
     assert out.returncode == 0, out.stderr
     assert "geo" in out.stdout and "connected" in out.stdout and "distance" in out.stdout
+    hints = commands_in(out.stdout, "compare") + commands_in(out.stdout, "call")
+    assert len(hints) == 2
+    for hint in hints:
+        ran = run(hint, tmp_path, TOOLBENCH_DEMO_SEED="0")
+        assert ran.returncode == 0, (hint, ran.stderr)
+    compared = run(hints[0], tmp_path, TOOLBENCH_DEMO_SEED="0").stdout
+    assert all(server in compared for server in ("flaky", "geo", "geo_precise"))
+    # With a ./mcp.json here, the hint says --demo, so it still runs the demo servers.
+    write_config(tmp_path, {"one": stdio(ECHO)})
+    out = run(["demo"], tmp_path)
+    hint = commands_in(out.stdout, "compare")[0]
+    assert "--demo" in hint
+    ran = run(hint, tmp_path, TOOLBENCH_DEMO_SEED="0")
+    assert ran.returncode == 0 and "geo_precise" in ran.stdout, ran.stderr
 
 
-def test_bad_config_file(tmp_path: Path) -> None:
+def test_bad_config_file_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "mcp.json").write_text("{not json")
     out = run(["catalog"], tmp_path)
-    assert out.returncode == 1 and "mcp.json" in out.stderr
+    assert out.returncode == 2 and "mcp.json" in out.stderr
+
+
+@pytest.mark.parametrize("error", [TypeError("bad type"), KeyError("key"),
+                                   AttributeError("attr")])
+def test_programming_errors_are_reported_as_bugs_not_user_errors(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        error: Exception) -> None:
+    def broken(argv: Any = None) -> int:
+        raise error
+
+    monkeypatch.setattr(_cli, "run", broken)
+    with pytest.raises(SystemExit) as exited:
+        _cli.main([])
+    assert exited.value.code == 3
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "bug in toolbench" in err
+    assert "toolbench: error:" not in err
+
+
+def test_lab_command_adds_allow_root_only_for_root() -> None:
+    assert "--allow-root" in _cli._lab_command(["--no-browser"], 0)
+    assert "--allow-root" not in _cli._lab_command(["--no-browser"], 1000)
+    assert _cli._lab_command(["--allow-root"], 0).count("--allow-root") == 1
+
+
+@pytest.mark.slow
+def test_lab_passes_allow_root_when_run_as_root(tmp_path: Path) -> None:
+    # A stand-in `jupyterlab` module first on the path shows the exact command line.
+    fake = tmp_path / "fake" / "jupyterlab"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "__main__.py").write_text("import json, sys; print(json.dumps(sys.argv[1:]))")
+    out = run(["lab", "--no-browser"], tmp_path, PYTHONPATH=os.pathsep.join(
+        [str(fake.parent), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    assert out.returncode == 0, out.stderr
+    passed = json.loads(out.stdout)
+    root = hasattr(os, "geteuid") and os.geteuid() == 0
+    assert ("--allow-root" in passed) == root and "--no-browser" in passed
