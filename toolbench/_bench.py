@@ -170,11 +170,50 @@ class _Row:
 
 
 class Bench:
-    """Connect many servers, browse their tools, call, compare and map them, keep records."""
+    """Connect many servers, browse their tools, call, compare and map them, keep records.
+
+    A bench owns its connections (stdio children end when it closes) and one record of every
+    call made through it; ``Bench.demo()`` is one with the bundled offline demo servers.
+
+    Example:
+        >>> import toolbench as tb
+        >>> with tb.Bench.demo() as bench:                          # doctest: +SKIP
+        ...     bench.call("geo-distance", from_city="London", to_city="Paris").data
+        {'result': 343.557}
+    """
 
     def __init__(self, journal: str | os.PathLike[str] | None = None, separator: str = "-",
                  egress: Egress | Iterable[str] | None = None, timeout: float = 60.0,
                  connect_timeout: float = 30.0) -> None:
+        """Make an empty bench; connect servers with ``connect``, ``add`` or ``load_config``.
+
+        Args:
+            journal (str | PathLike | None): a SQLite file that keeps every call's record
+                durably, written before the call returns, so a dead kernel loses nothing.
+                An existing file's records are loaded back (``map(resume=True)`` uses
+                them). ``None`` keeps records in memory only. Example:
+                ``Bench(journal="calls.sqlite")``.
+            separator (str): what joins a server's namespace and a tool's own name in the
+                pegboard name (``geo-distance``). It must use the MCP tool-name alphabet
+                ``[A-Za-z0-9_.-]``, since the name is sent onward as a tool name; ``"::"``
+                is refused. Example: ``Bench(separator="__")`` names it ``geo__distance``.
+            egress (Egress | Iterable[str] | None): the only network hosts a call or a
+                connect may reach (exact, lowercase, no wildcards); anything else is
+                refused as ``Unreachable`` before a byte is sent. Local servers (stdio,
+                in-process) are not judged; ``None`` judges nothing. Example:
+                ``Bench(egress=["api.example.com"])``.
+            timeout (float): seconds each call may take before it fails as ``TimedOut``
+                (a positive, finite number); ``call(..., timeout=)`` and ``connect(...,
+                timeout=)`` override it per call or per server. Example:
+                ``Bench(timeout=10)``.
+            connect_timeout (float): seconds each server may take to start and list its
+                tools before its connect fails as ``Unreachable`` (its row stays, marked
+                ``failed``). Example: ``Bench(connect_timeout=60)`` for a slow ``npx``.
+
+        Example:
+            >>> bench = tb.Bench(journal="calls.sqlite", timeout=10)   # doctest: +SKIP
+            >>> bench.connect("time", "mcp-server-time --local-timezone UTC")  # doctest: +SKIP
+        """
         self.timeout = _positive(timeout, "timeout")
         self.connect_timeout = _positive(connect_timeout, "connect_timeout")
         if egress is not None and not isinstance(egress, Egress):
