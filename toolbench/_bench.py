@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 
 CLOSE_BOUND_S = 15.0
 """How long cleaning up after a failed connect may take (an McpClient needs up to 10 s)."""
+TIMEOUT_BACKSTOP_S = 2.0
+"""How long after a call's timeout the bench stops waiting for a client that did not."""
 SERVER_COLUMNS = ("name", "transport", "status", "tools", "protocol", "server_name",
                   "server_version", "destination", "error", "stderr_tail", "warnings")
 CATALOG_COLUMNS = ("name", "server", "tool", "title", "description", "parameters", "required",
@@ -551,11 +553,14 @@ class Bench:
             # asyncio.timeout, not anyio.fail_after: the bench always runs on the shared
             # asyncio loop, and this is a few microseconds cheaper on every call.
             t0 = time.perf_counter()
-            async with asyncio.timeout(limit):
-                result = await self.router.call(target.tool, args, provenance)
+            # The router hands the timeout down (M1): the client itself decides whether a
+            # call that ran out of time was sent (in doubt) or never left (did not happen).
+            # This outer bound is only a backstop, a little later, for a client that hangs.
+            async with asyncio.timeout(limit + TIMEOUT_BACKSTOP_S):
+                result = await self.router.call(target.tool, args, provenance, timeout=limit)
         except ToolError as exc:
             error = exc
-        except TimeoutError as exc:
+        except TimeoutError as exc:  # the router's bound for a plain client, or the backstop
             error = TimedOut(f"no answer within {limit} s", tool=target.tool)
             error.__cause__ = exc
         except anyio.get_cancelled_exc_class():

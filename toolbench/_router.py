@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import inspect
 import threading
 from collections.abc import Mapping
 from typing import Any
+
+import anyio
 
 from toolbench._client import Result, ToolClient, ToolSpec, check_arguments
 from toolbench._errors import Unreachable
@@ -88,7 +91,44 @@ class ToolRouter:
         return await self.client(server).list_tools(server)
 
     async def call(self, tool: ToolId, arguments: Mapping[str, Any],
-                   provenance: Provenance | None = None) -> Result:
+                   provenance: Provenance | None = None, *,
+                   timeout: float | None = None) -> Result:
+        """Call through the routed client; ``timeout`` is always honoured.
+
+        A client whose ``call`` takes ``timeout=`` gets it, so it can tell a call that never
+        left (queued, still connecting: did not happen) from one that got no answer (in
+        doubt). Any other client (the three-argument ToolClient form) is bounded here, and
+        its timeout is in doubt, since nothing says how far the call got.
+        """
         client = self.client(tool.server, tool)
         self.check_egress(tool)
-        return await client.call(tool, check_arguments(tool, arguments), provenance)
+        args = check_arguments(tool, arguments)
+        if timeout is None:
+            return await client.call(tool, args, provenance)
+        if takes_timeout(client):
+            call: Any = client.call  # the protocol's form has no timeout; this client's has
+            result: Result = await call(tool, args, provenance, timeout=timeout)
+            return result
+        with anyio.fail_after(timeout):
+            return await client.call(tool, args, provenance)
+
+
+_TAKES_TIMEOUT: dict[type, bool] = {}
+
+
+def takes_timeout(client: ToolClient) -> bool:
+    """Whether ``client.call`` accepts a ``timeout=`` keyword (cached per class)."""
+    kind = type(client)
+    known = _TAKES_TIMEOUT.get(kind)
+    if known is None:
+        try:
+            params = list(inspect.signature(client.call).parameters.values())
+        except (TypeError, ValueError):
+            params = []  # no signature to read: assume the protocol's three arguments
+        known = any(
+            (p.name == "timeout" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+            or p.kind == p.VAR_KEYWORD
+            for p in params
+        )
+        _TAKES_TIMEOUT[kind] = known
+    return known
