@@ -449,3 +449,46 @@ def test_interrupted_connect_ends_its_child(bench: tb.Bench) -> None:
     assert time.monotonic() - started < 20
     assert "quiet" not in list(bench.servers["name"])
     # The autouse fixture fails this test if the silent server's process outlived it.
+
+
+# -- helper C: failed rows are replaced, and keep their stderr --------------------------------
+
+@pytest.mark.slow
+def test_failed_row_keeps_its_stderr_tail_and_connect_replaces_it(bench: tb.Bench) -> None:
+    exits = Path(__file__).parent / "servers" / "exit_server.py"
+    with pytest.raises(tb.Unreachable):
+        bench.connect("cfg", [sys.executable, str(exits)])
+    row = bench.servers.set_index("name").loc["cfg"]
+    assert row["status"] == "failed"
+    assert "missing configuration file settings.toml" in row["stderr_tail"]
+    assert bench.connect("cfg", make_server("cfg")) == 3
+    row = bench.servers.set_index("name").loc["cfg"]
+    assert row["status"] == "connected" and row["stderr_tail"] == "" and row["error"] is None
+    assert bench.call("cfg-echo", text="x").text == "cfg:x"
+
+
+@pytest.mark.slow
+def test_connect_replaces_a_server_that_failed_after_connecting(
+        bench: tb.Bench, tmp_path: Path) -> None:
+    flag, wrapper = tmp_path / "once", tmp_path / "once.py"
+    echo_server = Path(__file__).parent / "servers" / "echo_server.py"
+    wrapper.write_text(
+        "import os, runpy, sys\n"
+        f"if os.path.exists({str(flag)!r}):\n"
+        "    sys.exit('second start refused')\n"
+        f"open({str(flag)!r}, 'w').close()\n"
+        f"sys.argv = [{str(echo_server)!r}]\n"
+        "runpy.run_path(sys.argv[0], run_name='__main__')\n"
+    )
+    assert bench.connect("flaky", [sys.executable, str(wrapper)]) > 0
+    with pytest.raises(tb.TimedOut):
+        bench.call("flaky-die")
+    with pytest.raises(tb.Unreachable, match="second start refused"):
+        bench.call("flaky-echo", text="x")
+    assert bench.servers.set_index("name").loc["flaky", "status"] == "failed"
+    assert bench.connect("flaky", make_server("again")) == 3  # no "already connected"
+    assert sorted(bench.pegboard.names_for_server("flaky")) == [
+        "flaky-add", "flaky-echo", "flaky-fail"]
+    assert bench.call("flaky-echo", text="y").text == "again:y"
+    with pytest.raises(ValueError, match="already connected"):
+        bench.connect("flaky", make_server("third"))

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from toolbench._config import ConfigError, read
+from toolbench._config import ConfigError, ConfigWarning, parse, read
 
 
 def test_mcp_servers_format_with_expansion() -> None:
@@ -78,3 +78,87 @@ def test_file_round_trip(tmp_path: Path) -> None:
     good.write_text(json.dumps({"mcpServers": {"t": {"command": "mcp-server-time"}}}))
     [server] = read(good, environ={})
     assert server.target == ["mcp-server-time"] and server.name == "t"
+
+
+@pytest.mark.parametrize(("entry", "key", "words"), [
+    ({"command": "x", "timeout": float("nan")}, "timeout", "finite"),
+    ({"command": "x", "timeout": float("inf")}, "timeout", "finite"),
+    ({"command": "x", "timeout": -1}, "timeout", "positive"),
+    ({"command": "x", "timeout": 0}, "timeout", "positive"),
+    ({"command": "x", "timeout": True}, "timeout", "bool true"),
+    ({"command": "x", "connect_timeout": "5"}, "connect_timeout", "str"),
+    ({"command": "x", "max_concurrent": 2.5}, "max_concurrent", "integer, got float 2.5"),
+    ({"command": "x", "max_concurrent": True}, "max_concurrent", "integer, got bool true"),
+    ({"command": "x", "max_concurrent": 0}, "max_concurrent", "positive integer"),
+    ({"url": "http:///mcp"}, "url", "has no host"),
+    ({"url": "http://h:99999/mcp"}, "url", "malformed"),
+    ({"url": "HTTPS://"}, "url", "has no host"),
+    ({"command": "x", "namespace": "bad ns"}, "namespace", "invalid namespace"),
+    ({"command": "x", "namespace": 3}, "namespace", "invalid namespace int 3"),
+    ({"command": "x", "disabled": "yes"}, "disabled", "true or false"),
+    ({"command": "x", "headers": {"A": "b"}}, "headers", "does not apply to a stdio server"),
+    ({"url": "http://h/mcp", "env": {"A": "b"}}, "env", "does not apply to a http server"),
+    ({"url": "http://h/mcp", "headers": {"Authorization": 12345678}}, "headers.Authorization",
+     "got int"),
+])
+def test_whole_config_checks_name_the_json_path(entry: dict[str, object], key: str,
+                                                words: str) -> None:
+    config = {"mcpServers": {"fine": {"command": "y"}, "a": entry}}
+    with pytest.raises(ConfigError) as info:
+        read(config, environ={})
+    assert info.value.path == f"$.mcpServers.a.{key}"
+    assert words in str(info.value)
+    assert "12345678" not in str(info.value)  # a header value may be a secret: never quoted
+
+
+def test_structural_mistakes() -> None:
+    with pytest.raises(ConfigError, match="both 'mcpServers' and 'servers'"):
+        read({"mcpServers": {}, "servers": {}}, environ={})
+    with pytest.raises(ConfigError, match="both 'command' and 'url'") as info:
+        read({"servers": {"a": {"command": "x", "url": "http://h/mcp"}}}, environ={})
+    assert info.value.path == "$.servers.a"
+    with pytest.raises(ConfigError, match="invalid server name '-lead'"):
+        read({"servers": {"-lead": {"command": "x"}}}, environ={})
+
+
+def test_nan_in_a_json_file_is_refused(tmp_path: Path) -> None:
+    bad = tmp_path / "mcp.json"
+    bad.write_text('{"mcpServers": {"a": {"command": "x", "timeout": NaN}}}')
+    with pytest.raises(ConfigError, match="finite") as info:
+        read(bad, environ={})
+    assert info.value.path == "$.mcpServers.a.timeout" and str(bad) in str(info.value)
+
+
+def test_valid_limits_pass_through() -> None:
+    [server] = read({"mcpServers": {"a": {"url": "https://h.example:8443/mcp", "timeout": 2.5,
+                                          "connect_timeout": 10, "max_concurrent": 3,
+                                          "namespace": None}}}, environ={})
+    assert server.options == {"timeout": 2.5, "connect_timeout": 10, "max_concurrent": 3,
+                              "namespace": None}
+    [plain] = read({"mcpServers": {"b": {"command": "x", "namespace": ""}}}, environ={})
+    assert plain.options == {"namespace": ""}
+
+
+def test_disabled_servers_are_not_expanded_or_returned() -> None:
+    parsed = parse({"mcpServers": {
+        "on": {"command": "x"},
+        "off": {"command": "${NOT_SET_ANYWHERE}", "disabled": True},
+        "explicit": {"command": "y", "disabled": False},
+    }}, environ={})
+    assert [s.name for s in parsed.servers] == ["on", "explicit"]
+    assert parsed.disabled == ["off"]
+
+
+def test_unknown_keys_give_one_warning_naming_each() -> None:
+    config = {"mcpServers": {"a": {"command": "x", "autoApprove": [], "timout": 3},
+                             "b": {"url": "http://h/mcp", "alwaysAllow": []}},
+              "inputs": []}
+    with pytest.warns(ConfigWarning) as caught:
+        servers = read(config, environ={})
+    assert len(caught) == 1 and len(servers) == 2
+    message = str(caught[0].message)
+    for path in ("$.inputs", "$.mcpServers.a.autoApprove", "$.mcpServers.a.timout",
+                 "$.mcpServers.b.alwaysAllow"):
+        assert path in message
+    assert caught[0].filename == __file__
+    assert parse(config, environ={}).unknown  # parse itself never warns
