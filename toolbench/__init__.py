@@ -1,5 +1,6 @@
 """toolbench: explore, call, record and compare tools from many MCP servers, in Jupyter."""
 
+from toolbench import _accessor
 from toolbench._bench import Bench
 from toolbench._client import Result, ToolClient, ToolSpec
 from toolbench._config import ConfigError
@@ -52,3 +53,6 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+# df.tb on every DataFrame, registered when pandas is imported; this does not import pandas.
+_accessor.install()
