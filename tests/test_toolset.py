@@ -81,7 +81,10 @@ async def test_help_lists_every_tool_but_itself() -> None:
     add = manifest["tools"][0]
     assert add == {"name": "add", "description": "Add two integers.",
                    "inputSchema": app.ADD_SCHEMA}
-    assert "inputSchema" not in manifest["tools"][1]  # none given, none invented
+    # none given: MCP requires one, so the manifest shows the schema the tool list shows
+    assert manifest["tools"][1]["inputSchema"] == {"type": "object"}
+    specs = {spec.name: spec for spec in ts.specs()}
+    assert manifest["tools"][1]["inputSchema"] == specs["echo"].input_schema
     specs = await ts.list_tools("notes")
     assert [s.name for s in specs] == ["help", *names]
     assert specs[2].input_schema == {"type": "object"}  # MCP still needs one on the wire
@@ -171,8 +174,10 @@ REFUSALS: list[tuple[object, str]] = [
     ({"tool": ["add"]}, r'poison payload.*"tool" must be a string'),
     ({"tool": "stray", "lane": "ghost"}, r"chose 'ghost', which is not a declared lane"),
     ({"tool": "stray", "lane": 3}, r"chose 3, which is not a declared lane"),
-    ({"tool": "add", "a": 1}, r"at \(data\): 'b' is a required property \(rule: required\)"),
-    ({"tool": "add", "a": "1", "b": 2}, r"at a: '1' is not of type 'integer' \(rule: type\)"),
+    ({"tool": "add", "a": 1},
+     r"the arguments: 'b' is a required property \(rule: required=\[\"a\", \"b\"\]\)"),
+    ({"tool": "add", "a": "1", "b": 2},
+     r"field 'a': '1' is not of type 'integer' \(rule: type=\"integer\"\)"),
     ({"tool": "add", "a": 1, "b": 2, "c": 3}, r"rule: additionalProperties"),
     ({"tool": "add", 5: 1}, r"argument names must be strings"),
 ]

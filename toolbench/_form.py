@@ -17,13 +17,12 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote
 
 import ipywidgets as widgets
-import jsonschema
-import jsonschema.exceptions
-import jsonschema.validators
 
 from toolbench import _html
+from toolbench._validate import field_errors
 
 KINDS = ("enum", "string", "integer", "number", "boolean", "json")
 _BLANK = "\u2014"  # the Dropdown label for "no value"
@@ -46,16 +45,32 @@ class FormError(ValueError):
         super().__init__(f"invalid input in {len(self.errors)} field(s): {shown}")
 
 
+MAX_REF_HOPS = 10
+"""Local ``$ref`` hops followed for one field (a cycle or a long chain stops there)."""
+
+
+def _pointer(root: Mapping[str, Any], ref: str) -> Any:
+    """The value at a local JSON pointer ``#/a/b~1c/0``, or None; never leaves ``root``."""
+    target: Any = root
+    for raw in ref[2:].split("/"):
+        part = unquote(raw).replace("~1", "/").replace("~0", "~")
+        if isinstance(target, Mapping):
+            target = target.get(part)
+        elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+            target = target[int(part)]
+        else:
+            return None
+    return target
+
+
 def _resolve(schema: Any, root: Mapping[str, Any], depth: int = 0) -> dict[str, Any]:
-    """Follow a local ``$ref`` (``#/$defs/X`` or ``#/definitions/X``); anything else as is."""
+    """Follow a local ``$ref`` (``#/$defs/X``, ``#/definitions/X``, any ``#/...`` pointer) at
+    most ``MAX_REF_HOPS`` deep; a remote or ``file:`` reference is left as is, never read."""
     if not isinstance(schema, Mapping):
         return {}
     ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/") and depth < 10:
-        target: Any = root
-        for part in ref[2:].split("/"):
-            target = target.get(part) if isinstance(target, Mapping) else None
-        merged = {**_resolve(target, root, depth + 1),
+    if isinstance(ref, str) and ref.startswith("#/") and depth < MAX_REF_HOPS:
+        merged = {**_resolve(_pointer(root, ref), root, depth + 1),
                   **{k: v for k, v in schema.items() if k != "$ref"}}
         return merged
     return dict(schema)
@@ -204,7 +219,7 @@ class Form:
             if send:
                 arguments[name] = value
         if not errors:
-            errors = _schema_errors(self.schema, arguments)
+            errors = field_errors(self.schema, arguments)
         self.errors = errors
         for name, f in self.fields.items():
             f.set_error(errors.get(name))
@@ -223,26 +238,6 @@ class Form:
 def build_form(schema: Mapping[str, Any] | None) -> Form:
     """A form for a tool's input schema; the widget is ``form.widget``."""
     return Form(schema)
-
-
-def _schema_errors(schema: Mapping[str, Any], arguments: dict[str, Any]) -> dict[str, str]:
-    """Per-field messages from the full schema (ranges, patterns, item types, ...)."""
-    try:
-        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        cls.check_schema(dict(schema))
-        validator = cls(dict(schema))
-        found = list(validator.iter_errors(arguments))
-    except Exception:  # a broken schema: the server gets to judge
-        return {}
-    errors: dict[str, str] = {}
-    for error in found:
-        path = list(error.absolute_path)
-        key = str(path[0]) if path else "(arguments)"
-        if not path and error.validator == "required":
-            continue  # empty required fields were already flagged by the field itself
-        where = "/".join(str(p) for p in path[1:])
-        errors.setdefault(key, (f"{where}: " if where else "") + error.message[:200])
-    return errors
 
 
 def _make_field(name: str, prop: Any, required: bool, root: Mapping[str, Any]) -> Field:

@@ -28,9 +28,9 @@ from toolbench._client import Result, ToolSpec, check_arguments, result_from_val
 from toolbench._errors import Malformed, Refused, ToolFailed, Unreachable
 from toolbench._ids import Destination, Provenance, ToolId, check_server_name, check_tool_name
 from toolbench._toolset_serve import GraceWatch, build_server, check_target, serve_toolset
+from toolbench._validate import schema_problems, validate_arguments
 
 if TYPE_CHECKING:
-    import jsonschema.exceptions
     from mcp.server import Server
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -70,7 +70,6 @@ class _Tool:
     wants_ctx: bool
     is_async: bool
     lane: LaneChoice
-    validator: Any = None  # a jsonschema validator instance, or None
     id: ToolId | None = None
 
     @property
@@ -129,11 +128,6 @@ def _gate(semaphore: anyio.Semaphore | None) -> contextlib.AbstractAsyncContextM
     return semaphore if semaphore is not None else contextlib.nullcontext()
 
 
-def _rule_text(error: jsonschema.exceptions.ValidationError) -> str:
-    where = "/".join(str(p) for p in error.absolute_path) or "(data)"
-    return f"at {where}: {_html.shorten(error.message, 300)} (rule: {error.validator})"
-
-
 class Toolset:
     """Many tools at one address; a ToolClient in process and an MCP server via ``serve``."""
 
@@ -160,7 +154,7 @@ class Toolset:
         self._in_flight = 0
         self._tools[HELP] = _Tool(
             HELP, HELP_DESCRIPTION, dict(HELP_SCHEMA), self._help, False, False, None,
-            None, ToolId(self.address, HELP),
+            ToolId(self.address, HELP),
         )
 
     # -- registering ------------------------------------------------------------------------
@@ -202,7 +196,7 @@ class Toolset:
                 f"tool {name!r}: lane must be a declared lane name, a function of the data, "
                 f"or None, not {lane!r}"
             )
-        schema, validator = self._check_schema(name, input_schema)
+        schema = self._check_schema(name, input_schema)
 
         def register(handler: F) -> F:
             if not callable(handler):
@@ -211,35 +205,40 @@ class Toolset:
                 raise ValueError(f"tool {name!r} is already registered on {self.address!r}")
             self._tools[name] = _Tool(
                 name, description, schema, handler, _takes_ctx(handler, name),
-                _is_async(handler), lane, validator, ToolId(self.address, name),
+                _is_async(handler), lane, ToolId(self.address, name),
             )
             return handler
 
         return register
 
     @staticmethod
-    def _check_schema(
-        name: str, input_schema: Mapping[str, Any] | None
-    ) -> tuple[dict[str, Any] | None, Any]:
+    def _check_schema(name: str, input_schema: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        """A private, JSON-only copy of the schema, which every request must pass.
+
+        The toolset is the server, so nobody else would check what it lets through: a schema
+        it cannot check in full (a reference outside itself, a pattern re2 cannot compile,
+        limits) is refused here, at registration, rather than silently half-enforced.
+        """
         if input_schema is None:
-            return None, None
+            return None
         if not isinstance(input_schema, Mapping):
             raise TypeError(f"tool {name!r}: input_schema must be a dict, not {input_schema!r}")
-        schema = json.loads(json.dumps(dict(input_schema)))  # a private, JSON-only copy
+        try:
+            schema: dict[str, Any] = json.loads(json.dumps(dict(input_schema)))
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise ValueError(f"tool {name!r}: input_schema is not JSON: {exc}") from exc
         if schema.get("type") != "object":
             raise ValueError(
                 f"tool {name!r}: an MCP input_schema has \"type\": \"object\" at its root, "
                 f"not {schema.get('type')!r}"
             )
-        import jsonschema.exceptions  # imported when needed: importing it can take seconds
-        import jsonschema.validators
-
-        cls = jsonschema.validators.validator_for(schema)
-        try:
-            cls.check_schema(schema)
-        except jsonschema.exceptions.SchemaError as exc:
-            raise ValueError(f"tool {name!r}: invalid input_schema: {exc.message}") from exc
-        return schema, cls(schema)
+        problems = schema_problems(schema)
+        if problems:
+            raise ValueError(
+                f"tool {name!r}: invalid input_schema for a Toolset, which checks every request "
+                f"against it: {'; '.join(problems)}"
+            )
+        return schema
 
     # -- what is offered --------------------------------------------------------------------
     def names(self) -> list[str]:
@@ -255,10 +254,9 @@ class Toolset:
         for tool in self._tools.values():
             if tool.name == HELP:
                 continue
-            entry: dict[str, Any] = {"name": tool.name, "description": tool.description}
-            if tool.input_schema is not None:
-                entry["inputSchema"] = json.loads(json.dumps(tool.input_schema))
-            tools.append(entry)
+            schema = tool.input_schema if tool.input_schema is not None else DEFAULT_SCHEMA
+            tools.append({"name": tool.name, "description": tool.description,
+                          "inputSchema": json.loads(json.dumps(schema))})
         return {"name": self.name, "description": self.description, "tools": tools}
 
     def _help(self, data: dict[str, Any]) -> dict[str, Any]:
@@ -310,14 +308,7 @@ class Toolset:
         args = check_arguments(tid, data)
         if tool.name == HELP:
             return self.manifest()
-        if tool.validator is not None and not tool.validator.is_valid(args):
-            import jsonschema.exceptions
-
-            errors = list(tool.validator.iter_errors(args))
-            best = jsonschema.exceptions.best_match(errors)
-            if best is not None:
-                more = f"; and {len(errors) - 1} more" if len(errors) > 1 else ""
-                raise Refused(f"invalid arguments: {_rule_text(best)}{more}", tool=tid)
+        validate_arguments(tid, tool.input_schema, args, strict=True)
         lane = self._choose_lane(tool, args, tid)
         ctx = ToolContext(self, name, lane, provenance)
         gates = self._gates()

@@ -1,72 +1,484 @@
-"""Arguments checked against a tool's input schema before anything is sent.
+"""The one place where a tool's input schema is compiled and arguments are checked against it.
 
-A refusal here names the field and the rule, so the user can fix the call without reading
-the schema; nothing reaches the server.
+A schema comes from a server, so it is untrusted input (DESIGN.md, "The trust boundary"). The
+checks here must therefore never make the kernel do I/O, never stall the loop they run on,
+and never raise anything but ``Refused``:
+
+* **No I/O.** Validators are built with a ``referencing.Registry`` whose ``retrieve`` refuses
+  everything, so only references inside the same document resolve. A schema with a reference
+  that does not start with ``#`` (``http:``, ``https:``, ``file:``, a relative path, an
+  ``$id``-based URI) is not checked locally at all: the tool stays callable, the server
+  judges the arguments, and ``schema_problems`` says why.
+* **Linear-time patterns.** ``pattern``, ``patternProperties`` and the pattern part of
+  ``additionalProperties`` are matched with google-re2, never Python's backtracking ``re``.
+  A pattern re2 cannot compile (lookaround, backreferences) is skipped, with a reason.
+  ``unevaluatedProperties`` is skipped when the document uses ``patternProperties``, because
+  jsonschema's implementation of it matches those patterns with ``re``. No format checker
+  is used (``format: regex`` would compile with ``re`` too); ``format`` is an annotation.
+* **Bounded work.** A schema deeper than ``MAX_DEPTH``, with more than ``MAX_NODES`` values
+  or more than ``MAX_TEXT`` characters is not checked locally. One check makes at most
+  ``MAX_STEPS`` keyword evaluations and runs at most ``MAX_CHECK_SECONDS``, which bounds the
+  exponential blow-up that local ``$ref`` chains under ``anyOf`` can cause (a step through
+  a ``$ref`` costs tens of microseconds, so the step cap alone would allow seconds).
+* **No foreign exceptions.** When the validator itself fails (a ``{"$ref": "#"}`` cycle
+  ends in ``RecursionError``, the step budget runs out, a reference cannot be resolved),
+  the call is *not checked locally* and goes to the server, which validates anyway; the
+  schema is marked so later calls skip it straight away, and ``schema_problems`` reports
+  it. Refusing instead would make a tool uncallable because of a limit of toolbench, not
+  a fault of the arguments. A Toolset, which is the server and has no one else to judge,
+  asks for ``strict=True`` and refuses instead.
+
+Compiled validators are cached per schema object (the cache holds the object, so its id
+cannot be reused while the entry lives), so a tool's schema is compiled once.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from toolbench import _html
+from toolbench._errors import Refused
+from toolbench._ids import ToolId
 
 if TYPE_CHECKING:
     import jsonschema.exceptions
 
-from toolbench._errors import Refused
-from toolbench._ids import ToolId
-
-# Keyed by the schema object's id; the entry holds the schema, so the id cannot be reused.
-_cache: dict[int, tuple[Mapping[str, Any], Any]] = {}
-_cache_lock = threading.Lock()
+MAX_DEPTH = 64
+"""Nesting levels of a schema that is still checked locally (pydantic's run to about 20)."""
+MAX_NODES = 10_000
+"""JSON values (objects, arrays, strings, numbers, ...) in a schema still checked locally."""
+MAX_TEXT = 1_000_000
+"""Characters, keys and strings together, in a schema still checked locally."""
+MAX_STEPS = 200_000
+"""Keyword evaluations one check may make."""
+MAX_CHECK_SECONDS = 0.25
+"""Time one check may take (the clock is read every 128 steps)."""
+MAX_PROBLEMS = 10
+_MAX_ERRORS = 100  # errors collected from one failing check
 _CACHE_LIMIT = 4096
+_SHOWN = 80  # characters of a server's string shown in a reason
+
+_REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
 
 
-def _validator(schema: Mapping[str, Any]) -> Any | None:
-    """A compiled validator for ``schema``, or None when the server's schema is itself broken
-    (then the server, not toolbench, gets to judge the arguments)."""
-    found = _cache.get(id(schema))
-    if found is not None and found[0] is schema:
-        return found[1] if found[1] is not False else None
+class _Budget(threading.local):
+    """Steps and time left in the check running on this thread (checks never nest or await)."""
+
+    left: int = 0
+    deadline: float = 0.0
+
+    def start(self) -> None:
+        self.left = MAX_STEPS
+        self.deadline = time.perf_counter() + MAX_CHECK_SECONDS
+
+
+_budget = _Budget()
+
+
+class _OverBudget(Exception):
+    """Raised from inside jsonschema when a check has used up ``MAX_STEPS``."""
+
+
+@dataclass(slots=True)
+class _Compiled:
+    schema: object  # held so that id(schema) stays unique while this entry lives
+    validator: Any | None  # None: the schema is not checked locally at all
+    problems: list[str] = field(default_factory=list)
+    invalid: str | None = None  # the schema breaks its own metaschema
+    failure: str | None = None  # the validator itself failed once; later calls skip it
+
+
+_cache: dict[int, _Compiled] = {}
+_cache_lock = threading.Lock()
+_patterns: dict[str, Any] = {}  # pattern -> compiled re2 regexp, or an error string
+_classes: dict[tuple[type, bool], type] = {}
+
+
+def _quote(text: object) -> str:
+    return repr(_html.shorten(str(text), _SHOWN))
+
+
+# -- patterns -----------------------------------------------------------------------------
+def _regex(pattern: str) -> Any:
+    """The compiled re2 regexp for ``pattern``, or a str saying why re2 cannot compile it."""
+    found = _patterns.get(pattern)
+    if found is not None:
+        return found
+    import re2  # type: ignore[import-untyped]
+
+    options = re2.Options()
+    options.log_errors = False  # otherwise absl writes every refused pattern to stderr
+    try:
+        compiled: Any = re2.compile(pattern, options)
+    except re2.error as exc:
+        text = exc.args[0] if exc.args else exc
+        compiled = text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
+    except Exception as exc:  # a surrogate in the pattern, for one
+        compiled = f"{type(exc).__name__}: {exc}"
+    if len(_patterns) >= _CACHE_LIMIT:
+        _patterns.clear()
+    _patterns[pattern] = compiled
+    return compiled
+
+
+def _search(pattern: object, text: str) -> bool | None:
+    """Does ``pattern`` match somewhere in ``text``? None when that cannot be told locally."""
+    if not isinstance(pattern, str):
+        return None
+    compiled = _regex(pattern)
+    if isinstance(compiled, str):
+        return None
+    try:
+        return compiled.search(text) is not None
+    except Exception:  # re2 encodes to UTF-8: a lone surrogate cannot be matched
+        return None
+
+
+def _kw_pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    if validator.is_type(instance, "string") and _search(pattern, instance) is False:
+        from jsonschema.exceptions import ValidationError
+
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _kw_pattern_properties(validator: Any, patterns: Any, instance: Any,
+                           schema: Any) -> Iterator[Any]:
+    if not validator.is_type(instance, "object") or not isinstance(patterns, Mapping):
+        return
+    for pattern, subschema in patterns.items():
+        for key, value in instance.items():
+            if _search(pattern, key):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _kw_additional_properties(validator: Any, extra: Any, instance: Any,
+                              schema: Any) -> Iterator[Any]:
+    """jsonschema's ``additionalProperties``, with patterns matched by re2; a key that a
+    pattern re2 cannot compile might match is given the benefit of the doubt."""
+    if not validator.is_type(instance, "object"):
+        return
+    from jsonschema.exceptions import ValidationError
+
+    properties = schema.get("properties", {})
+    patterns = list(schema.get("patternProperties", {}) or ())
+    extras = sorted(
+        (key for key in instance
+         if key not in properties
+         and not any(_search(p, key) is not False for p in patterns)),
+        key=str,
+    )
+    if validator.is_type(extra, "object"):
+        for key in extras:
+            yield from validator.descend(instance[key], extra, path=key)
+    elif not extra and extras:
+        shown = ", ".join(repr(key) for key in extras)
+        verb = "was" if len(extras) == 1 else "were"
+        if patterns:
+            yield ValidationError(
+                f"{shown} {'does' if len(extras) == 1 else 'do'} not match any of the regexes: "
+                + ", ".join(repr(p) for p in sorted(patterns)))
+        else:
+            yield ValidationError(f"Additional properties are not allowed ({shown} {verb} "
+                                  "unexpected)")
+
+
+def _kw_skipped(validator: Any, value: Any, instance: Any, schema: Any) -> None:
+    return None
+
+
+def _counted(keyword: Callable[..., Any]) -> Callable[..., Any]:
+    def counted(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
+        budget = _budget
+        left = budget.left = budget.left - 1
+        if (left & 127) == 0 and (left < 0 or time.perf_counter() > budget.deadline):
+            raise _OverBudget
+        return keyword(validator, value, instance, schema)
+
+    return counted
+
+
+def _validator_class(base: type, skip_unevaluated: bool) -> type:
+    """``base`` with re2 patterns, the step budget and perhaps no unevaluatedProperties."""
+    key = (base, skip_unevaluated)
+    found = _classes.get(key)
+    if found is not None:
+        return found
+    import jsonschema.validators
+
+    keywords: dict[str, Any] = dict(base.VALIDATORS)  # type: ignore[attr-defined]
+    keywords["pattern"] = _kw_pattern
+    keywords["patternProperties"] = _kw_pattern_properties
+    keywords["additionalProperties"] = _kw_additional_properties
+    if skip_unevaluated and "unevaluatedProperties" in keywords:
+        keywords["unevaluatedProperties"] = _kw_skipped
+    cls: type = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
+        base, validators={name: _counted(fn) for name, fn in keywords.items()})
+    _classes[key] = cls
+    return cls
+
+
+def _refuse_retrieval(uri: str) -> NoReturn:
+    """A registry's ``retrieve``: nothing outside the schema itself is ever read."""
+    import referencing.exceptions
+
+    raise referencing.exceptions.NoSuchResource(ref=uri)  # type: ignore[call-arg]
+
+
+# -- compiling ----------------------------------------------------------------------------
+@dataclass(slots=True)
+class _Survey:
+    """What one bounded walk over a whole schema document found."""
+
+    refusal: str | None = None  # why the schema is not checked locally at all
+    refs: list[str] = field(default_factory=list)
+    patterns: list[str] = field(default_factory=list)
+    pattern_properties: bool = False
+    unevaluated: bool = False
+
+
+def _survey(schema: Mapping[str, Any]) -> _Survey:
+    """Walk every value of the document, schema or not (a local ``$ref`` may point
+    anywhere), iteratively and within the stated limits."""
+    found = _Survey()
+    stack: list[tuple[Any, int]] = [(schema, 0)]
+    nodes = text = 0
+    while stack:
+        value, depth = stack.pop()
+        nodes += 1
+        if nodes > MAX_NODES:
+            found.refusal = f"the schema has more than {MAX_NODES:,} values"
+            return found
+        if isinstance(value, str):
+            text += len(value)
+        elif isinstance(value, Mapping):
+            if depth >= MAX_DEPTH:
+                found.refusal = f"the schema is nested deeper than {MAX_DEPTH} levels"
+                return found
+            for key in value:
+                text += len(key) if isinstance(key, str) else 0
+            stack.extend((sub, depth + 1) for sub in list(value.values())[::-1])
+            for key in _REF_KEYS:
+                ref = value.get(key)
+                if isinstance(ref, str) and not ref.startswith("#"):
+                    found.refs.append(f"{key} {_quote(ref)}")
+            if depth and isinstance(value.get("$schema"), str):
+                found.refusal = (f"a subschema declares its own $schema "
+                                 f"{_quote(value['$schema'])}")
+                return found
+            pattern = value.get("pattern")
+            if isinstance(pattern, str):
+                found.patterns.append(pattern)
+            props = value.get("patternProperties")
+            if isinstance(props, Mapping):
+                found.pattern_properties = True
+                found.patterns.extend(p for p in props if isinstance(p, str))
+            if "unevaluatedProperties" in value:
+                found.unevaluated = True
+        elif isinstance(value, list | tuple):
+            if depth >= MAX_DEPTH:
+                found.refusal = f"the schema is nested deeper than {MAX_DEPTH} levels"
+                return found
+            stack.extend((sub, depth + 1) for sub in reversed(value))
+        if text > MAX_TEXT:
+            found.refusal = f"the schema holds more than {MAX_TEXT:,} characters"
+            return found
+    return found
+
+
+def _compile(schema: Mapping[str, Any]) -> _Compiled:
+    """Survey, copy, check and compile ``schema``; every failure becomes a reason."""
+    entry = _Compiled(schema, None)
+    try:
+        survey = _survey(schema)
+        if survey.refusal is None and survey.refs:
+            more = f" and {len(survey.refs) - 1} more" if len(survey.refs) > 1 else ""
+            survey.refusal = (f"it refers outside itself ({survey.refs[0]}{more}); only "
+                              "'#...' references are followed and nothing is fetched")
+        if survey.refusal is not None:
+            entry.problems.append(f"not checked locally: {survey.refusal}")
+            return entry
+        for pattern in dict.fromkeys(survey.patterns):
+            why = _regex(pattern)
+            if isinstance(why, str):
+                entry.problems.append(
+                    f"pattern {_quote(pattern)} is not checked locally: re2 cannot compile "
+                    f"it ({_html.shorten(why, _SHOWN)})")
+        skip_unevaluated = survey.pattern_properties and survey.unevaluated
+        if skip_unevaluated:
+            entry.problems.append("unevaluatedProperties is not checked locally: the schema "
+                                  "also uses patternProperties")
+        entry.validator, entry.invalid = _build(schema, skip_unevaluated)
+        if entry.invalid is not None:
+            entry.problems.append(f"not checked locally: {entry.invalid}")
+    except Exception as exc:  # whatever else a hostile schema finds: the server judges
+        entry.validator = None
+        entry.problems.append(
+            f"not checked locally: the schema cannot be used ({type(exc).__name__}: "
+            f"{_html.shorten(str(exc), 200)})")
+    if len(entry.problems) > MAX_PROBLEMS:
+        rest = len(entry.problems) - MAX_PROBLEMS + 1
+        entry.problems[MAX_PROBLEMS - 1:] = [f"and {rest} more problems"]
+    return entry
+
+
+def _build(schema: Mapping[str, Any], skip_unevaluated: bool) -> tuple[Any | None, str | None]:
+    """(validator, None), or (None, why the schema itself is invalid)."""
     # Imported on first use: with its optional format checkers installed, importing
     # jsonschema can take seconds, which every stdio demo child would pay at start.
     import jsonschema
     import jsonschema.exceptions
     import jsonschema.validators
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    import referencing
+
+    draft = schema.get("$schema")
+    if draft is not None and not isinstance(draft, str):
+        return None, f"$schema is not a string but {type(draft).__name__}"
+    base = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    supported = (jsonschema.Draft4Validator, jsonschema.Draft6Validator,
+                 jsonschema.Draft7Validator, jsonschema.Draft201909Validator,
+                 jsonschema.Draft202012Validator)
+    if base not in supported:
+        return None, f"$schema {_quote(draft)} (draft 3) is not supported"
+    # A private, JSON-only copy; $schema goes, since evolve() would otherwise switch back to
+    # jsonschema's stock class (with Python's re and no step budget) for the root.
+    copy = json.loads(json.dumps(dict(schema)))
+    copy.pop("$schema", None)
     try:
-        cls.check_schema(dict(schema))
-        validator: Any = cls(schema)
-    except jsonschema.exceptions.SchemaError:
-        validator = False
+        base.check_schema(copy, format_checker=None)  # type: ignore[arg-type]
+    except jsonschema.exceptions.SchemaError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
+        return None, (f"the schema itself is invalid at {_html.shorten(where, _SHOWN)}: "
+                      f"{_html.shorten(exc.message, 200)}")
+    cls = _validator_class(base, skip_unevaluated)
+    registry: Any = referencing.Registry(retrieve=_refuse_retrieval)  # type: ignore[call-arg]
+    return cls(copy, registry=registry), None
+
+
+def _entry(schema: Mapping[str, Any]) -> _Compiled:
+    found = _cache.get(id(schema))
+    if found is not None and found.schema is schema:
+        return found
+    entry = _compile(schema)
     with _cache_lock:
         if len(_cache) >= _CACHE_LIMIT:
             _cache.clear()
-        _cache[id(schema)] = (schema, validator)
-    return validator if validator is not False else None
+        _cache[id(schema)] = entry
+    return entry
+
+
+# -- checking -----------------------------------------------------------------------------
+def _errors(entry: _Compiled, instance: dict[str, Any],
+            strict: bool) -> list[jsonschema.exceptions.ValidationError] | str:
+    """The validation errors (empty when valid), or a str saying why there was no check."""
+    validator = entry.validator
+    if validator is None:
+        return entry.problems[-1] if entry.problems else "not checked locally"
+    if entry.failure is not None and not strict:
+        return entry.failure
+    try:
+        _budget.start()
+        if validator.is_valid(instance):  # the common case; collecting errors costs more
+            return []
+        _budget.start()
+        return list(itertools.islice(validator.iter_errors(instance), _MAX_ERRORS))
+    except _OverBudget:
+        why = (f"a check needed more than {MAX_STEPS:,} steps or {MAX_CHECK_SECONDS} s (a schema "
+               "whose local $refs multiply the work, or very large arguments)")
+    except RecursionError:
+        why = "a check recursed without end (a $ref cycle, or arguments nested too deep)"
+    except Exception as exc:
+        why = f"the check failed: {type(exc).__name__}: {_html.shorten(str(exc), 200)}"
+    finally:
+        _budget.left = 0
+    if not strict:
+        entry.failure = f"not checked locally: {why}"
+        return entry.failure
+    return why
 
 
 def _describe(error: jsonschema.exceptions.ValidationError) -> str:
     where = "/".join(str(p) for p in error.absolute_path)
-    field = f"field {where!r}" if where else "the arguments"
-    rule = f"{error.validator}={json.dumps(error.validator_value, default=str)[:80]}"
-    return f"{field}: {error.message[:200]} (rule {rule})"
+    field = f"field {_html.shorten(where, _SHOWN)!r}" if where else "the arguments"
+    try:
+        value = json.dumps(error.validator_value, default=str)
+    except Exception:
+        value = "..."
+    rule = f"{error.validator}={_html.shorten(value, _SHOWN)}"
+    return f"{field}: {_html.shorten(error.message, 200)} (rule: {rule})"
 
 
-def validate_arguments(tool: ToolId, schema: Mapping[str, Any] | None,
-                       arguments: Mapping[str, Any]) -> None:
-    """Raise Refused naming each broken field and rule (up to three) if ``arguments`` fail."""
-    if not isinstance(schema, Mapping) or not schema:
+def _is_checkable(schema: object) -> bool:
+    return isinstance(schema, Mapping) and bool(schema)
+
+
+def schema_problems(schema: object) -> list[str]:
+    """Why local checking is skipped or limited for ``schema``; empty when fully checked.
+
+    Cached per schema object, so a catalog can ask for every tool on each display.
+    """
+    if schema is None or (isinstance(schema, Mapping) and not schema):
+        return []
+    if not isinstance(schema, Mapping):
+        return [f"not checked locally: the input schema is {type(schema).__name__}, "
+                "not an object"]
+    entry = _entry(schema)
+    return entry.problems + ([entry.failure] if entry.failure else [])
+
+
+def validate_arguments(tool: ToolId | None, schema: object, arguments: Mapping[str, Any],
+                       *, strict: bool = False) -> None:
+    """Raise ``Refused`` naming each broken field and its rule (up to three) if
+    ``arguments`` fail ``schema``; nothing is sent then.
+
+    A schema that cannot be checked locally lets the arguments through (the server judges),
+    unless ``strict`` (a Toolset, which is the server): then it refuses what it cannot check.
+    """
+    if not _is_checkable(schema):
         return
-    validator = _validator(schema)
-    if validator is None:
+    assert isinstance(schema, Mapping)
+    found = _errors(_entry(schema), dict(arguments), strict)
+    if isinstance(found, str):
+        if strict:
+            raise Refused(f"the arguments could not be checked against the input schema: "
+                          f"{found}; nothing ran", tool=tool)
         return
-    instance = dict(arguments)
-    if validator.is_valid(instance):  # the common case; collecting errors costs more
-        return
-    errors = sorted(validator.iter_errors(instance), key=lambda e: list(e.path))
-    if errors:
-        shown = "; ".join(_describe(e) for e in errors[:3])
-        more = f"; and {len(errors) - 3} more" if len(errors) > 3 else ""
+    if found:
+        found.sort(key=lambda e: [str(p) for p in e.path])
+        shown = "; ".join(_describe(e) for e in found[:3])
+        more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
         raise Refused(f"arguments do not match the input schema: {shown}{more}", tool=tool)
+
+
+def field_errors(schema: object, arguments: Mapping[str, Any]) -> dict[str, str]:
+    """One message per top-level field (``"(arguments)"`` for the whole), for a form.
+
+    A required field that is missing is keyed by its own name. Empty when the arguments
+    pass, or when the schema is not checked locally.
+    """
+    if not _is_checkable(schema):
+        return {}
+    assert isinstance(schema, Mapping)
+    instance = dict(arguments)
+    found = _errors(_entry(schema), instance, strict=False)
+    if isinstance(found, str):
+        return {}
+    errors: dict[str, str] = {}
+    for error in found:
+        path = list(error.absolute_path)
+        if not path and error.validator == "required":
+            wanted = error.validator_value if isinstance(error.validator_value, list) else []
+            names = [n for n in wanted if isinstance(n, str) and n not in instance
+                     and error.message == f"{n!r} is a required property"]
+            if names:
+                errors.setdefault(names[0], "required: enter a value")
+                continue
+        key = str(path[0]) if path else "(arguments)"
+        where = "/".join(str(p) for p in path[1:])
+        errors.setdefault(key, (f"{where}: " if where else "") + _html.shorten(error.message, 200))
+    return errors
