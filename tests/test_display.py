@@ -334,3 +334,19 @@ def test_compare_failure_carries_the_whole_error_on_hover() -> None:
     assert html.count(title) == 2
     assert html.count(" END\">") == 2
     assert f'{title}{"e" * 5000} END">ToolFailed</span>' in html
+
+
+def test_shortened_text_ends_after_a_word() -> None:
+    from toolbench._html import shorten
+
+    hint = "unknown city 'Tokio' for argument 'to_city'. Did you mean 'Tokyo'? This demo knows"
+    for limit in range(40, len(hint)):
+        short = shorten(hint, limit)
+        assert len(short) <= limit and short.endswith("…")
+        assert hint.startswith(short[:-1])
+        room = limit - 1
+        if " " in hint[room * 4 // 5: room + 1]:  # a word ends near the cut: it cuts there
+            assert hint[len(short) - 1] == " ", (limit, short)
+    assert shorten(hint, 62) == "unknown city 'Tokio' for argument 'to_city'. Did you mean…"
+    assert shorten("x" * 300, 50) == "x" * 49 + "…"  # no space: cut where the room ends
+    assert shorten("short", 50) == "short"

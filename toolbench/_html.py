@@ -27,9 +27,19 @@ def escape(value: object) -> str:
 
 
 def shorten(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters, ending in "…".
+
+    The cut falls after a word when one ends in the last fifth of the room, so a hint like
+    "Did you mean 'Tokyo'?" is not left as "Did you me…"; a long run without spaces (a
+    token, base64) is cut where the room ends.
+    """
     if len(text) <= limit:
         return text
-    return text[: max(limit - 1, 0)] + "…"
+    room = max(limit - 1, 0)
+    cut = text.rfind(" ", 0, room + 1)
+    if room >= 20 and cut >= room * 4 // 5:
+        return text[:cut].rstrip() + "…"
+    return text[:room] + "…"
 
 
 def cell(value: object, limit: int = 80) -> str:
