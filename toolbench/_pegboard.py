@@ -265,7 +265,11 @@ class PegBoard:
             entries.append(PegEntry(name, server, spec.name, namespace, out,
                                     ToolId(server, spec.name)))
         if skipped:
-            _log.warning("server %r: %s", server, "; ".join(describe_skipped(skipped)))
+            # Counts and reasons only: a tool name is the server's text and may echo a
+            # secret; the names go to ``skipped(server)``, which the bench shows redacted.
+            reasons = sorted({reason for _, reason in skipped})
+            _log.warning("server %r: skipped %d tool(s) (%s); PegBoard.skipped(%r) names them",
+                         server, len(skipped), "; ".join(reasons), server)
         return entries, skipped
 
     @staticmethod
