@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import math
 import os
 import re
 import shlex
@@ -31,13 +30,14 @@ from urllib.parse import urlsplit
 
 import anyio
 import anyio.abc
+import httpx2
 import mcp_types as types
-from mcp import Client, StdioServerParameters, stdio_client
+from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server import Server
 from mcp.server.mcpserver import MCPServer
-from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.message import SessionMessage
 from mcp_types import RequestParamsMeta
@@ -47,20 +47,25 @@ from toolbench import _html
 from toolbench._client import Result, ToolSpec, check_arguments
 from toolbench._errors import Malformed, ToolError, ToolFailed, Unreachable
 from toolbench._ids import Destination, Provenance, ToolId, check_server_name
+from toolbench._limits import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_MAX_TOOLS,
+    CappedTransport,
+    check_max_message_bytes,
+    check_max_tools,
+    oversize,
+    oversize_text,
+)
 from toolbench._loop import get_loop, twins
 from toolbench._mcp_errors import (
-    TICKET,
-    CallTicket,
     Redactor,
-    Tracker,
     describe,
     display_url,
-    is_transport_failure,
+    is_connection_loss,
     map_call_error,
-    refused_connect,
-    tracked,
 )
 from toolbench._stderr import StderrLog
+from toolbench._stdio import bounded_stdio_client
 
 logger = logging.getLogger(__name__)
 
@@ -75,12 +80,6 @@ CLOSE_GRACE_S = 10.0
 """How long closing may take (the SDK alone may spend ~4 s stopping a hung child)."""
 MAX_PAGES = 10_000
 """A paginator that never ends must not hang discovery."""
-BACKOFF_FIRST_S = 0.5
-"""After a failed (re)connect, calls fail fast this long before the next attempt..."""
-BACKOFF_MAX_S = 30.0
-"""...and the wait doubles with each failure up to this (a server that is back is found)."""
-REFUSAL_WAIT_S = 2.0
-"""How long a failed HTTP call waits for its transport to report why it ended."""
 
 _URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 _TRANSPORTS = ("stdio", "http", "sse", "in-process")
@@ -105,6 +104,11 @@ class _Watched:
             raise
         if isinstance(item, Exception):
             self._conn.on_garbage(item)
+        elif isinstance(item, SessionMessage) and isinstance(item.message, types.JSONRPCError):
+            # Our transport dropped an oversized message and answered its request: restart.
+            detail = oversize_text(item.message.error.message)
+            if detail is not None:
+                self._conn.owner._lost(self._conn, detail)
         return cast("SessionMessage | Exception", item)
 
     async def aclose(self) -> None:
@@ -147,7 +151,6 @@ class _Conn:
         self.task_group: anyio.abc.TaskGroup | None = None
         self.error: BaseException | None = None
         self.garbage: str | None = None
-        self.tracker = Tracker()  # (M1) what each call's request went through
 
     def poke(self) -> None:
         self.wake.set()
@@ -186,6 +189,8 @@ class McpClient:
         connect_timeout: float = 30.0,
         max_concurrent: int | None = None,
         secrets: Iterable[str] = (),
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        max_tools: int = DEFAULT_MAX_TOOLS,
     ) -> None:
         self.name = check_server_name(name)
         if transport is not None and transport not in _TRANSPORTS:
@@ -200,6 +205,12 @@ class McpClient:
                 f"invalid max_concurrent {max_concurrent!r}: a positive integer, or None for no cap"
             )
         self._max_concurrent = max_concurrent
+        # What one server may send (DESIGN, "The trust boundary"): a bigger message fails its
+        # call as Malformed and restarts the connection; a bigger catalog fails discovery.
+        self._max_message_bytes = check_max_message_bytes(max_message_bytes)
+        self._max_tools = check_max_tools(max_tools)
+        self._relist_running = False
+        self._relist_pending = False
         self._env = _string_map("env", env)
         self._headers = _string_map("headers", headers)
         self._cwd = os.fspath(cwd) if cwd is not None else None
@@ -221,9 +232,6 @@ class McpClient:
         self._lock: anyio.Lock | None = None
         self._limiter: anyio.CapacityLimiter | None = None
         self._listeners: list[ToolsChangedFn] = []
-        self._backoff = 0.0  # (M1) seconds of the current retry window; 0 after a success
-        self._retry_at = 0.0  # loop time before which a failed/lost server is not retried
-        self._attempt: anyio.Event | None = None  # set when the reconnect under way ends
         get_loop().track(self)
 
     # -- target -----------------------------------------------------------------------------
@@ -362,12 +370,10 @@ class McpClient:
         except BaseException:
             _abandon(conn)
             self._status = "failed"
-            self._note_failure()
             raise
         if conn.ready:
             self._status = "connected"
             self._last_error = None
-            self._backoff = self._retry_at = 0.0
             return
         timed_out = not conn.done.is_set()
         # Not awaited: stopping a hung child takes the SDK seconds, and the caller was promised
@@ -390,13 +396,7 @@ class McpClient:
             message += f"\n--- stderr (last lines) ---\n{tail}"
         self._status = "failed"
         self._last_error = message
-        self._note_failure()
         raise Unreachable(message) from conn.error
-
-    def _note_failure(self) -> None:
-        """Open the retry window: 0.5 s after the first failure, doubling up to 30 s."""
-        self._backoff = min(BACKOFF_MAX_S, self._backoff * 2) if self._backoff else BACKOFF_FIRST_S
-        self._retry_at = anyio.current_time() + self._backoff
 
     async def _own(self, conn: _Conn, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         """The owner task: enter the SDK client, wait, and exit it in this same task."""
@@ -404,11 +404,8 @@ class McpClient:
         try:
             with conn.scope:
                 async with AsyncExitStack() as stack:
-                    target = await self._transport_object(stack, conn)
-                    if self._server is None:  # a stream transport: watch what leaves and returns
-                        target = tracked(target, conn.tracker)
                     client = Client(
-                        target,
+                        await self._transport_object(stack, conn),
                         mode=self._INPROCESS_MODE if self._server is not None else "auto",
                         cache=None,
                         message_handler=lambda message: self._on_message(conn, message),
@@ -446,16 +443,30 @@ class McpClient:
             params = StdioServerParameters(
                 command=self._argv[0], args=self._argv[1:], env=self._env or None, cwd=self._cwd
             )
-            return _watched(stdio_client(params, errlog=self._stderr.file()), conn)
+            # Not the SDK's stdio_client: its reader is quadratic in a line's length and
+            # unbounded (see toolbench/_stdio.py); this one is linear and capped.
+            return _watched(bounded_stdio_client(params, errlog=self._stderr.file(),
+                                                 max_message_bytes=self._max_message_bytes),
+                            conn)
         if self.transport == "sse":
             return _watched(
                 sse_client(self._url, headers=dict(self._headers) or None,
-                           timeout=self._connect_timeout),
+                           timeout=self._connect_timeout, httpx_client_factory=self._http_client),
                 conn,
             )
-        http = create_mcp_http_client(headers=dict(self._headers) or None)
+        http = self._http_client(headers=dict(self._headers) or None)
         await stack.enter_async_context(http)
-        return _watched(streamable_http_client(self._url, http_client=http), conn)
+        return _watched(streamable_http_client(self._url, http_client=http,
+                                               max_sse_event_size=self._max_message_bytes), conn)
+
+    def _http_client(self, headers: dict[str, str] | None = None,
+                     timeout: httpx2.Timeout | None = None,
+                     auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
+        """The SDK's HTTP client, but every response body capped at max_message_bytes."""
+        if timeout is None:
+            timeout = httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT)
+        return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth,
+                                  transport=CappedTransport(self._max_message_bytes))
 
     def _record_server_info(self, client: Client) -> None:
         info = client.server_info
@@ -543,11 +554,32 @@ class McpClient:
             logger.debug("tools/list_changed subscription for %s ended: %r", self.name, exc)
 
     def _fire(self, conn: _Conn) -> None:
-        """Run listeners in their own tasks: one may call list_tools, which needs this loop."""
+        """Run the listeners, coalesced: at most one round in flight plus one pending.
+
+        A listener typically re-lists the tools, so a burst of notifications must not become
+        a burst of re-lists (DESIGN, "The trust boundary"): while a round runs, further
+        notifications only mark one more round as due. Rounds run in their own task, because
+        a listener may call list_tools, which needs this loop.
+        """
         if conn.task_group is None:
             return
-        for callback in list(self._listeners):
-            conn.task_group.start_soon(self._run_listener, callback)
+        if self._relist_running:
+            self._relist_pending = True
+            return
+        self._relist_running = True
+        conn.task_group.start_soon(self._run_listeners)
+
+    async def _run_listeners(self) -> None:
+        try:
+            while True:
+                self._relist_pending = False
+                async with anyio.create_task_group() as round_group:
+                    for callback in list(self._listeners):
+                        round_group.start_soon(self._run_listener, callback)
+                if not self._relist_pending:
+                    return
+        finally:
+            self._relist_running = False
 
     async def _run_listener(self, callback: ToolsChangedFn) -> None:
         try:
@@ -563,103 +595,73 @@ class McpClient:
             )
 
     async def _client(self, tool: ToolId | None) -> Client:
-        """The entered SDK client, connecting or reconnecting first when needed."""
-        return (await self._session(tool))[1]
-
-    async def _session(
-        self, tool: ToolId | None, deadline: float = math.inf, limit: float | None = None
-    ) -> tuple[_Conn, Client]:
-        """The live connection and its client; a new, lost or failed server is (re)connected.
-
-        A ``failed`` or ``lost`` server is retried on its next call, but not within the retry
-        window after a failed attempt (0.5 s, doubling to 30 s): there a call fails fast and
-        says when the next attempt is due. The attempt runs on the shared loop, bounded by
-        ``connect_timeout``, so a caller whose ``deadline`` passes first gives up waiting
-        (nothing was sent) while the attempt goes on for the next call.
-        """
-        if self._status in ("new", "lost", "failed"):
-            await self._recover(tool, deadline, limit)
+        """The entered SDK client: connects on first use and reconnects once after a loss."""
+        lock = self._primitives()
+        if self._status in ("new", "lost"):
+            was_lost = self._status == "lost"
+            async with lock:
+                if self._status in ("new", "lost"):
+                    await self._retire()
+                    try:
+                        await self._open()
+                    except Unreachable as exc:
+                        if was_lost:
+                            raise Unreachable(
+                                f"the connection to {self.name!r} was lost and reconnecting "
+                                f"failed: {exc.detail}", tool=tool
+                            ) from exc
+                        raise Unreachable(exc.detail, tool=tool) from exc
         conn = self._conn
         if self._status != "connected" or conn is None or conn.client is None:
             why = self._last_error or "it is not connected"
             raise Unreachable(f"server {self.name!r} is {self._status}: {why}", tool=tool)
-        return conn, conn.client
-
-    async def _recover(self, tool: ToolId | None, deadline: float, limit: float | None) -> None:
-        attempt = self._attempt
-        if attempt is None:
-            wait = self._retry_at - anyio.current_time()
-            if self._status != "new" and wait > 0:
-                why = self._last_error or "it is not connected"
-                raise Unreachable(
-                    f"server {self.name!r} is {self._status}: {why}\n(nothing was sent; the "
-                    f"next reconnect attempt is in {wait:.1f} s)", tool=tool
-                )
-            attempt = self._attempt = anyio.Event()
-            self._primitives()
-            await get_loop().start_background(
-                lambda task_status: self._reconnect(attempt, task_status=task_status),
-                name=f"toolbench-reconnect-{self.name}",
-            )
-        with anyio.move_on_at(deadline):
-            await attempt.wait()
-        if not attempt.is_set():
-            raise Unreachable(
-                f"server {self.name!r} is still connecting after the call's timeout of "
-                f"{limit:g} s; nothing was sent (the attempt goes on)", tool=tool
-            )
-        if self._status != "connected":
-            why = self._last_error or f"server {self.name!r} is {self._status}"
-            raise Unreachable(why, tool=tool)
-
-    async def _reconnect(
-        self, attempt: anyio.Event, *, task_status: anyio.abc.TaskStatus[None]
-    ) -> None:
-        """One (re)connect attempt, in its own task so no caller's timeout can cut it short."""
-        task_status.started()
-        try:
-            async with self._primitives():
-                if self._status not in ("new", "lost", "failed"):
-                    return  # connected by someone else meanwhile, or closed
-                was_lost = self._status == "lost"
-                await self._retire()
-                try:
-                    await self._open()
-                except Unreachable as exc:
-                    if was_lost:
-                        self._last_error = (f"the connection to {self.name!r} was lost and "
-                                            f"reconnecting failed: {exc.detail}")
-                except Exception as exc:  # the shared loop must not lose its task group
-                    self._status = "failed"
-                    self._last_error = (f"reconnecting to {self.name!r} failed: "
-                                        f"{describe(exc, self._redact)}")
-                    self._note_failure()
-        finally:
-            self._attempt = None
-            attempt.set()
+        return conn.client
 
     async def _list_tools(self, server: str) -> list[ToolSpec]:
-        """Every tool, following ``nextCursor`` to the end, never from the SDK's cache."""
+        """Every tool, following ``nextCursor`` to the end, never from the SDK's cache.
+
+        Bounded (DESIGN, "The trust boundary"): the whole listing by ``connect_timeout``,
+        each page by ``timeout``, the count by ``max_tools`` and the pages by ``MAX_PAGES``,
+        and every page by ``max_message_bytes``. Exceeding a bound is ``Unreachable`` (at
+        connect, the bench keeps the failed row); a repeated cursor is ``Malformed``.
+        """
         self._check_server(server)
         client = await self._client(None)
         specs: list[ToolSpec] = []
         cursor: str | None = None
         seen: set[str] = set()
-        try:
-            for _ in range(MAX_PAGES):
-                with anyio.fail_after(self._timeout):
-                    page = await client.list_tools(cursor=cursor)
-                specs.extend(_spec(tool) for tool in page.tools)
-                cursor = page.next_cursor
-                if cursor is None:
-                    return specs
-                if cursor in seen:
-                    raise Malformed(f"server {self.name!r} repeated the tools/list cursor "
-                                    f"{_html.shorten(cursor, 60)!r}; the list never ends")
-                seen.add(cursor)
-        except Exception as exc:
-            raise self._mapped(exc, None, self._timeout, "tools/list") from exc
-        raise Malformed(f"server {self.name!r} sent more than {MAX_PAGES} pages of tools")
+        pages = 0
+        with anyio.move_on_after(self._connect_timeout):
+            try:
+                while pages < MAX_PAGES:
+                    with anyio.fail_after(self._timeout):
+                        page = await client.list_tools(cursor=cursor)
+                    pages += 1
+                    if len(specs) + len(page.tools) > self._max_tools:
+                        raise Unreachable(
+                            f"server {self.name!r} offers more than max_tools="
+                            f"{self._max_tools:,} tools; discovery stopped after {pages} pages"
+                        )
+                    specs.extend(_spec(tool) for tool in page.tools)
+                    cursor = page.next_cursor
+                    if cursor is None:
+                        return specs
+                    if cursor in seen:
+                        raise Malformed(f"server {self.name!r} repeated the tools/list cursor "
+                                        f"{_html.shorten(cursor, 60)!r}; the list never ends")
+                    seen.add(cursor)
+            except Exception as exc:
+                error = self._mapped(exc, None, self._timeout, "tools/list")
+                if oversize(exc) is not None:
+                    raise Unreachable(f"discovering the tools of {self.name!r} failed: "
+                                      f"{error.detail}") from exc
+                raise error from exc
+            raise Unreachable(f"server {self.name!r} sent more than {MAX_PAGES:,} pages of "
+                              f"tools ({len(specs):,} tools so far); discovery stopped")
+        raise Unreachable(
+            f"discovering the tools of {self.name!r} took longer than connect_timeout="
+            f"{self._connect_timeout:g} s ({len(specs):,} tools in {pages} pages so far)"
+        )
 
     async def _call(
         self,
@@ -675,49 +677,21 @@ class McpClient:
         self._check_server(tool.server, tool)
         limit = self._timeout if timeout is None else _positive("timeout", timeout)
         meta = _meta(provenance)
-        deadline = anyio.current_time() + limit
-        conn, client = await self._session(tool, deadline, limit)
-        # (M1) The timeout covers connecting, queueing and the request. What runs out before
-        # the request reaches the transport did not happen (Unreachable), never in doubt.
+        client = await self._client(tool)
         limiter = self._limiter
-        if limiter is not None:
-            with anyio.move_on_at(deadline) as queued:
-                await limiter.acquire()
-            if queued.cancelled_caught:
-                raise Unreachable(
-                    f"the call was not sent: it waited {limit:g} s for one of "
-                    f"max_concurrent={self._max_concurrent} slots", tool=tool
-                )
-        ticket = CallTicket(tracked=conn.tracker.active)
-        token = TICKET.set(ticket)
-        try:
+        async with limiter if limiter is not None else contextlib.nullcontext():
             started = time.perf_counter()
             try:
-                client.session  # noqa: B018 - raises RuntimeError once the client has exited
-            except RuntimeError as exc:
-                raise Unreachable(
-                    f"the connection to {self.name!r} closed before the call was sent", tool=tool
-                ) from exc
-            try:
-                # Our own clock, not the SDK's read timeout: then a REQUEST_TIMEOUT error can
-                # only be one the server sent, and a timeout before the hand-over is ours.
-                with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
+                # The SDK's read timeout ends the request cleanly; fail_after is the backstop.
+                with anyio.fail_after(limit + 1.0):
                     raw = await client.call_tool(
-                        tool.tool, args, read_timeout_seconds=None,
+                        tool.tool, args, read_timeout_seconds=limit,
                         progress_callback=cast("ProgressFnT | None", progress),
                         meta=cast("RequestParamsMeta | None", meta),
                     )
             except Exception as exc:
-                if (self.transport == "http" and ticket.sent and not ticket.error_reply
-                        and is_transport_failure(exc, ticket, connection_up=False)):
-                    ticket.refused = await self._refusal(conn, ticket)
-                raise self._mapped(exc, tool, limit, "call", ticket=ticket, conn=conn) from exc
-        finally:
-            TICKET.reset(token)
-            conn.tracker.forget(ticket)
-            if limiter is not None:
-                limiter.release()
-        latency = time.perf_counter() - started
+                raise self._mapped(exc, tool, limit, "call") from exc
+            latency = time.perf_counter() - started
         result = self._result(raw, tool, latency)
         if raw.is_error:
             # Redact before shortening: a cut must never leave half a secret behind.
@@ -725,30 +699,15 @@ class McpClient:
             raise ToolFailed(f"the tool reported an error: {text}", tool=tool, result=result)
         return result
 
-    def _mapped(
-        self, exc: Exception, tool: ToolId | None, limit: float, action: str,
-        *, ticket: CallTicket | None = None, conn: _Conn | None = None,
-    ) -> ToolError:
-        # (M1) Only a transport failure restarts the connection; an error reply never does.
-        conn = conn if conn is not None else self._conn
-        up = (conn is not None and conn is self._conn and self._status == "connected"
-              and not conn.done.is_set())
-        if not isinstance(exc, ToolError) and conn is not None and is_transport_failure(
-            exc, ticket, up
-        ):
-            self._lost(conn, describe(exc, self._redact))
-        return map_call_error(exc, tool, timeout=limit, redact=self._redact, action=action,
-                              ticket=ticket, connection_up=up)
-
-    async def _refusal(self, conn: _Conn, ticket: CallTicket) -> BaseException | None:
-        """The HTTP connect failure that ended this call's POST, if that is what happened.
-
-        The SDK reports any transport failure as "Connection closed"; the reason is the
-        exception the transport ended with, which the owner task records when it exits.
-        """
-        with anyio.move_on_after(REFUSAL_WAIT_S):
-            await conn.done.wait()
-        return refused_connect(conn.error, ticket)
+    def _mapped(self, exc: Exception, tool: ToolId | None, limit: float, action: str) -> ToolError:
+        too_large = oversize(exc)  # (M2) the transport dropped an oversized reply unread
+        if too_large is not None:
+            if self._conn is not None:
+                self._lost(self._conn, too_large)
+            return Malformed(f"the {action} failed: {too_large}", tool=tool)
+        if not isinstance(exc, ToolError) and is_connection_loss(exc) and self._conn is not None:
+            self._lost(self._conn, describe(exc, self._redact))
+        return map_call_error(exc, tool, timeout=limit, redact=self._redact, action=action)
 
     def _result(self, raw: Any, tool: ToolId, latency: float) -> Result:
         try:

@@ -1,0 +1,67 @@
+"""Raw JSON-RPC over stdio (stdlib only) that offers a huge or endless catalog of tools.
+
+    big_catalog_server.py --tools 10001 [--page-size 500] [--desc-bytes 100]
+    big_catalog_server.py --endless [--page-size 10]     # a new cursor on every page, forever
+
+It counts the tools/list requests it answers; the ``count`` tool returns that number.
+"""
+
+import argparse
+import contextlib
+import json
+import sys
+
+out = sys.stdout.buffer
+
+
+def send(body: dict[str, object]) -> None:
+    out.write(json.dumps(body).encode() + b"\n")
+    out.flush()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tools", type=int, default=10)
+    parser.add_argument("--page-size", type=int, default=0, help="0: every tool on one page")
+    parser.add_argument("--desc-bytes", type=int, default=20)
+    parser.add_argument("--endless", action="store_true")
+    args = parser.parse_args()
+    per_page = args.page_size or max(args.tools, 1)
+    description = "d" * args.desc_bytes
+    lists = 0
+
+    def tool(i: int) -> dict[str, object]:
+        return {"name": f"t{i}", "description": description, "inputSchema": {"type": "object"}}
+
+    for line in sys.stdin:
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        if "id" not in msg:
+            continue
+        method = msg.get("method")
+        if method == "initialize":
+            send({"jsonrpc": "2.0", "id": msg["id"], "result": {
+                "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+                "serverInfo": {"name": "catalog", "version": "0.0.1"}}})
+        elif method == "tools/list":
+            lists += 1
+            cursor = (msg.get("params") or {}).get("cursor")
+            start = int(cursor) if cursor else 0
+            stop = start + per_page if args.endless else min(start + per_page, args.tools)
+            result: dict[str, object] = {"tools": [tool(i) for i in range(start, stop)]}
+            if args.endless or stop < args.tools:
+                result["nextCursor"] = str(stop)
+            send({"jsonrpc": "2.0", "id": msg["id"], "result": result})
+        elif method == "tools/call":
+            send({"jsonrpc": "2.0", "id": msg["id"], "result": {
+                "content": [{"type": "text", "text": str(lists)}]}})
+        else:
+            send({"jsonrpc": "2.0", "id": msg["id"],
+                  "error": {"code": -32601, "message": f"Method not found: {method}"}})
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(BrokenPipeError, KeyboardInterrupt):
+        main()
