@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
 import re
 import shlex
@@ -58,11 +59,16 @@ from toolbench._limits import (
 )
 from toolbench._loop import get_loop, twins
 from toolbench._mcp_errors import (
+    TICKET,
+    CallTicket,
     Redactor,
+    Tracker,
     describe,
     display_url,
-    is_connection_loss,
+    is_transport_failure,
     map_call_error,
+    refused_connect,
+    tracked,
 )
 from toolbench._stderr import StderrLog
 from toolbench._stdio import bounded_stdio_client
@@ -80,6 +86,12 @@ CLOSE_GRACE_S = 10.0
 """How long closing may take (the SDK alone may spend ~4 s stopping a hung child)."""
 MAX_PAGES = 10_000
 """A paginator that never ends must not hang discovery."""
+BACKOFF_FIRST_S = 0.5
+"""After a failed (re)connect, calls fail fast this long before the next attempt..."""
+BACKOFF_MAX_S = 30.0
+"""...and the wait doubles with each failure up to this (a server that is back is found)."""
+REFUSAL_WAIT_S = 2.0
+"""How long a failed HTTP call waits for its transport to report why it ended."""
 
 _URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 _TRANSPORTS = ("stdio", "http", "sse", "in-process")
@@ -151,6 +163,7 @@ class _Conn:
         self.task_group: anyio.abc.TaskGroup | None = None
         self.error: BaseException | None = None
         self.garbage: str | None = None
+        self.tracker = Tracker()  # (M1) what each call's request went through
 
     def poke(self) -> None:
         self.wake.set()
@@ -232,6 +245,9 @@ class McpClient:
         self._lock: anyio.Lock | None = None
         self._limiter: anyio.CapacityLimiter | None = None
         self._listeners: list[ToolsChangedFn] = []
+        self._backoff = 0.0  # (M1) seconds of the current retry window; 0 after a success
+        self._retry_at = 0.0  # loop time before which a failed/lost server is not retried
+        self._attempt: anyio.Event | None = None  # set when the reconnect under way ends
         get_loop().track(self)
 
     # -- target -----------------------------------------------------------------------------
@@ -370,10 +386,12 @@ class McpClient:
         except BaseException:
             _abandon(conn)
             self._status = "failed"
+            self._note_failure()
             raise
         if conn.ready:
             self._status = "connected"
             self._last_error = None
+            self._backoff = self._retry_at = 0.0
             return
         timed_out = not conn.done.is_set()
         # Not awaited: stopping a hung child takes the SDK seconds, and the caller was promised
@@ -396,7 +414,13 @@ class McpClient:
             message += f"\n--- stderr (last lines) ---\n{tail}"
         self._status = "failed"
         self._last_error = message
+        self._note_failure()
         raise Unreachable(message) from conn.error
+
+    def _note_failure(self) -> None:
+        """Open the retry window: 0.5 s after the first failure, doubling up to 30 s."""
+        self._backoff = min(BACKOFF_MAX_S, self._backoff * 2) if self._backoff else BACKOFF_FIRST_S
+        self._retry_at = anyio.current_time() + self._backoff
 
     async def _own(self, conn: _Conn, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         """The owner task: enter the SDK client, wait, and exit it in this same task."""
@@ -404,8 +428,11 @@ class McpClient:
         try:
             with conn.scope:
                 async with AsyncExitStack() as stack:
+                    target = await self._transport_object(stack, conn)
+                    if self._server is None:  # a stream transport: watch what leaves and returns
+                        target = tracked(target, conn.tracker)
                     client = Client(
-                        await self._transport_object(stack, conn),
+                        target,
                         mode=self._INPROCESS_MODE if self._server is not None else "auto",
                         cache=None,
                         message_handler=lambda message: self._on_message(conn, message),
@@ -595,27 +622,80 @@ class McpClient:
             )
 
     async def _client(self, tool: ToolId | None) -> Client:
-        """The entered SDK client: connects on first use and reconnects once after a loss."""
-        lock = self._primitives()
-        if self._status in ("new", "lost"):
-            was_lost = self._status == "lost"
-            async with lock:
-                if self._status in ("new", "lost"):
-                    await self._retire()
-                    try:
-                        await self._open()
-                    except Unreachable as exc:
-                        if was_lost:
-                            raise Unreachable(
-                                f"the connection to {self.name!r} was lost and reconnecting "
-                                f"failed: {exc.detail}", tool=tool
-                            ) from exc
-                        raise Unreachable(exc.detail, tool=tool) from exc
+        """The entered SDK client, connecting or reconnecting first when needed."""
+        return (await self._session(tool))[1]
+
+    async def _session(
+        self, tool: ToolId | None, deadline: float = math.inf, limit: float | None = None
+    ) -> tuple[_Conn, Client]:
+        """The live connection and its client; a new, lost or failed server is (re)connected.
+
+        A ``failed`` or ``lost`` server is retried on its next call, but not within the retry
+        window after a failed attempt (0.5 s, doubling to 30 s): there a call fails fast and
+        says when the next attempt is due. The attempt runs on the shared loop, bounded by
+        ``connect_timeout``, so a caller whose ``deadline`` passes first gives up waiting
+        (nothing was sent) while the attempt goes on for the next call.
+        """
+        if self._status in ("new", "lost", "failed"):
+            await self._recover(tool, deadline, limit)
         conn = self._conn
         if self._status != "connected" or conn is None or conn.client is None:
             why = self._last_error or "it is not connected"
             raise Unreachable(f"server {self.name!r} is {self._status}: {why}", tool=tool)
-        return conn.client
+        return conn, conn.client
+
+    async def _recover(self, tool: ToolId | None, deadline: float, limit: float | None) -> None:
+        attempt = self._attempt
+        if attempt is None:
+            wait = self._retry_at - anyio.current_time()
+            if self._status != "new" and wait > 0:
+                why = self._last_error or "it is not connected"
+                raise Unreachable(
+                    f"server {self.name!r} is {self._status}: {why}\n(nothing was sent; the "
+                    f"next reconnect attempt is in {wait:.1f} s)", tool=tool
+                )
+            attempt = self._attempt = anyio.Event()
+            self._primitives()
+            await get_loop().start_background(
+                lambda task_status: self._reconnect(attempt, task_status=task_status),
+                name=f"toolbench-reconnect-{self.name}",
+            )
+        with anyio.move_on_at(deadline):
+            await attempt.wait()
+        if not attempt.is_set():
+            raise Unreachable(
+                f"server {self.name!r} is still connecting after the call's timeout of "
+                f"{limit:g} s; nothing was sent (the attempt goes on)", tool=tool
+            )
+        if self._status != "connected":
+            why = self._last_error or f"server {self.name!r} is {self._status}"
+            raise Unreachable(why, tool=tool)
+
+    async def _reconnect(
+        self, attempt: anyio.Event, *, task_status: anyio.abc.TaskStatus[None]
+    ) -> None:
+        """One (re)connect attempt, in its own task so no caller's timeout can cut it short."""
+        task_status.started()
+        try:
+            async with self._primitives():
+                if self._status not in ("new", "lost", "failed"):
+                    return  # connected by someone else meanwhile, or closed
+                was_lost = self._status == "lost"
+                await self._retire()
+                try:
+                    await self._open()
+                except Unreachable as exc:
+                    if was_lost:
+                        self._last_error = (f"the connection to {self.name!r} was lost and "
+                                            f"reconnecting failed: {exc.detail}")
+                except Exception as exc:  # the shared loop must not lose its task group
+                    self._status = "failed"
+                    self._last_error = (f"reconnecting to {self.name!r} failed: "
+                                        f"{describe(exc, self._redact)}")
+                    self._note_failure()
+        finally:
+            self._attempt = None
+            attempt.set()
 
     async def _list_tools(self, server: str) -> list[ToolSpec]:
         """Every tool, following ``nextCursor`` to the end, never from the SDK's cache.
@@ -677,21 +757,49 @@ class McpClient:
         self._check_server(tool.server, tool)
         limit = self._timeout if timeout is None else _positive("timeout", timeout)
         meta = _meta(provenance)
-        client = await self._client(tool)
+        deadline = anyio.current_time() + limit
+        conn, client = await self._session(tool, deadline, limit)
+        # (M1) The timeout covers connecting, queueing and the request. What runs out before
+        # the request reaches the transport did not happen (Unreachable), never in doubt.
         limiter = self._limiter
-        async with limiter if limiter is not None else contextlib.nullcontext():
+        if limiter is not None:
+            with anyio.move_on_at(deadline) as queued:
+                await limiter.acquire()
+            if queued.cancelled_caught:
+                raise Unreachable(
+                    f"the call was not sent: it waited {limit:g} s for one of "
+                    f"max_concurrent={self._max_concurrent} slots", tool=tool
+                )
+        ticket = CallTicket(tracked=conn.tracker.active)
+        token = TICKET.set(ticket)
+        try:
             started = time.perf_counter()
             try:
-                # The SDK's read timeout ends the request cleanly; fail_after is the backstop.
-                with anyio.fail_after(limit + 1.0):
+                client.session  # noqa: B018 - raises RuntimeError once the client has exited
+            except RuntimeError as exc:
+                raise Unreachable(
+                    f"the connection to {self.name!r} closed before the call was sent", tool=tool
+                ) from exc
+            try:
+                # Our own clock, not the SDK's read timeout: then a REQUEST_TIMEOUT error can
+                # only be one the server sent, and a timeout before the hand-over is ours.
+                with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
                     raw = await client.call_tool(
-                        tool.tool, args, read_timeout_seconds=limit,
+                        tool.tool, args, read_timeout_seconds=None,
                         progress_callback=cast("ProgressFnT | None", progress),
                         meta=cast("RequestParamsMeta | None", meta),
                     )
             except Exception as exc:
-                raise self._mapped(exc, tool, limit, "call") from exc
-            latency = time.perf_counter() - started
+                if (self.transport == "http" and ticket.sent and not ticket.error_reply
+                        and is_transport_failure(exc, ticket, connection_up=False)):
+                    ticket.refused = await self._refusal(conn, ticket)
+                raise self._mapped(exc, tool, limit, "call", ticket=ticket, conn=conn) from exc
+        finally:
+            TICKET.reset(token)
+            conn.tracker.forget(ticket)
+            if limiter is not None:
+                limiter.release()
+        latency = time.perf_counter() - started
         result = self._result(raw, tool, latency)
         if raw.is_error:
             # Redact before shortening: a cut must never leave half a secret behind.
@@ -699,15 +807,35 @@ class McpClient:
             raise ToolFailed(f"the tool reported an error: {text}", tool=tool, result=result)
         return result
 
-    def _mapped(self, exc: Exception, tool: ToolId | None, limit: float, action: str) -> ToolError:
+    def _mapped(
+        self, exc: Exception, tool: ToolId | None, limit: float, action: str,
+        *, ticket: CallTicket | None = None, conn: _Conn | None = None,
+    ) -> ToolError:
         too_large = oversize(exc)  # (M2) the transport dropped an oversized reply unread
         if too_large is not None:
             if self._conn is not None:
                 self._lost(self._conn, too_large)
             return Malformed(f"the {action} failed: {too_large}", tool=tool)
-        if not isinstance(exc, ToolError) and is_connection_loss(exc) and self._conn is not None:
-            self._lost(self._conn, describe(exc, self._redact))
-        return map_call_error(exc, tool, timeout=limit, redact=self._redact, action=action)
+        # (M1) Only a transport failure restarts the connection; an error reply never does.
+        conn = conn if conn is not None else self._conn
+        up = (conn is not None and conn is self._conn and self._status == "connected"
+              and not conn.done.is_set())
+        if not isinstance(exc, ToolError) and conn is not None and is_transport_failure(
+            exc, ticket, up
+        ):
+            self._lost(conn, describe(exc, self._redact))
+        return map_call_error(exc, tool, timeout=limit, redact=self._redact, action=action,
+                              ticket=ticket, connection_up=up)
+
+    async def _refusal(self, conn: _Conn, ticket: CallTicket) -> BaseException | None:
+        """The HTTP connect failure that ended this call's POST, if that is what happened.
+
+        The SDK reports any transport failure as "Connection closed"; the reason is the
+        exception the transport ended with, which the owner task records when it exits.
+        """
+        with anyio.move_on_after(REFUSAL_WAIT_S):
+            await conn.done.wait()
+        return refused_connect(conn.error, ticket)
 
     def _result(self, raw: Any, tool: ToolId, latency: float) -> Result:
         try:
