@@ -350,3 +350,20 @@ def test_shortened_text_ends_after_a_word() -> None:
     assert shorten(hint, 62) == "unknown city 'Tokio' for argument 'to_city'. Did you mean…"
     assert shorten("x" * 300, 50) == "x" * 49 + "…"  # no space: cut where the room ends
     assert shorten("short", 50) == "short"
+
+
+def test_latency_rounded_for_the_eye_answers_keep_their_digits() -> None:
+    df = pd.DataFrame([
+        {"case": 0, "server": "a", "ok": True, "latency_ms": 12.345678, "text": "9558.575",
+         "structured": {"result": 9558.575}, "error_type": None, "error": None,
+         "structured.result": 9558.575},
+        {"case": 0, "server": "b", "ok": True, "latency_ms": 3.21, "text": "9558.571",
+         "structured": {"result": 9558.571}, "error_type": None, "error": None,
+         "structured.result": 9558.571},
+    ])
+    html = compare_html(df)
+    assert "12.3 ms" in html and "12.34" not in html
+    assert ">9558.575<" in html and ">9558.571<" in html  # not both "9558.6"
+    table = html_table(df)
+    assert "<td class='tb-number'>12.3</td>" in table and ">9558.575<" in table
+    assert df["latency_ms"].iloc[0] == 12.345678  # the data keep every digit

@@ -98,7 +98,7 @@ def _compare_html(df: pd.DataFrame, max_rows: int, max_cell: int) -> str:
             elif column == "error" and not row.get("ok"):
                 value = _error_cell(row.get("error"), row.get("error"), max_cell)
             else:
-                value = _cell(row.get(column), max_cell)
+                value = _cell(row.get(column), max_cell, column)
                 if column in extra and len(column_sets[(case, column)]) > 1:
                     style = DIFFER
             attr = f" style='{style}'" if style else ""

@@ -64,8 +64,8 @@ def html_table(df: pd.DataFrame, *, max_rows: int = MAX_ROWS, max_cell: int = MA
     classes = [_column_class(c) for c in shown.columns]
     body = []
     for values in shown.itertuples(index=False, name=None):
-        cells = "".join(f"<td{k}>{_cell(v, max_cell)}</td>"
-                        for k, v in zip(classes, values, strict=True))
+        cells = "".join(f"<td{k}>{_cell(v, max_cell, c)}</td>"
+                        for k, v, c in zip(classes, values, shown.columns, strict=True))
         body.append(f"<tr>{cells}</tr>")
     note = f"<p><small>{total} rows</small></p>" if total <= max_rows else (
         f"<p><small>showing {max_rows} of {total} rows</small></p>")
@@ -85,13 +85,18 @@ def _column_class(column: object) -> str:
     return ""
 
 
-def _cell(value: Any, limit: int) -> str:
+def _cell(value: Any, limit: int, column: object = None) -> str:
+    """One escaped cell. Latency is rounded to 0.1 ms here, for the eye only (the data keep
+    every digit); other numbers keep their digits (answers that differ in the third decimal
+    must look different)."""
     value = _plain(value)
     if isinstance(value, bool):
         return "<span style='color:#1b7f1b'>✓</span>" if value else (
             "<span style='color:#b00020'>✗</span>")
     if isinstance(value, float):
-        return f"{value:.1f}" if abs(value) < 1e9 else _html.escape(repr(value))
+        if str(column).endswith("_ms") and abs(value) < 1e9:
+            return f"{value:.1f}"
+        return _html.escape(f"{value:.12g}")
     if isinstance(value, (list, dict)):
         value = _html.bounded_json(value, 4000)
     return _html.cell(value if isinstance(value, str) else str(value), limit)
