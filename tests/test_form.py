@@ -232,3 +232,31 @@ def test_hostile_names_and_descriptions_are_escaped() -> None:
     with pytest.raises(FormError):
         form.values()
     assert "<" not in form.fields[evil].error.value.replace("<span", "").replace("</span>", "")
+
+
+def test_local_refs_resolve_as_json_pointers_and_stop_on_cycles() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "slash": {"$ref": "#/$defs/a~1b"},
+            "tilde": {"$ref": "#/$defs/c~0d"},
+            "spaced": {"$ref": "#/$defs/with%20space"},
+            "indexed": {"$ref": "#/$defs/list/1"},
+            "loop": {"$ref": "#/$defs/x"},
+            "remote": {"$ref": "http://127.0.0.1:9/never.json"},
+            "nowhere": {"$ref": "#/$defs/missing/deeper"},
+        },
+        "$defs": {"a/b": {"type": "integer"}, "c~d": {"type": "boolean"},
+                  "with space": {"enum": ["p", "q"]},
+                  "list": [{"type": "string"}, {"type": "number"}],
+                  "x": {"$ref": "#/$defs/y"}, "y": {"$ref": "#/$defs/x"}},
+    }
+    form = build_form(schema)
+    kinds = {name: f.kind for name, f in form.fields.items()}
+    assert kinds == {"slash": "integer", "tilde": "boolean", "spaced": "enum",
+                     "indexed": "number", "loop": "json", "remote": "json", "nowhere": "json"}
+    assert form.values() == {}  # all optional and untouched: nothing is sent
+    form["slash"].value = 4
+    form["indexed"].value = 2.5
+    form["loop"].value = '"anything"'
+    assert form.values() == {"slash": 4, "indexed": 2.5, "loop": "anything"}

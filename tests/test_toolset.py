@@ -138,6 +138,60 @@ def test_registration_mistakes_raise_at_once() -> None:
     assert ts.names() == ["help", "t"]
 
 
+@pytest.mark.parametrize(("schema", "words"), [
+    ({"type": "object", "properties": {"a": {"$ref": "http://127.0.0.1:9/a.json"}}},
+     r"refers outside itself \(\$ref 'http://127.0.0.1:9/a.json'\)"),
+    ({"type": "object", "properties": {"a": {"$ref": "file:///etc/passwd"}}},
+     "refers outside itself"),
+    ({"type": "object", "properties": {"a": {"type": "string", "pattern": "(?=x)"}}},
+     "re2 cannot compile it"),
+    ({"$schema": "http://json-schema.org/draft-03/schema#", "type": "object"}, "draft 3"),
+    ({"type": "object", "default": float("nan"), "x": {1, 2}}, "not JSON"),
+])
+def test_a_schema_the_toolset_cannot_check_in_full_is_refused_at_registration(
+    schema: dict[str, Any], words: str
+) -> None:
+    ts = Toolset("x")
+    with pytest.raises(ValueError, match=words) as info:
+        ts.tool("t", input_schema=schema)
+    assert "tool 't'" in str(info.value)
+    assert ts.names() == ["help"]
+
+
+async def test_requests_are_checked_with_re2_and_within_the_budget() -> None:
+    ts = Toolset("guard")
+    ran: list[str] = []
+    defs: dict[str, Any] = {f"d{i}": {"anyOf": [{"$ref": f"#/$defs/d{i + 1}"},
+                                                {"$ref": f"#/$defs/d{i + 1}"}]}
+                            for i in range(30)}
+    defs["d30"] = {"type": "string"}
+
+    @ts.tool("evil", input_schema={"type": "object", "properties": {
+        "s": {"type": "string", "pattern": "(a+)+$"}}})
+    def evil(data: dict[str, Any]) -> str:
+        ran.append("evil")
+        return "ran"
+
+    @ts.tool("blowup", input_schema={"type": "object", "$defs": defs,
+                                     "properties": {"a": {"$ref": "#/$defs/d0"}}})
+    def blowup(data: dict[str, Any]) -> str:
+        ran.append("blowup")
+        return "ran"
+
+    started = time.monotonic()
+    with pytest.raises(Refused, match=r"field 's'.*rule: pattern"):
+        await ts.deliver({"tool": "evil", "s": "a" * 30 + "b"})
+    assert time.monotonic() - started < 1.0
+    assert await ts.deliver({"tool": "evil", "s": "aaa"}) == "ran"
+    for _ in range(2):  # the server refuses what it cannot check, every time
+        started = time.monotonic()
+        with pytest.raises(Refused, match=r"could not be checked.*nothing ran"):
+            await ts.deliver({"tool": "blowup", "a": 1})
+        assert time.monotonic() - started < 3.0
+    assert await ts.deliver({"tool": "blowup", "a": "x"}) == "ran"  # the first branch holds
+    assert ran == ["evil", "blowup"]
+
+
 # -- dispatch and every refusal --------------------------------------------------------------
 def _counted() -> tuple[Toolset, list[str]]:
     ran: list[str] = []

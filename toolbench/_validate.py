@@ -167,12 +167,11 @@ def _kw_additional_properties(validator: Any, extra: Any, instance: Any,
 
     properties = schema.get("properties", {})
     patterns = list(schema.get("patternProperties", {}) or ())
-    extras = sorted(
-        (key for key in instance
-         if key not in properties
-         and not any(_search(p, key) is not False for p in patterns)),
-        key=str,
-    )
+    extras = [key for key in instance if key not in properties]
+    if extras and patterns:
+        extras = [key for key in extras
+                  if not any(_search(p, key) is not False for p in patterns)]
+    extras.sort(key=str)
     if validator.is_type(extra, "object"):
         for key in extras:
             yield from validator.descend(instance[key], extra, path=key)
