@@ -312,3 +312,33 @@ def test_stdio_server_retried_after_backoff_once_it_can_start(tmp_path: Path) ->
         second = client.call_sync(whoami, {}).structured
         assert client.status == "connected"
         assert first and second and first["pid"] != second["pid"]
+
+
+def test_call_timeout_during_a_slow_reconnect_did_not_happen(tmp_path: Path) -> None:
+    slow = tmp_path / "slow"
+    wrapper = tmp_path / "slow_start.py"
+    wrapper.write_text(textwrap.dedent(f"""
+        import os, runpy, sys, time
+        if os.path.exists({str(slow)!r}):
+            time.sleep(3)
+        sys.argv = [{str(SERVERS / "echo_server.py")!r}]
+        runpy.run_path(sys.argv[0], run_name="__main__")
+    """))
+    whoami = ToolId("echo", "whoami")
+    with McpClient([sys.executable, str(wrapper)], name="echo", connect_timeout=30) as client:
+        first = client.call_sync(whoami, {}).structured
+        slow.touch()
+        with pytest.raises(TimedOut, match="connection was lost"):
+            client.call_sync(ToolId("echo", "die"), {})
+        started = time.monotonic()
+        with pytest.raises(Unreachable, match="still connecting") as info:
+            client.call_sync(whoami, {}, timeout=0.5)
+        assert info.value.disposition is Disposition.DID_NOT_HAPPEN
+        assert 0.45 <= time.monotonic() - started < 2.5
+        # The attempt was not cut short by that call's timeout: it finishes on its own.
+        deadline = time.monotonic() + 30
+        while client.status != "connected" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert client.status == "connected"
+        second = client.call_sync(whoami, {}).structured
+        assert first and second and first["pid"] != second["pid"]
