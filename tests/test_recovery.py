@@ -342,3 +342,28 @@ def test_call_timeout_during_a_slow_reconnect_did_not_happen(tmp_path: Path) -> 
         assert client.status == "connected"
         second = client.call_sync(whoami, {}).structured
         assert first and second and first["pid"] != second["pid"]
+
+
+def _stdio_reports_unwritten() -> bool:
+    """Whether the stdio transport tells the tracker about a request it failed to write."""
+    try:
+        from toolbench._stdio import bounded_stdio_client
+    except ImportError:
+        return False
+    import inspect
+
+    return "on_unwritten" in inspect.signature(bounded_stdio_client).parameters
+
+
+@pytest.mark.skipif(not _stdio_reports_unwritten(),
+                    reason="the stdio transport does not report failed writes (on_unwritten)")
+def test_stdio_write_that_fails_did_not_happen(rpc: McpClient) -> None:
+    before = state(rpc)
+    assert rpc.call_sync(rpc_tool("deafen"), {}).text == "deaf now"  # it closed its stdin
+    started = time.monotonic()
+    with pytest.raises(Unreachable, match="not sent") as info:
+        rpc.call_sync(rpc_tool("count"), {})
+    assert info.value.disposition is Disposition.DID_NOT_HAPPEN
+    assert time.monotonic() - started < 5.0
+    after = state(rpc)  # reconnected: a new process, whose counter starts again
+    assert after["pid"] != before["pid"] and after["count"] == 1
