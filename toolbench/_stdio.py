@@ -107,18 +107,46 @@ def sniff_tail(tail: bytes) -> dict[str, Any]:
     return _pairs(_PAIR.findall(match.group(1)))
 
 
+class _Flow:
+    """What the writer has sent that the reader needs to know."""
+
+    def __init__(self) -> None:
+        self.pending: dict[types.RequestId, None] = {}
+        """Requests awaiting a reply, in the order sent (an ordered set)."""
+        self.change_unseen: bytes | None = None
+        """The last tools/list_changed delivered, while no tools/list has been sent since."""
+
+    def sent(self, message: types.JSONRPCMessage) -> None:
+        if isinstance(message, types.JSONRPCRequest):
+            if message.method not in _LONG_LIVED:
+                self.pending[message.id] = None
+            if message.method == "tools/list":
+                self.change_unseen = None
+        elif (isinstance(message, types.JSONRPCNotification)
+              and message.method == "notifications/cancelled" and message.params):
+            self.pending.pop(message.params.get("requestId"), None)  # type: ignore[arg-type]
+
+
 class _Reader:
-    """Splits stdout into lines in linear time and drops any line over the limit."""
+    """Splits stdout into lines in linear time and drops any line over the limit.
+
+    It also drops a ``tools/list_changed`` that repeats the previous one while no
+    ``tools/list`` has been sent since: any re-list will be sent after it arrived, so it
+    already sees that change. A flood of them then costs a byte comparison each, not a trip
+    through the SDK's dispatcher (one task per notification).
+    """
 
     def __init__(self, stdout: ByteReceiveStream,
                  sink: MemoryObjectSendStream[SessionMessage | Exception],
-                 limit: int, pending: dict[types.RequestId, None]) -> None:
+                 limit: int, flow: _Flow) -> None:
         self.stdout = stdout
         self.sink = sink
         self.limit = limit
-        self.pending = pending
+        self.flow = flow
+        self.pending = flow.pending
         self.parts: list[bytes] = []
         self.size = 0
+        self._repeat: tuple[bytes, re.Pattern[bytes]] | None = None
 
     async def run(self) -> None:
         """Deliver every line; return at end of stream or after dropping an oversized one."""
@@ -143,8 +171,17 @@ class _Reader:
                 line = b"".join((*self.parts, piece)) if self.parts else piece
                 self.parts.clear()
                 self.size = 0
-                if line.strip():
+                line = line.strip()
+                if line and line != self.flow.change_unseen:
                     await self.sink.send(self._parse(line))
+                if line and line == self.flow.change_unseen:  # skip a run of copies at C speed
+                    start = self._skip_repeats(chunk, start, line)
+
+    def _skip_repeats(self, chunk: bytes, start: int, line: bytes) -> int:
+        if self._repeat is None or self._repeat[0] != line:
+            self._repeat = (line, re.compile(b"(?:" + re.escape(line) + rb"\r?\n)+"))
+        match = self._repeat[1].match(chunk, start)
+        return match.end() if match is not None else start
 
     def _parse(self, line: bytes) -> SessionMessage | Exception:
         try:
@@ -156,6 +193,9 @@ class _Reader:
             return exc
         if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
             self.pending.pop(message.id, None)  # type: ignore[arg-type]  # None: never pending
+        elif (isinstance(message, types.JSONRPCNotification)
+              and message.method == "notifications/tools/list_changed"):
+            self.flow.change_unseen = line
         return SessionMessage(message)
 
     def _head(self, piece: bytes) -> bytes:
@@ -233,7 +273,7 @@ async def bounded_stdio_client(
     # No awaits until the task group is entered, or a cancellation would leak the process.
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
-    pending: dict[types.RequestId, None] = {}  # an ordered set of requests awaiting replies
+    flow = _Flow()
     shutting_down = False
     writer_done = anyio.Event()
 
@@ -242,7 +282,7 @@ async def bounded_stdio_client(
         try:
             try:
                 async with read_writer:
-                    await _Reader(process.stdout, read_writer, max_message_bytes, pending).run()
+                    await _Reader(process.stdout, read_writer, max_message_bytes, flow).run()
             finally:
                 # Keep a server that is still writing (the rest of a dropped reply) from
                 # blocking on a full pipe, so it can see stdin close and exit.
@@ -259,12 +299,7 @@ async def bounded_stdio_client(
             async with write_reader:
                 async for session_message in write_reader:
                     message = session_message.message
-                    if isinstance(message, types.JSONRPCRequest):
-                        if message.method not in _LONG_LIVED:
-                            pending[message.id] = None
-                    elif (isinstance(message, types.JSONRPCNotification)
-                          and message.method == "notifications/cancelled" and message.params):
-                        pending.pop(message.params.get("requestId"), None)  # type: ignore[arg-type]
+                    flow.sent(message)
                     data = message.model_dump_json(by_alias=True, exclude_unset=True)
                     await process.stdin.send((data + "\n").encode(server.encoding))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):

@@ -1,0 +1,174 @@
+"""Does one server's huge or bursty traffic slow another server's calls? (DESIGN: "Break its
+neighbours"; issue 13 item 8.)
+
+One Bench, one shared loop, three stdio servers: a healthy one (the latency server, no
+waiting), a neighbour that answers every call with a 50 MB reply (over the 32 MiB
+``max_message_bytes``, so each call fails ``Malformed`` and the connection restarts), and a
+neighbour that answers every call after 5,000 ``tools/list_changed`` notifications (each burst
+costs at most one re-list in flight plus one pending), and the same neighbour sending 5,000 log
+messages instead (which, unlike list_changed, cannot be coalesced: each one goes through the
+SDK's dispatcher). The healthy server's call latency (p50,
+p99, through the synchronous face a notebook uses) is measured alone and while each neighbour
+runs flat out in another thread; the target is p99 within 2x of alone.
+
+Before the fix (issue 13): the 50 MB reply took 24 s, the neighbour's median was 177 ms, the
+next call broke; 5,000 notifications cost 5,000 full re-lists.
+
+    python bench/bench_neighbours.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import common
+from toolbench import Bench
+from toolbench._errors import Malformed
+
+WORKLOAD = "8. a healthy stdio server's calls beside a hostile neighbour"
+TARGET = 2.0
+SERVERS = common.REPO / "tests" / "servers"
+BIG = [sys.executable, str(SERVERS / "big_reply_server.py")]
+FLOOD = [sys.executable, str(SERVERS / "flood_server.py")]
+REPLY_BYTES = 50 * 2**20
+NOTIFICATIONS = 5_000
+
+
+def _percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _healthy_round(bench: Bench, calls: int) -> list[float]:
+    out = []
+    for i in range(calls):
+        started = time.perf_counter()
+        result = bench.call("healthy-add", {"a": i, "b": 1})
+        out.append(time.perf_counter() - started)
+        if result.data not in (i + 1, {"result": i + 1}):
+            raise AssertionError(f"healthy server answered {result.data!r} to {i} + 1")
+    return out
+
+
+class _Neighbour:
+    """Calls one neighbour tool in a loop on its own thread until stopped; counts the calls."""
+
+    def __init__(self, action: Callable[[], None]) -> None:
+        self.action = action
+        self.done = 0
+        self.stop = threading.Event()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="bench-neighbour", daemon=True)
+
+    def _run(self) -> None:
+        try:
+            while not self.stop.is_set():
+                self.action()
+                self.done += 1
+        except BaseException as exc:  # reported by finish(), never swallowed
+            self.error = exc
+
+    def __enter__(self) -> _Neighbour:
+        self.thread.start()
+        time.sleep(0.2)  # let the first flood or big reply get going
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(120)
+        if self.error is not None:
+            raise RuntimeError(f"the neighbour failed: {self.error!r}") from self.error
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    rounds = common.rounds_for(quick, full=5, small=2)
+    calls = 100 if quick else 400
+    figures = common.Figures()
+    relists: list[int] = []
+
+    def big_reply() -> None:
+        try:
+            bench.call("big-big", {"size": REPLY_BYTES})
+        except Malformed:
+            return
+        raise AssertionError("a 50 MB reply over the 32 MiB cap was accepted")
+
+    def flood(kind: str = "list_changed") -> None:
+        answer = bench.call("flood-flood", {"count": NOTIFICATIONS, "kind": kind}).text
+        assert answer == str(NOTIFICATIONS), answer
+
+    def log_flood() -> None:
+        flood("log")
+
+    with Bench(timeout=120) as bench:
+        bench.load_config(common.mcp_config({
+            "healthy": common.server_argv(0.0, "healthy"), "big": BIG, "flood": FLOOD,
+        }), progress=False)
+        failed = [row for row in bench.servers.to_dict("records") if row["status"] != "connected"]
+        if failed:
+            raise RuntimeError(f"servers failed to connect: {failed}")
+        _healthy_round(bench, 30)  # warm: schema caches, first-call costs
+        for _ in range(rounds):
+            conditions: list[tuple[str, _Neighbour | None]] = [
+                ("alone", None),
+                ("beside a 50 MB reply (Malformed, restart)", _Neighbour(big_reply)),
+                (f"beside {NOTIFICATIONS:,} list_changed per call", _Neighbour(flood)),
+                (f"beside {NOTIFICATIONS:,} log messages per call", _Neighbour(log_flood)),
+            ]
+            for label, neighbour in conditions:
+                if neighbour is None:
+                    samples = _healthy_round(bench, calls)
+                else:
+                    with neighbour:
+                        samples = _healthy_round(bench, calls)
+                    figures.add(WORKLOAD, f"neighbour calls completed, {label}", "calls",
+                                neighbour.done)
+                figures.add(WORKLOAD, f"healthy p50, {label}", "ms",
+                            statistics.median(samples) * 1e3)
+                figures.add(WORKLOAD, f"healthy p99, {label}", "ms",
+                            _percentile(samples, 0.99) * 1e3)
+        lists_before = int(bench.call("flood-lists").text)
+        flood()
+        time.sleep(1.0)
+        relists.append(int(bench.call("flood-lists").text) - lists_before)
+    for label in ("beside a 50 MB reply (Malformed, restart)",
+                  f"beside {NOTIFICATIONS:,} list_changed per call",
+                  f"beside {NOTIFICATIONS:,} log messages per call"):
+        figures.ratio(f"healthy p99 {label} / alone", WORKLOAD, f"healthy p99, {label}",
+                      "healthy p99, alone", target=TARGET)
+    figures.notes.append(
+        f"{WORKLOAD}: {calls} healthy calls per condition per round; one burst of "
+        f"{NOTIFICATIONS:,} tools/list_changed cost {relists[0]} tools/list request(s) "
+        "(counted by the server)"
+    )
+    out = figures.as_dict()
+    out["workload"] = {"calls": calls, "rounds": rounds, "reply_bytes": REPLY_BYTES,
+                       "notifications": NOTIFICATIONS, "relists_per_burst": relists[0]}
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="2 rounds of 100 calls")
+    data = run(parser.parse_args().quick)
+    for m in data["measurements"]:
+        print(f"{m['subject']:<70}{m['median']:>10.2f} {m['unit']}  "
+              f"(min {m['min']:.2f}, max {m['max']:.2f}, n={m['rounds']})")
+    for r in data["ratios"]:
+        print(f"{r['name']:<70}{r['value']:>10.2f}  target <= {r['target']}: "
+              f"{'met' if r['met'] else 'MISSED'}")
+    for note in data["notes"]:
+        print(note)
+
+
+if __name__ == "__main__":
+    main()
