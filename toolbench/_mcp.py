@@ -185,7 +185,15 @@ class _Conn:
 
 
 class McpClient:
-    """A connection to one MCP server, named locally, usable from sync and async code."""
+    """A connection to one MCP server, named locally, usable from sync and async code.
+
+    What one server may send is bounded (DESIGN.md, "The trust boundary"):
+    ``max_message_bytes`` (default 32 MiB) caps each message; a bigger one is dropped unread,
+    fails its call as ``Malformed`` and restarts the connection (stdio: our own linear-time
+    reader; HTTP: a capped response body; legacy SSE: the stream ends, so the call is
+    ``TimedOut``). ``max_tools`` (default 10,000) caps discovery, which is also bounded by
+    ``connect_timeout`` and ``MAX_PAGES``; past a bound, listing is ``Unreachable``.
+    """
 
     _INPROCESS_MODE: str = "auto"
 
