@@ -11,6 +11,7 @@ notebook that forgets ``bench.close()`` fails here instead of orphaning demo ser
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from functools import cache
 from pathlib import Path
@@ -42,14 +43,33 @@ stripper = _script("strip_notebooks")
 
 PROBE_HEAD = f"import json as _j\nprint({runner.PROBE_MARK!r}, _j.dumps("
 
-PROBES = {
-    "01_explore": PROBE_HEAD + """{
-    "closed": repr(bench).startswith("<Bench closed"),
+# 01 leaves its bench open, so the explorer still works after Run All. The probe clicks Call
+# in the very explorer the notebook displayed (IPython keeps it in Out), then closes the bench;
+# the check cell after it makes sure no demo server is left behind.
+PROBE_01 = """import asyncio as _a
+_closed_after_run_all = repr(bench).startswith("<Bench closed")
+_app = next(v for v in Out.values() if type(v).__name__ == "Explorer")
+_app.tool_list.value = "geo-distance"
+_app.form["from_city"].value = "Paris"
+_app.form["to_city"].value = "Rome"
+await _a.wrap_future(_app.call())
+_explorer = {"answer": getattr(_app.last_result, "data", repr(_app.last_result)),
+             "banner": _app.banner.value, "enabled": not _app.call_button.disabled}
+_expected = bench.call("geo-distance", from_city="Paris", to_city="Rome").data
+bench.close()
+_app.call()  # after close: the explorer says so and turns its buttons off
+""" + PROBE_HEAD + """{
+    "closed": _closed_after_run_all,
+    "explorer": _explorer, "expected": _expected,
+    "after_close": {"banner": _app.banner.value, "call_disabled": _app.call_button.disabled},
     "failures": sorted(map(list, bench.records.loc[~bench.records["ok"],
                                                    ["error_type", "disposition"]].values)),
     "calls": len(bench.records),
     "cells": sorted({p["cell"] for p in bench.records["provenance"]}),
-}))""",
+}))"""
+
+PROBES = {
+    "01_explore": PROBE_01,
     "02_compare": PROBE_HEAD + """{
     "rows": len(table), "cases": len(cases),
     "failed": sorted(map(list, failures[["server", "disposition", "error_type"]].values)),
@@ -57,6 +77,8 @@ PROBES = {
     "geo_worst": float(error_pct["geo"].abs().max()),
     "flaky_worst": float(error_pct["flaky"].abs().max()),
     "missing_answers": int(answers.isna().sum().sum()),
+    "summary": summary.to_dict(),
+    "retries": len(retry),
     "closed": repr(bench).startswith("<Bench closed"),
 }))""",
     "03_gather": PROBE_HEAD + """{
@@ -102,14 +124,15 @@ def outputs(nb: Any, marker: str) -> str:
     raise AssertionError(f"no code cell contains {marker!r}")
 
 
-def check_clean_run(name: str) -> tuple[Any, dict[str, Any]]:
+def check_clean_run(name: str, *, closes: bool = True) -> tuple[Any, dict[str, Any]]:
     nb, seconds, info = run(name)
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
               if o.get("output_type") == "error"]
     assert not errors, errors
     assert info["executable"] == sys.executable, "the kernel ran another Python"
     assert info["children"] == [], f"{name} left processes behind: {info['children']}"
-    assert info["probe"]["closed"], f"{name} must close its bench at the end"
+    if closes:
+        assert info["probe"]["closed"], f"{name} must close its bench at the end"
     print(f"{name}: {seconds:.1f} s")
     return nb, info["probe"]
 
@@ -142,8 +165,11 @@ def test_strip_removes_outputs_counts_and_widget_state() -> None:
     assert "widgets" not in stripped.metadata
 
 
+LONG_DECIMALS = re.compile(r"\b\d+\.\d{3,}\b")
+
+
 def test_01_explore() -> None:
-    nb, probe = check_clean_run("01_explore")
+    nb, probe = check_clean_run("01_explore", closes=False)
     assert outputs(nb, "bench = tb.Bench.demo()").count("connected") >= 3
     assert "geo_precise-distance" in outputs(nb, "catalog = bench.catalog()")
     searched = outputs(nb, 'catalog(search="distance")')
@@ -155,9 +181,18 @@ def test_01_explore() -> None:
     failures = outputs(nb, "def attempt(")
     for word in ("ToolFailed", "landed", "Refused", "did_not_happen", "TimedOut", "in_doubt"):
         assert word in failures
+    # The server's hint is printed whole, not cut mid-word.
+    assert "Did you mean 'Tokyo'? This demo knows 42 cities; call the `cities` tool" in failures
+    calls = outputs(nb, 'calls = bench.records[[')
+    assert "latency_ms" in calls and not LONG_DECIMALS.findall(calls), "latency unrounded"
     assert "application/vnd.jupyter.widget-view+json" in outputs(nb, "bench.explore()")
-    closed = outputs(nb, "bench.close()")
-    assert closed.count("closed") >= 3 and "connected" not in closed
+    # Run All leaves the bench open, so the explorer it displayed still calls servers.
+    still_open = outputs(nb, "# bench.close()")
+    assert still_open.count("connected") >= 3 and "closed" not in still_open
+    assert not probe["closed"], "01 must not close the bench under its explorer"
+    assert probe["explorer"] == {"answer": probe["expected"], "banner": "", "enabled": True}
+    assert "This bench is closed" in probe["after_close"]["banner"]
+    assert probe["after_close"]["call_disabled"]
     assert probe["failures"] == [["Refused", "did_not_happen"], ["TimedOut", "in_doubt"],
                                  ["ToolFailed", "landed"]]
     assert len(probe["cells"]) >= 5, "provenance names the cell of each call"
@@ -173,7 +208,21 @@ def test_02_compare() -> None:
     assert 0.1 < probe["geo_worst"] < 0.6, "the sphere is off by up to about 0.5 %"
     assert probe["flaky_worst"] > 5, "the flat map is off by percent on long routes"
     assert "image/png" in outputs(nb, "fig, (left, right)")
-    assert "ToolFailed" in outputs(nb, "failures = table[")
+    failed = outputs(nb, "failures = table[")
+    assert "ToolFailed" in failed and "Calling again may succeed." in failed  # in full
+    for marker in ('one[["server"', "table = bench.compare("):
+        shown = outputs(nb, marker)
+        assert "latency_ms" in shown and not LONG_DECIMALS.findall(
+            shown.split("structured.result")[0]), "latency unrounded"
+    # df.tb.summary: per server, over the table and the retries; agreement within 1 %.
+    summary = probe["summary"]
+    assert summary["calls"] == {"flaky": 12 + probe["retries"], "geo": 12, "geo_precise": 12}
+    assert summary["success_rate"]["geo"] == 1.0 > summary["success_rate"]["flaky"]
+    assert summary["agrees_with_geo_precise"]["geo"] == 1.0, "the sphere is within 1 %"
+    assert summary["agrees_with_geo_precise"]["geo_precise"] == 1.0
+    assert summary["agrees_with_geo_precise"]["flaky"] < 1.0, "the flat map is not"
+    for server in summary["calls"]:
+        assert summary["median_ms"][server] <= summary["p90_ms"][server]
 
 
 def test_03_gather() -> None:
@@ -190,6 +239,8 @@ def test_03_gather() -> None:
     assert not probe["workdir_exists"], "the temporary journal folder is removed"
     assert "application/vnd.jupyter.widget-view+json" in outputs(nb, "first = bench.map(")
     assert "holds 243 records" in outputs(nb, "with tb.Bench(journal=journal) as reader")
+    left = outputs(nb, "result, rounds = first, 0")
+    assert "Did you mean 'London'?" in left and "furlongs" in left  # whole messages
     assert "image/png" in outputs(nb, "def answers(server)")
 
 
@@ -207,6 +258,7 @@ def test_04_build_your_own() -> None:
         nb, 'print(bench.call("mine-distance"')
     behaviour = outputs(nb, 'from_city="sao paulo"')
     assert "KeyError" in behaviour and "3454.358" in behaviour
+    assert 'class="tb-error" title="KeyError: &#x27;sao paulo&#x27;">ToolFailed' in behaviour
 
 
 def test_04_toolbox_schema_keeps_field_constraints() -> None:
