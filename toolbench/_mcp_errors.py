@@ -355,11 +355,6 @@ def is_transport_failure(exc: BaseException, ticket: CallTicket | None = None,
     return False
 
 
-def is_connection_loss(exc: BaseException) -> bool:
-    """Kept for callers without a ticket: an SDK-made close or a transport exception."""
-    return is_transport_failure(exc, None, connection_up=False)
-
-
 def _server_error(leaf: MCPError, tool: ToolId | None, redact: Redactor, action: str) -> ToolError:
     message = _html.shorten(redact(leaf.message), 400)
     if leaf.code in REFUSED_CODES:
