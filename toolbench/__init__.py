@@ -17,6 +17,7 @@ from toolbench._errors import (
 )
 from toolbench._handles import ToolHandle
 from toolbench._ids import Destination, Egress, Provenance, ToolId
+from toolbench._journal import JournalWarning
 from toolbench._mcp import McpClient
 from toolbench._pegboard import PegBoard
 from toolbench._router import ToolRouter
@@ -29,6 +30,7 @@ __all__ = [
     "Destination",
     "Disposition",
     "Egress",
+    "JournalWarning",
     "Malformed",
     "McpClient",
     "NameCollision",

@@ -28,7 +28,7 @@ from toolbench._client import Result, ToolSpec, check_arguments
 from toolbench._errors import TimedOut, ToolError, Unreachable
 from toolbench._handles import ToolHandles
 from toolbench._ids import Egress, Provenance, ToolId, check_server_name
-from toolbench._journal import Journal
+from toolbench._journal import Journal, warn_not_durable, warn_unwritten
 from toolbench._loop import get_loop, twins
 from toolbench._mcp_errors import Redactor
 from toolbench._pegboard import PegBoard, describe_skipped
@@ -424,7 +424,8 @@ class Bench:
                     tg.start_soon(row.connection.close)
         for row in self._rows.values():
             row.status = "closed"
-        self._store.close()
+        if self._store.journal is not None:  # committed on the journal's own thread
+            warn_unwritten(self._store.journal, await self._store.aclose())
         get_loop().untrack(self)
 
     aclose, close = twins(_close)
@@ -546,10 +547,18 @@ class Bench:
         result: Result | None = None
         error: ToolError | None = None
         recorded_args = arguments if isinstance(arguments, Mapping) else {"_invalid": arguments}
+        tag = call_id if batch is None else batch  # what the journal's count is kept by
+        prov = provenance.as_dict()
+        sent = False
         try:
             args = check_arguments(target.tool, arguments)
             validate_arguments(target.tool, target.spec.input_schema if target.spec else None,
                                args)
+            # Journaled: the intent is committed before a byte is sent (on the journal's
+            # thread; this only awaits it, bounded), so a crash from here on leaves a trace.
+            await self._store.intent(call_id, batch, started, target.tool.server,
+                                     target.tool.tool, target.name, recorded_args, prov)
+            sent = True
             # asyncio.timeout, not anyio.fail_after: the bench always runs on the shared
             # asyncio loop, and this is a few microseconds cheaper on every call.
             t0 = time.perf_counter()
@@ -567,9 +576,11 @@ class Bench:
             self._store.append(make_record(
                 call_id=call_id, batch=batch, started=started, server=target.tool.server,
                 tool=target.tool.tool, name=target.name, arguments=recorded_args,
-                latency_s=time.perf_counter() - t0, provenance=provenance.as_dict(),
-                error=TimedOut("cancelled (interrupted) while in flight", tool=target.tool),
-            ))
+                latency_s=time.perf_counter() - t0, provenance=prov,
+                error=TimedOut("cancelled (interrupted) while in flight", tool=target.tool)
+                if sent else Unreachable("cancelled (interrupted) before it was sent",
+                                         tool=target.tool),
+            ), tag)
             raise
         except Exception as exc:  # a foreign bug in some client: the far side's fate is unknown
             error = TimedOut(f"{type(exc).__name__}: {exc}", tool=target.tool)
@@ -577,12 +588,16 @@ class Bench:
         record = make_record(
             call_id=call_id, batch=batch, started=started, server=target.tool.server,
             tool=target.tool.tool, name=target.name, arguments=recorded_args,
-            latency_s=time.perf_counter() - t0, provenance=provenance.as_dict(),
+            latency_s=time.perf_counter() - t0, provenance=prov,
             result=result, error=error,
         )
-        self._store.append(record)
+        self._store.append(record, tag)
         if error is not None and error.tool is None:
             error.tool = target.tool
+        if batch is None and self._store.journal is not None:
+            # A single call returns only once its record is on disk (or known not to be).
+            warn_not_durable(self._store.journal, await self._store.settle(tag), 1,
+                             f"call {target.name}")
         return record, result, error
 
     async def _call(self, name: str, arguments: Mapping[str, Any] | None = None, /, *,
@@ -665,6 +680,9 @@ class Bench:
             outcomes = await run_jobs(jobs, overall=overall, per_server=per_server, bar=bar)
         finally:
             bar.close()
+        if self._store.journal is not None:  # one wait, and one warning, for the batch
+            warn_not_durable(self._store.journal, await self._store.settle(batch), len(jobs),
+                             label)
         return [outcome[0] for outcome in outcomes]
 
     async def _compare(self, name: str, cases: Mapping[str, Any] | Sequence[Any] | None = None,
@@ -690,13 +708,16 @@ class Bench:
 
     async def _map(self, name: str, cases: Iterable[Mapping[str, Any]], /, *,
                    concurrency: int = 8, progress: bool = True, resume: bool = False,
-                   timeout: float | None = None,
+                   retry_in_doubt: bool = False, timeout: float | None = None,
                    provenance: Provenance | Mapping[str, Any] | None = None) -> pd.DataFrame:
         """Call one tool once per argument set, ``concurrency`` at a time; records shape.
 
         Failures are rows, never raised. With ``resume=True`` an argument set that already
-        succeeded for this tool (in memory or in the journal) is not called again; its
-        earlier record stands in the result instead.
+        succeeded for this tool (in memory or in the journal) is not called again, and
+        neither is one whose call is in doubt (it may have run: interrupted, timed out, or
+        in flight when a process died); the earlier record stands in the result instead.
+        ``retry_in_doubt=True`` calls the in-doubt ones again. A failure that did not
+        happen, or a tool error, is always called again on resume.
         """
         self._check_open()
         positive_count(concurrency, "concurrency")
@@ -705,7 +726,8 @@ class Bench:
         slots: list[Record | None] = [None] * len(arg_sets)
         calls = []
         for index, args in enumerate(arg_sets):
-            done = (self._store.success(target.tool.server, target.tool.tool, args)
+            done = (self._store.resume_record(target.tool.server, target.tool.tool, args,
+                                              retry_in_doubt=retry_in_doubt)
                     if resume and isinstance(args, Mapping) else None)
             if done is not None:
                 slots[index] = done

@@ -1,86 +1,811 @@
-"""A SQLite (WAL) file that holds every record before its call returns to the user.
+"""A SQLite (WAL) file that holds an intent before every call and its outcome after.
 
-WAL with ``synchronous=NORMAL`` makes each committed record survive the process being
-killed (a dead kernel); only a power cut could drop the last transactions.
+Why intents: a call in flight when the process is killed would otherwise leave no trace, and
+a later ``map(..., resume=True)`` would run it again without anyone knowing. The intent is
+committed before a byte of the call is sent; the outcome (the full record) follows and
+removes it. Reopening the file turns an intent whose process is gone into an ``in_doubt``
+record.
+
+Why one writer thread: SQLite may wait (a lock held by another process, a slow disk), and the
+shared event loop must never wait on it. Every write goes through a queue to one thread,
+which commits everything that is ready in one transaction (group commit): the intents and
+outcomes of a busy ``map`` share their commits. The loop only awaits futures that this thread
+resolves.
+
+Why writing never fails a call: a journal that cannot be written (locked, disk full, closed,
+damaged) keeps the record in memory, retries with backoff, and reports how many records are
+not durable as one :class:`JournalWarning` per operation. Nothing of SQLite reaches the user.
+
+WAL with ``synchronous=NORMAL`` makes each committed transaction survive the process being
+killed (a dead kernel); only a power cut could drop the last ones.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
+import queue
 import sqlite3
 import threading
-from collections.abc import Iterator
+import time
+import uuid
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from toolbench._records import COLUMNS, Record
 
-_JSON_COLUMNS = frozenset({"arguments", "structured", "content", "provenance"})
-_SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS calls (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    {", ".join(f"{c} {'INTEGER' if c == 'ok' else 'REAL' if c == 'latency_ms' else 'TEXT'}"
-               for c in COLUMNS)}
+APPLICATION_ID = 0x74624A4C
+"""``PRAGMA application_id`` of a toolbench journal ("tbJL"): how a journal is recognised."""
+SCHEMA_VERSION = 2
+"""``PRAGMA user_version``. 1 was the unversioned ``calls``-only file (migrated on open);
+2 adds the ``intents`` table. A later toolbench migrates from here; this one refuses newer."""
+BUSY_S = 0.2
+"""How long one commit waits for another process's write lock before the batch is deferred."""
+RETRY_BUSY_S = 0.02
+"""The lock wait of a retry: a journal that is known to be stuck must not slow calls down."""
+RETRY_FIRST_S, RETRY_MAX_S = 0.25, 30.0
+"""Backoff between attempts to write deferred records (doubling from first to max)."""
+FORCED_GAP_S = 0.05
+"""A flush retries a failing journal at once, but not more often than this."""
+OPEN_BUSY_S = 5.0
+"""How long opening waits for a lock when the file must be created or migrated."""
+CLOSE_WAIT_S = 10.0
+"""The most close() waits for the writer to commit what is queued."""
+
+_LEGACY_TABLES = frozenset({"calls", "sqlite_sequence"})
+_TABLES = frozenset({"calls", "intents"})
+_DISPOSITIONS = frozenset({"landed", "in_doubt", "did_not_happen"})
+INTENT_COLUMNS = ("call_id", "session", "pid", "proc", "batch", "started", "server", "tool",
+                  "name", "arguments", "provenance")
+_CALLS_DDL = (
+    "CREATE TABLE IF NOT EXISTS calls (seq INTEGER PRIMARY KEY, "
+    + ", ".join(f"{c} {'INTEGER' if c == 'ok' else 'REAL' if c == 'latency_ms' else 'TEXT'}"
+                for c in COLUMNS)
+    + ")"
 )
-"""
-_INSERT = f"INSERT INTO calls ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
+_INTENTS_DDL = (
+    "CREATE TABLE IF NOT EXISTS intents (seq INTEGER PRIMARY KEY, "
+    + ", ".join(f"{c} {'INTEGER' if c == 'pid' else 'TEXT'}" for c in INTENT_COLUMNS)
+    + ")"
+)
+_INSERT_CALL = (f"INSERT INTO calls ({', '.join(COLUMNS)}) "
+                f"VALUES ({', '.join('?' * len(COLUMNS))})")
+_INSERT_INTENT = (f"INSERT INTO intents (seq, {', '.join(INTENT_COLUMNS)}) "
+                  f"VALUES ({', '.join('?' * (len(INTENT_COLUMNS) + 1))})")
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+_encode = _ENCODER.encode
+
+ORPHAN_ERROR = ("the process ended while the call was in flight (pid {pid}); found on "
+                "reopening the journal, so whether the tool ran is unknown")
+
+
+class JournalWarning(UserWarning):
+    """Records are not (yet) durable, or a journal held rows that could not be read."""
+
+
+def warn_not_durable(journal: Journal, count: int, of: int, what: str) -> None:
+    """The one warning an operation gives when some of its records are not on disk."""
+    if count == 0:
+        return
+    if count < 0:
+        told = "its records may not be durable: the journal writer did not answer in time"
+    else:
+        told = (f"{count} of its {of} record{'s' * (of != 1)} "
+                f"{'are' if count != 1 else 'is'} not durable")
+    warnings.warn(
+        f"{what}: {told}; journal {journal.path!r}: {journal.problem or 'not written'}. "
+        "They are kept in memory (bench.records); writing is retried, and close() warns "
+        "again if any never reach the file",
+        JournalWarning, stacklevel=3,
+    )
+
+
+def warn_unwritten(journal: Journal, count: int) -> None:
+    """The warning of a close that leaves records that never reached the file."""
+    if count == 0:
+        return
+    told = (f"{count} record{'s' * (count != 1)} never reached the file" if count > 0 else
+            "the writer did not finish in time; the last records may not have reached it")
+    warnings.warn(f"journal {journal.path!r} closed: {told} "
+                  f"({journal.problem or 'not written'}); they existed only in memory",
+                  JournalWarning, stacklevel=3)
 
 
 def _dump(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, ensure_ascii=False, default=str)
+    """JSON text; a value that cannot be encoded (a cycle) is kept as its repr, not lost."""
+    if value is None:
+        return None
+    try:
+        return _encode(value)
+    except (ValueError, TypeError, RecursionError):
+        return _encode({"_unencodable": repr(value)[:2000]})
+
+
+def _proc_tag(pid: int) -> str | None:
+    """The process's start time (Linux), so a recycled pid is not taken for the live process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2:].split()
+    if len(fields) > 19 and fields[0] != b"Z":
+        return fields[19].decode()
+    return None
+
+
+def _process_alive(pid: int, tag: str | None) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # it exists, owned by someone else
+    current = _proc_tag(pid)
+    if tag is not None and current is None:
+        return not os.path.exists("/proc/self/stat")  # a zombie reads as gone on Linux
+    return tag is None or current == tag
+
+
+_LIVE_SESSIONS: set[str] = set()
+"""Sessions of journals open in this process: their intents are in flight, not orphans."""
+
+
+@dataclass(slots=True)
+class _Intent:
+    call_id: str
+    row: tuple[Any, ...]
+    waiter: Any  # (loop, asyncio future) or concurrent Future or None
+
+
+@dataclass(slots=True)
+class _Outcome:
+    record: Record
+    tag: str | None
+    orphan_seq: int | None = None  # an orphan intent this in_doubt record replaces
+
+
+@dataclass(slots=True)
+class _Marker:
+    kind: str  # "flush" or "close"
+    tag: str | None
+    waiter: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Inspection:
+    """What opening found: the records, the orphans, and anything skipped."""
+
+    records: list[Record]
+    orphans: list[tuple[int, Record]]
+    damaged_rows: int
+    damaged_file: str | None
 
 
 class Journal:
-    """Append-only call journal; opening it checks it can be written, so mistakes show early."""
+    """The durable side of a RecordStore: intents and outcomes, written off the event loop.
+
+    Opening refuses (``ValueError``) a path that cannot be opened, a file that is not SQLite,
+    and a SQLite file that is not a toolbench journal (left byte-for-byte untouched).
+    """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
-        try:
-            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise ValueError(f"journal {self.path!r} cannot be opened: {exc}") from exc
-        try:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute(_SCHEMA)
-            self._db.execute("BEGIN IMMEDIATE")  # proves we may write, at construction time
-            self._db.execute("ROLLBACK")
-            names = [row[1] for row in self._db.execute("PRAGMA table_info(calls)")]
-        except sqlite3.Error as exc:
-            self._db.close()
-            raise ValueError(
-                f"journal {self.path!r} is not a writable toolbench journal: {exc}"
-            ) from exc
-        missing = [c for c in COLUMNS if c not in names]
-        if missing:
-            self._db.close()
-            raise ValueError(f"journal {self.path!r} lacks columns {missing}; is it a journal?")
-        self._lock = threading.Lock()
+        self.session = uuid.uuid4().hex
+        self._pid = os.getpid()
+        self._proc = _proc_tag(self._pid)
+        found = _inspect(self.path)
+        self._records = found.records + [record for _, record in found.orphans]
+        self.problem: str | None = None
+        """Why records are not being written, when they are not (None when healthy)."""
+        self._db: sqlite3.Connection | None = None
+        damage = found.damaged_file
+        if damage is None:
+            self._db, damage = _open_for_writing(self.path)
+        if damage is not None:
+            self.problem = (f"the file is damaged ({damage}); nothing more is written to "
+                            "it. Move it aside to journal again")
+        _LIVE_SESSIONS.add(self.session)
+        self._queue: queue.SimpleQueue[_Intent | _Outcome | _Marker] = queue.SimpleQueue()
+        self._closed = False
+        self._enqueue_lock = threading.Lock()
+        # Writer-thread state (only that thread touches these).
+        self._inflight: dict[str, tuple[int, str | None, str | None]] = {}
+        self._deferred_intents: dict[str, _Intent] = {}
+        self._deferred: dict[str, _Outcome] = {}
+        self._retry_at = 0.0
+        self._last_attempt = 0.0
+        self._backoff = RETRY_FIRST_S
+        self._busy_ms = -1
+        self.degraded = self._db is None
+        """True while writes are failing: calls then stop waiting for their intents."""
+        # Set under the enqueue lock: records that came after close, and what close left.
+        self._unqueued: dict[str | None, int] = {}
+        self._final: dict[str | None, int] | None = None
+        self._after_close: list[tuple[str | None, Any]] = []
+        if self._db is not None:
+            for seq, record in found.orphans:
+                self._queue.put(_Outcome(record, None, seq))
+        self._thread = threading.Thread(target=self._run, name="toolbench-journal",
+                                        daemon=True)
+        self._thread.start()
+        problems = []
+        if found.damaged_rows:
+            problems.append(f"skipped {found.damaged_rows} damaged "
+                            f"row{'s' * (found.damaged_rows != 1)} that could not be read")
+        if damage is not None:
+            problems.append(f"the file is damaged ({damage}); loaded "
+                            f"{len(found.records)} records, and new records will be kept in "
+                            "memory only. Move the file aside to journal again")
+        if problems:
+            warnings.warn(f"journal {self.path!r}: " + "; ".join(problems), JournalWarning,
+                          stacklevel=3)
 
-    def append(self, record: Record) -> None:
-        row = tuple(
-            _dump(getattr(record, c)) if c in _JSON_COLUMNS
-            else getattr(record, c).isoformat() if c == "started"
-            else getattr(record, c)
-            for c in COLUMNS
+    # -- what opening found ---------------------------------------------------------------
+    def load(self) -> list[Record]:
+        """The records found on opening, orphan intents included as ``in_doubt`` records."""
+        return list(self._records)
+
+    # -- the loop's side (cheap, never blocks) -------------------------------------------
+    def intent(self, call_id: str, batch: str | None, started: datetime, server: str,
+               tool: str, name: str, arguments: Mapping[str, Any],
+               provenance: Mapping[str, Any] | None,
+               loop: asyncio.AbstractEventLoop | None) -> asyncio.Future[bool] | None:
+        """Queue the intent; the future says whether it was committed.
+
+        ``None`` means: do not wait (the journal is closed or failing; the call goes ahead).
+        """
+        row = (call_id, self.session, self._pid, self._proc, batch, started.isoformat(),
+               server, tool, name, arguments, provenance)
+        fut: asyncio.Future[bool] | None = None
+        if loop is not None and not self.degraded:
+            fut = loop.create_future()
+        if not self._put(_Intent(call_id, row, None if fut is None else (loop, fut))):
+            return None
+        return fut
+
+    def outcome(self, record: Record, tag: str | None) -> None:
+        """Queue the full record; it replaces its intent in the same commit."""
+        with self._enqueue_lock:
+            if not self._closed:
+                self._queue.put(_Outcome(record, tag))
+                return
+            # Too late for the file: counted, so the operation still says so.
+            self._unqueued[tag] = self._unqueued.get(tag, 0) + 1
+            self.problem = self.problem or "it was closed before they were written"
+
+    def flush(self, tag: str | None, loop: asyncio.AbstractEventLoop) -> asyncio.Future[int]:
+        """A future for: everything queued so far is committed (or deferred).
+
+        Its value is how many records queued under ``tag`` are not durable.
+        """
+        fut: asyncio.Future[int] = loop.create_future()
+        with self._enqueue_lock:
+            if not self._closed:
+                self._queue.put(_Marker("flush", tag, (loop, fut)))
+                return fut
+            if self._final is None:  # closing: the writer answers when it is done
+                self._after_close.append((tag, (loop, fut)))
+                return fut
+            count = self._final.get(tag, 0) + self._unqueued.get(tag, 0)
+        fut.set_result(count)
+        return fut
+
+    def close_soon(self, waiter: Any) -> bool:
+        """Ask the writer to commit what is queued, close the file and stop."""
+        with self._enqueue_lock:
+            if self._closed:
+                return False
+            self._closed = True
+            self._queue.put(_Marker("close", None, waiter))
+            return True
+
+    async def aclose(self) -> int:
+        """Close on the writer thread; returns how many records never reached the file."""
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[int] = loop.create_future()
+        if not self.close_soon((loop, fut)):
+            return 0
+        try:
+            async with asyncio.timeout(CLOSE_WAIT_S):
+                return await asyncio.shield(fut)
+        except TimeoutError:
+            return -1
+
+    def close(self) -> int:
+        """The blocking close, for a thread that is not the event loop."""
+        fut: Future[int] = Future()
+        if not self.close_soon(fut):
+            return 0
+        try:
+            return fut.result(CLOSE_WAIT_S)
+        except TimeoutError:
+            return -1
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _put(self, item: _Intent | _Outcome | _Marker) -> bool:
+        with self._enqueue_lock:  # nothing can land behind the close marker
+            if self._closed:
+                return False
+            self._queue.put(item)
+            return True
+
+    # -- the writer thread ----------------------------------------------------------------
+    def _run(self) -> None:
+        get = self._queue.get
+        get_nowait = self._queue.get_nowait
+        while True:
+            items = [get()]
+            with contextlib.suppress(queue.Empty):
+                while True:
+                    items.append(get_nowait())
+            try:
+                done = self._process(items)
+            except BaseException as exc:  # never die with callers waiting on us
+                self._fail_all(items, f"{type(exc).__name__}: {exc}")
+                done = any(isinstance(i, _Marker) and i.kind == "close" for i in items)
+                if done:
+                    self._finish()
+            if done:
+                return
+
+    def _process(self, items: list[_Intent | _Outcome | _Marker]) -> bool:
+        intents: list[_Intent] = []
+        outcomes: list[_Outcome] = []
+        markers: list[_Marker] = []
+        for item in items:
+            if isinstance(item, _Outcome):
+                outcomes.append(item)
+            elif isinstance(item, _Intent):
+                intents.append(item)
+            else:
+                markers.append(item)
+        closing = any(m.kind == "close" for m in markers)
+        now = time.monotonic()
+        attempt = self._db is not None and (
+            not self.degraded or now >= self._retry_at
+            # A flush or close tries at once (the caller is about to be told what is not
+            # durable), but a stuck journal is not hammered by a stream of single calls.
+            or (bool(markers) and now - self._last_attempt >= FORCED_GAP_S)
+            or closing  # the last chance
         )
-        with self._lock:
-            self._db.execute(_INSERT, row)  # autocommit: durable once this returns
+        if attempt and (self._deferred_intents or self._deferred):
+            intents = [*self._deferred_intents.values(), *intents]
+            outcomes = [*self._deferred.values(), *outcomes]
+            self._deferred_intents, self._deferred = {}, {}
+        finished = {o.record.call_id for o in outcomes}
+        to_write = [i for i in intents if i.call_id not in finished]
+        ok = False
+        if attempt and (to_write or outcomes):
+            self._last_attempt = now
+            ok = self._attempt(to_write, outcomes)
+        elif attempt:
+            ok = True  # nothing to write
+        if ok:
+            if self.degraded:
+                self.degraded, self.problem, self._backoff = False, None, RETRY_FIRST_S
+        else:
+            for outcome in outcomes:
+                self._deferred_intents.pop(outcome.record.call_id, None)
+                self._deferred[outcome.record.call_id] = outcome
+            for intent in to_write:
+                self._deferred_intents[intent.call_id] = intent
+        self._settle_intents(intents, ok)
+        for marker in markers:
+            self._settle(marker.waiter, self._not_durable(marker))
+        if closing:
+            self._finish()
+        return closing
 
-    def load(self) -> Iterator[Record]:
-        with self._lock:
-            rows = self._db.execute(f"SELECT {', '.join(COLUMNS)} FROM calls ORDER BY seq")
-            fetched = rows.fetchall()
-        for row in fetched:
-            values = dict(zip(COLUMNS, row, strict=True))
-            for c in _JSON_COLUMNS:
-                values[c] = json.loads(values[c]) if values[c] is not None else None
-            values["content"] = values["content"] or []
-            values["ok"] = bool(values["ok"])
-            values["started"] = datetime.fromisoformat(values["started"])
-            yield Record(**values)
+    def _not_durable(self, marker: _Marker) -> int:
+        # An orphan not yet converted is still on disk as an intent: it is not lost.
+        if marker.kind == "close":
+            return sum(1 for o in self._deferred.values() if o.orphan_seq is None)
+        return sum(1 for o in self._deferred.values()
+                   if o.tag == marker.tag and o.orphan_seq is None)
 
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
+    def _attempt(self, intents: list[_Intent], outcomes: list[_Outcome]) -> bool:
+        """One transaction for everything ready; on failure nothing is half written."""
+        db = self._db
+        assert db is not None
+        inflight = self._inflight
+        busy_ms = int((RETRY_BUSY_S if self.degraded else BUSY_S) * 1000)
+        seqs: list[int] = []
+        intent_rows: list[tuple[Any, ...]] = []
+        try:
+            # Rows are built before the lock is taken: another process waits less.
+            for intent in intents:
+                row = intent.row
+                intent_rows.append((*row[:9], _dump(row[9]), _dump(row[10])))
+            call_rows = []
+            deletes = []
+            orphans = []
+            for outcome in outcomes:
+                r = outcome.record
+                known = inflight.get(r.call_id)
+                if known is not None:
+                    deletes.append((known[0],))
+                    args_json, prov_json = known[1], known[2]
+                else:
+                    args_json, prov_json = _dump(r.arguments), _dump(r.provenance)
+                row = (r.call_id, r.batch, r.started.isoformat(), r.server, r.tool, r.name,
+                       args_json, int(r.ok), r.disposition, r.error_type, r.error,
+                       r.latency_ms, r.text, _dump(r.structured), _dump(r.content), prov_json)
+                if outcome.orphan_seq is not None:
+                    orphans.append((outcome.orphan_seq, r.call_id, row))
+                else:
+                    call_rows.append(row)
+            if busy_ms != self._busy_ms:
+                db.execute(f"PRAGMA busy_timeout={busy_ms}")
+                self._busy_ms = busy_ms
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                if intent_rows:
+                    top = db.execute("SELECT coalesce(max(seq), 0) FROM intents").fetchone()[0]
+                    seqs = list(range(top + 1, top + 1 + len(intent_rows)))
+                    db.executemany(_INSERT_INTENT, [(s, *row) for s, row in
+                                                    zip(seqs, intent_rows, strict=True)])
+                for seq, call_id, row in orphans:
+                    gone = db.execute("DELETE FROM intents WHERE seq = ? AND call_id = ?",
+                                      (seq, call_id))
+                    if gone.rowcount == 1:  # another process may have converted it first
+                        db.execute(_INSERT_CALL, row)
+                if call_rows:
+                    db.executemany(_INSERT_CALL, call_rows)
+                if deletes:
+                    db.executemany("DELETE FROM intents WHERE seq = ?", deletes)
+                db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:
+                    with contextlib.suppress(Exception):
+                        db.execute("ROLLBACK")
+                raise
+        except Exception as exc:
+            self._defer(str(exc) if isinstance(exc, sqlite3.Error)
+                        else f"{type(exc).__name__}: {exc}")
+            return False
+        for outcome in outcomes:
+            inflight.pop(outcome.record.call_id, None)
+        for seq, row in zip(seqs, intent_rows, strict=True):
+            inflight[row[0]] = (seq, row[9], row[10])
+        return True
+
+    def _defer(self, reason: str) -> None:
+        """A failed write: keep everything for later and stop making calls wait."""
+        if not self.degraded:
+            self._backoff = RETRY_FIRST_S
+        self.degraded = True
+        self.problem = f"it could not be written ({reason})"
+        self._retry_at = time.monotonic() + self._backoff
+        self._backoff = min(self._backoff * 2, RETRY_MAX_S)
+
+    def _settle_intents(self, intents: Iterable[_Intent], ok: bool) -> None:
+        by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[Any]]] = {}
+        for intent in intents:
+            waiter, intent.waiter = intent.waiter, None
+            if waiter is None:
+                continue
+            if isinstance(waiter, tuple):
+                by_loop.setdefault(waiter[0], []).append(waiter[1])
+            else:
+                self._settle(waiter, ok)
+        for loop, futures in by_loop.items():
+            with contextlib.suppress(RuntimeError):  # a loop that has gone away
+                loop.call_soon_threadsafe(_resolve_all, futures, ok)
+
+    @staticmethod
+    def _settle(waiter: Any, value: Any) -> None:
+        if waiter is None:
+            return
+        if isinstance(waiter, tuple):
+            with contextlib.suppress(RuntimeError):
+                waiter[0].call_soon_threadsafe(_resolve_all, [waiter[1]], value)
+        elif not waiter.done():
+            waiter.set_result(value)
+
+    def _fail_all(self, items: Sequence[_Intent | _Outcome | _Marker], reason: str) -> None:
+        self._defer(reason)
+        for item in items:
+            if isinstance(item, _Outcome):
+                self._deferred[item.record.call_id] = item
+            elif isinstance(item, _Intent):
+                self._settle(item.waiter, False)
+                item.waiter = None
+        for item in items:
+            if isinstance(item, _Marker):
+                self._settle(item.waiter, self._not_durable(item))
+
+    def _finish(self) -> None:
+        _LIVE_SESSIONS.discard(self.session)
+        if self._db is not None:
+            with contextlib.suppress(Exception):
+                self._db.close()
+            self._db = None
+        final: dict[str | None, int] = {}
+        for outcome in self._deferred.values():
+            if outcome.orphan_seq is None:
+                final[outcome.tag] = final.get(outcome.tag, 0) + 1
+        if self.problem is None and final:
+            self.problem = "it was closed before they were written"
+        with self._enqueue_lock:
+            self._final = final
+            waiting, self._after_close = self._after_close, []
+            counts = [(w, final.get(t, 0) + self._unqueued.get(t, 0)) for t, w in waiting]
+        for waiter, count in counts:
+            self._settle(waiter, count)
+
+
+def _resolve_all(futures: list[asyncio.Future[Any]], value: Any) -> None:
+    for fut in futures:
+        if not fut.done():
+            fut.set_result(value)
+
+
+# -- opening --------------------------------------------------------------------------------
+def _refuse(path: str, why: str) -> ValueError:
+    return ValueError(f"journal {path!r} {why}")
+
+
+def _inspect(path: str) -> Inspection:
+    """Read what is there without writing a byte: classify the file, load its rows."""
+    if os.path.isdir(path):
+        raise _refuse(path, "is a directory; give a file path such as 'calls.sqlite'")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise _refuse(path, f"cannot be created: the folder {parent!r} does not exist")
+    if not os.path.exists(path) or os.path.getsize(path) == 0:
+        return Inspection([], [], 0, None)
+    uri = "file:" + _uri_path(path) + "?mode=ro"
+    try:
+        db = sqlite3.connect(uri, uri=True, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise _refuse(path, f"cannot be opened: {exc}") from exc
+    try:
+        # A truncated file is still readable up to the damage with this set; it changes
+        # nothing on disk (the connection is read-only).
+        db.execute("PRAGMA writable_schema=ON")
+        try:
+            app_id = db.execute("PRAGMA application_id").fetchone()[0]
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            tables = {name: [c[1] for c in db.execute(f"PRAGMA table_info({_quote(name)})")]
+                      for (name,) in db.execute(
+                          "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            others = [n for (n,) in db.execute(
+                "SELECT name FROM sqlite_master WHERE type != 'table'")]
+        except sqlite3.DatabaseError as exc:
+            raise _refuse(path, f"is not a toolbench journal (not a readable SQLite "
+                                f"database: {exc}); it was left untouched") from exc
+        _classify(path, app_id, version, tables, others)
+        if not tables:
+            return Inspection([], [], 0, None)
+        records, bad, damage = _load_calls(db)
+        orphans: list[tuple[int, Record]] = []
+        if "intents" in tables:
+            orphans, bad_intents, intent_damage = _load_orphans(db)
+            bad += bad_intents
+            damage = damage or intent_damage
+        return Inspection(records, orphans, bad, damage)
+    finally:
+        db.close()
+
+
+def _uri_path(path: str) -> str:
+    from urllib.parse import quote
+
+    return quote(os.path.abspath(path))
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _classify(path: str, app_id: int, version: int, tables: Mapping[str, list[str]],
+              others: list[str]) -> None:
+    """Refuse anything that is not a toolbench journal (or an empty database)."""
+    names = set(tables)
+    if app_id == APPLICATION_ID:
+        if version > SCHEMA_VERSION:
+            raise _refuse(path, f"was written by a newer toolbench (journal schema version "
+                                f"{version}; this toolbench reads up to {SCHEMA_VERSION}); "
+                                "it was left untouched")
+        missing = [c for c in COLUMNS if c not in tables.get("calls", [])]
+        if missing or "intents" not in names:
+            state = "present" if "intents" in names else "missing"
+            raise _refuse(path, f"is a toolbench journal without its tables (calls lacks "
+                                f"{missing}, intents {state}); it was left untouched")
+        return
+    if app_id == 0 and version == 0 and not names and not others:
+        return  # an empty database: nothing to lose, it becomes a journal
+    if (app_id == 0 and version == 0 and "calls" in names and names <= _LEGACY_TABLES
+            and all(c in tables["calls"] for c in COLUMNS) and not others):
+        return  # a journal from before schema versions: migrated when opened for writing
+    what = (f"application_id {app_id:#x}" if app_id else
+            f"tables {sorted(names)}" if names else f"schema objects {sorted(others)}")
+    raise _refuse(path, f"is a SQLite database but not a toolbench journal ({what}); it was "
+                        "left untouched. Give a new file name for the journal")
+
+
+def _open_for_writing(path: str) -> tuple[sqlite3.Connection | None, str | None]:
+    """The writer's connection (WAL; schema created or migrated under the write lock).
+
+    A file SQLite finds damaged gives ``(None, why)``: its records were loaded, but nothing
+    is written into a damaged file.
+    """
+    try:
+        db = sqlite3.connect(path, check_same_thread=False, isolation_level=None,
+                             timeout=OPEN_BUSY_S)
+    except sqlite3.Error as exc:
+        raise _refuse(path, f"cannot be opened: {exc}") from exc
+    try:
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        app_id = db.execute("PRAGMA application_id").fetchone()[0]
+        if app_id != APPLICATION_ID or version != SCHEMA_VERSION:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("BEGIN IMMEDIATE")
+            # Checked again under the lock: another process may have set it up meanwhile,
+            # or put something else there since we looked.
+            app_id = db.execute("PRAGMA application_id").fetchone()[0]
+            names = {n for (n,) in db.execute("SELECT name FROM sqlite_master")}
+            if app_id not in (0, APPLICATION_ID) or not names <= _LEGACY_TABLES | _TABLES:
+                db.execute("ROLLBACK")
+                raise _refuse(path, "changed while it was being opened; it was left untouched")
+            db.execute(_CALLS_DDL)
+            db.execute(_INTENTS_DDL)
+            db.execute(f"PRAGMA application_id={APPLICATION_ID}")
+            db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            db.execute("COMMIT")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute(f"PRAGMA busy_timeout={int(BUSY_S * 1000)}")
+    except ValueError:
+        db.close()
+        raise
+    except sqlite3.DatabaseError as exc:
+        db.close()
+        if (exc.sqlite_errorcode & 0xFF) in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+            return None, str(exc)
+        raise _refuse(path, f"cannot be written: {exc}") from exc
+    return db, None
+
+
+# -- reading rows ---------------------------------------------------------------------------
+def _scan(db: sqlite3.Connection, table: str,
+          columns: Sequence[str]) -> tuple[list[tuple[Any, ...]], str | None]:
+    """Every readable row of ``table`` (``seq`` first), in order, past any damaged page.
+
+    A damaged page stops a scan; the next readable row is found by probing further on, so
+    one bad page costs the rows on it, not the rest of the file.
+    """
+    select = f"SELECT seq, {', '.join(columns)} FROM {table} WHERE seq > ? ORDER BY seq"
+    rows: list[tuple[Any, ...]] = []
+    after = -1
+    damage: str | None = None
+    while True:
+        start = after
+        try:
+            for row in db.execute(select, (after,)):
+                rows.append(row)
+                after = row[0]
+            return rows, damage
+        except sqlite3.DatabaseError as exc:
+            damage = damage or str(exc)
+        resume = _next_readable(db, table, select, max(after, start + 1))
+        if resume is None:
+            return rows, damage
+        after = resume - 1
+
+
+def _next_readable(db: sqlite3.Connection, table: str, select: str, after: int) -> int | None:
+    for step in (2 ** k for k in range(48)):
+        try:
+            row = db.execute(f"SELECT seq FROM {table} WHERE seq > ? ORDER BY seq LIMIT 1",
+                             (after + step,)).fetchone()
+        except sqlite3.DatabaseError:
+            continue
+        if row is None:
+            return None
+        try:  # the row itself must be readable, not only its key
+            db.execute(select + " LIMIT 1", (row[0] - 1,)).fetchone()
+        except sqlite3.DatabaseError:
+            continue
+        return int(row[0])
+    return None
+
+
+def _object(text: Any, kind: type) -> Any:
+    if text is None:
+        return None
+    value = json.loads(text)
+    if not isinstance(value, kind):
+        raise ValueError(f"expected a JSON {kind.__name__}")
+    return value
+
+
+def _text(value: Any) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise ValueError("expected text")
+    return value
+
+
+def _when(value: Any) -> datetime:
+    started = datetime.fromisoformat(value)
+    if started.tzinfo is None:
+        raise ValueError("a time without a zone")
+    return started
+
+
+def _record(row: Sequence[Any]) -> Record:
+    (call_id, batch, started, server, tool, name, arguments, ok, disposition, error_type,
+     error, latency_ms, text, structured, content, provenance) = row
+    if not all(isinstance(v, str) and v for v in (call_id, server, tool, name)):
+        raise ValueError("identity columns must be text")
+    if ok not in (0, 1) or disposition not in _DISPOSITIONS:
+        raise ValueError("bad outcome")
+    if latency_ms is not None and (isinstance(latency_ms, bool)
+                                   or not isinstance(latency_ms, (int, float))):
+        raise ValueError("bad latency")
+    blocks = _object(content, list) or []
+    if not all(isinstance(b, dict) for b in blocks):
+        raise ValueError("content blocks must be objects")
+    args = _object(arguments, dict)
+    return Record(
+        call_id=call_id, batch=_text(batch), started=_when(started), server=server,
+        tool=tool, name=name, arguments={} if args is None else args, ok=bool(ok),
+        disposition=disposition, error_type=_text(error_type), error=_text(error),
+        latency_ms=None if latency_ms is None else float(latency_ms), text=_text(text),
+        structured=_object(structured, dict), content=blocks,
+        provenance=_object(provenance, dict),
+    )
+
+
+def _decode(rows: Iterable[Sequence[Any]],
+            decode: Callable[[Sequence[Any]], Any]) -> tuple[list[Any], int]:
+    good, bad = [], 0
+    for row in rows:
+        try:
+            good.append(decode(row))
+        except (ValueError, TypeError, KeyError, RecursionError):
+            bad += 1
+    return good, bad
+
+
+def _load_calls(db: sqlite3.Connection) -> tuple[list[Record], int, str | None]:
+    rows, damage = _scan(db, "calls", COLUMNS)
+    records, bad = _decode(rows, lambda row: _record(row[1:]))
+    return records, bad, damage
+
+
+def _load_orphans(db: sqlite3.Connection) -> tuple[list[tuple[int, Record]], int, str | None]:
+    """Intents whose process is gone, as the in_doubt records that replace them."""
+    rows, damage = _scan(db, "intents", INTENT_COLUMNS)
+    live: dict[tuple[int, str | None], bool] = {}
+    me = os.getpid()
+
+    def decode(row: Sequence[Any]) -> tuple[int, Record] | None:
+        seq, call_id, session, pid, proc, batch, started, server, tool, name, args, prov = row
+        if not isinstance(pid, int) or not isinstance(session, str):
+            raise ValueError("bad owner")
+        if pid == me:
+            if session in _LIVE_SESSIONS:
+                return None
+        else:
+            key = (pid, _text(proc))
+            if key not in live:
+                live[key] = _process_alive(pid, key[1])
+            if live[key]:
+                return None  # another process's call, still in flight
+        record = _record((call_id, batch, started, server, tool, name, args, 0, "in_doubt",
+                          "TimedOut", ORPHAN_ERROR.format(pid=pid), None, None, None, None,
+                          prov))
+        return int(seq), record
+
+    found, bad = _decode(rows, decode)
+    return [f for f in found if f is not None], bad, damage

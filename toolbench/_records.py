@@ -6,6 +6,7 @@ exception too, but only after its record exists.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import operator
 import threading
@@ -111,44 +112,110 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def _success_key(record: Record) -> tuple[str, str, str]:
+def _resume_key(record: Record) -> tuple[str, str, str]:
     return (record.server, record.tool, arguments_key(record.arguments))
 
 
+INTENT_WAIT_S = 2.0
+"""The most a call waits for its intent to be committed before it is sent anyway."""
+SETTLE_WAIT_S = 10.0
+"""The most an operation waits, before returning, for its records to be committed."""
+
+
 class RecordStore:
-    """Every record of one bench, appended under a lock, journaled first when durable."""
+    """Every record of one bench, in memory, and in its journal when it has one.
+
+    Memory is the truth for this process: a record is kept whatever the journal does. The
+    journal's failures become counts (see :meth:`settle`), never exceptions.
+    """
 
     def __init__(self, journal: Journal | None = None) -> None:
         self._lock = threading.Lock()
         self._journal = journal
-        self._records: list[Record] = list(journal.load()) if journal is not None else []
+        self._records: list[Record] = journal.load() if journal is not None else []
         # The resume index is built on the first lookup (most benches never resume), then
-        # kept up to date; until then appending pays nothing for it.
-        self._succeeded: dict[tuple[str, str, str], Record] | None = None
+        # kept up to date; until then appending pays nothing for it. For each argument set:
+        # its first success, and its first in_doubt record.
+        self._resume: dict[tuple[str, str, str], list[Record | None]] | None = None
 
     @property
     def journal(self) -> Journal | None:
         return self._journal
 
-    def append(self, record: Record) -> None:
-        """Durable (when journaled) before it is visible, so nothing shown can be lost."""
+    def append(self, record: Record, tag: str | None = None) -> None:
+        """Keep the record; queue it for the journal (``tag`` groups it for :meth:`settle`)."""
         with self._lock:
-            if self._journal is not None:
-                self._journal.append(record)
             self._records.append(record)
-            if self._succeeded is not None and record.ok:
-                self._succeeded.setdefault(_success_key(record), record)
+            if self._resume is not None:
+                self._index(record)
+        if self._journal is not None:
+            self._journal.outcome(record, tag)
 
-    def success(self, server: str, tool: str, arguments: Mapping[str, Any]) -> Record | None:
-        """The first successful record of this exact call, if there is one (for resume)."""
+    async def intent(self, call_id: str, batch: str | None, started: datetime, server: str,
+                     tool: str, name: str, arguments: Mapping[str, Any],
+                     provenance: Mapping[str, Any] | None) -> None:
+        """Return once the call's intent is committed: only then may a byte be sent.
+
+        Bounded: a failing journal answers at once, a hung disk after INTENT_WAIT_S; the
+        call then goes ahead and its record is counted as not durable if it stays so.
+        """
+        journal = self._journal
+        if journal is None:
+            return
+        loop = asyncio.get_running_loop()
+        fut = journal.intent(call_id, batch, started, server, tool, name, arguments,
+                             provenance, loop)
+        if fut is None:
+            return
+        timer = loop.call_later(INTENT_WAIT_S, _expire, fut)
+        try:
+            await fut
+        finally:
+            timer.cancel()
+
+    async def settle(self, tag: str | None) -> int:
+        """Wait until what was queued is committed; how many ``tag`` records are not."""
+        journal = self._journal
+        if journal is None:
+            return 0
+        fut = journal.flush(tag, asyncio.get_running_loop())
+        try:
+            async with asyncio.timeout(SETTLE_WAIT_S):
+                return await asyncio.shield(fut)
+        except TimeoutError:
+            return -1
+
+    def resume_record(self, server: str, tool: str, arguments: Mapping[str, Any], *,
+                      retry_in_doubt: bool = False) -> Record | None:
+        """The record that stands in for this call on resume, or None to make the call.
+
+        A success stands in; so does an in_doubt record (it may have run), unless
+        ``retry_in_doubt``. A failure that did not happen, or landed as a tool error, runs.
+        """
         with self._lock:
-            if self._succeeded is None:
-                self._succeeded = {}
+            if self._resume is None:
+                self._resume = {}
                 for record in self._records:
-                    if record.ok:
-                        self._succeeded.setdefault(_success_key(record), record)
-            index = self._succeeded
-        return index.get((server, tool, arguments_key(arguments)))
+                    self._index(record)
+            found = self._resume.get((server, tool, arguments_key(arguments)))
+        if found is None:
+            return None
+        success, in_doubt = found
+        if success is not None:
+            return success
+        return None if retry_in_doubt else in_doubt
+
+    def _index(self, record: Record) -> None:
+        assert self._resume is not None
+        if record.ok:
+            slot = 0
+        elif record.disposition == "in_doubt":
+            slot = 1
+        else:
+            return
+        entry = self._resume.setdefault(_resume_key(record), [None, None])
+        if entry[slot] is None:
+            entry[slot] = record
 
     def __len__(self) -> int:
         return len(self._records)
@@ -157,9 +224,17 @@ class RecordStore:
         with self._lock:
             return list(self._records)
 
-    def close(self) -> None:
-        if self._journal is not None:
-            self._journal.close()
+    async def aclose(self) -> int:
+        """Close the journal (on its thread); how many records never reached the file."""
+        return 0 if self._journal is None else await self._journal.aclose()
+
+    def close(self) -> int:
+        return 0 if self._journal is None else self._journal.close()
+
+
+def _expire(fut: asyncio.Future[bool]) -> None:
+    if not fut.done():
+        fut.set_result(False)
 
 
 def frame(records: Iterable[Record]) -> pd.DataFrame:
