@@ -91,9 +91,36 @@ print("ok")
     assert out.returncode == 0 and out.stdout.strip() == "table", out.stderr
 
 
+@pytest.mark.slow
+def test_a_tb_accessor_of_another_library_is_left_alone() -> None:
+    code = """
+import warnings
+import pandas as pd
+
+@pd.api.extensions.register_dataframe_accessor("tb")
+class Theirs:
+    def __init__(self, df):
+        self.df = df
+
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    import toolbench
+assert pd.DataFrame.tb is Theirs
+print([str(w.message) for w in caught])
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "DataFrame.tb is taken by another library" in out.stdout
+
+
 def test_accessor_is_ours_in_this_process(table: pd.DataFrame) -> None:
     assert isinstance(table.tb, TableAccessor)
     assert table.tb.kind == "compare"
+    from toolbench import _accessor
+
+    _accessor.register()  # again: nothing changes, nothing warns
+    assert pd.DataFrame.tb is TableAccessor
 
 
 def test_show_uses_the_compare_and_records_views(bench: tb.Bench, table: pd.DataFrame) -> None:

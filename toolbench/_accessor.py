@@ -55,10 +55,10 @@ def register() -> None:
             return
         import pandas as pd
 
-        existing = getattr(pd.DataFrame, ACCESSOR, None)
+        existing = getattr(pd.DataFrame, ACCESSOR, None)  # on the class: the accessor class
         if existing is None:
             pd.api.extensions.register_dataframe_accessor(ACCESSOR)(TableAccessor)
-        elif getattr(existing, "_accessor", None) is not TableAccessor:
+        elif existing is not TableAccessor:
             warnings.warn(f"DataFrame.{ACCESSOR} is taken by another library; toolbench's "
                           f"accessor is not registered (use toolbench.show and friends)",
                           stacklevel=2)
