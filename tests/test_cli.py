@@ -96,11 +96,15 @@ def test_call_starts_only_the_server_that_owns_the_name(marked: Path) -> None:
 @pytest.mark.slow
 def test_a_name_several_servers_could_own_starts_just_those(tmp_path: Path) -> None:
     # "one-x-echo" could be server one's tool "x-echo" or server one-x's tool "echo".
+    # A config's own namespace counts, not the server's name: "ns-echo" is server renamed's.
     write_config(tmp_path, {"one": stdio(ECHO), "one-x": stdio(ECHO),
+                            "renamed": {**stdio(ECHO), "namespace": "ns"},
                             "marker": stdio("-c", STARTED, str(tmp_path / "started"))})
-    out = run(["call", "one-x-echo", "--arg", "text=hi"], tmp_path)
-    assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout) == {"result": "hi"} and not (tmp_path / "started").exists()
+    for name in ("one-x-echo", "ns-echo"):
+        out = run(["call", name, "--arg", "text=hi"], tmp_path)
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout) == {"result": "hi"}, name
+        assert not (tmp_path / "started").exists(), name
 
 
 @pytest.mark.slow

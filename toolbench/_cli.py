@@ -46,7 +46,9 @@ CALL_HELP = """\
 NAME is the tool's pegboard name, SERVER-TOOL: the server's name in the config, a dash,
 and the tool's own name ("toolbench catalog" lists them). A reference tool://SERVER/TOOL
 names the same tool by its parts, so it stays unambiguous when a server or tool name
-itself contains a dash. Only the server that owns NAME is started.
+itself contains a dash. Only the server that owns NAME is started: the one whose name (or
+"namespace" in the config) begins NAME, plus any configured without a prefix; when several
+could own it (geo and geo-x both begin geo-x-dist), just those are started, together.
 
 examples (the bundled demo servers):
   toolbench call geo-distance --arg from_city=London --arg to_city=Paris
