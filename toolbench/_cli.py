@@ -322,8 +322,9 @@ def _compare(args: argparse.Namespace, source: _Source) -> int:
         print(_text_table(df, ["case", "server", "ok", "latency_ms", "text", "error"]))
         bad = df[~df["ok"].astype(bool)]
         if len(bad):
-            _err(f"{len(bad)} of {len(df)} calls failed: "
-                 f"{', '.join(f'{r.server} ({r.error_type})' for r in bad.itertuples())}")
+            _err(f"{len(bad)} of {len(df)} calls failed:")
+            for r in bad.itertuples():  # in full: the table cuts long errors short
+                print(f"  case {r.case}, {r.server}: {r.error_type}: {r.error}", file=sys.stderr)
             return EXIT_FAILED
     return EXIT_FAILED if failed else EXIT_OK
 
