@@ -5,14 +5,14 @@ One Bench, one shared loop, three stdio servers: a healthy one (the latency serv
 waiting), a neighbour that answers every call with a 50 MB reply (over the 32 MiB
 ``max_message_bytes``, so each call fails ``Malformed`` and the connection restarts), and a
 neighbour that answers every call after 5,000 ``tools/list_changed`` notifications (each burst
-costs at most one re-list in flight plus one pending), and the same neighbour sending 5,000 log
+costs at most one re-list in flight plus one pending), and the same neighbour sending 2,000 log
 messages instead (which, unlike list_changed, cannot be coalesced: each one goes through the
-SDK's dispatcher). A control condition has the neighbour make ordinary small calls flat out:
-whatever the hostile neighbours cost beyond it is the cost of their hostility, the rest is
-sharing one loop (and, on a small machine, the CPU) with a busy neighbour. The healthy
-server's call latency (p50, p99, through the synchronous face a notebook uses) is measured
-alone and while each neighbour runs flat out in another thread; the target is p99 within 2x
-of alone.
+SDK's dispatcher, so the transport paces them). A control condition has the neighbour make
+ordinary small calls flat out: whatever the hostile neighbours cost beyond it is the cost of
+their hostility, the rest is sharing one loop (and, on a small machine, the CPU) with a busy
+neighbour. The healthy server's call latency (p50, p99, through the synchronous face a
+notebook uses) is measured alone and while each neighbour runs flat out in another thread; the
+target is p99 within 2x of alone.
 
 Before the fix (issue 13): the 50 MB reply took 24 s, the neighbour's median was 177 ms, the
 next call broke; 5,000 notifications cost 5,000 full re-lists.
@@ -45,6 +45,9 @@ BIG = [sys.executable, str(SERVERS / "big_reply_server.py")]
 FLOOD = [sys.executable, str(SERVERS / "flood_server.py")]
 REPLY_BYTES = 50 * 2**20
 NOTIFICATIONS = 5_000
+LOGS = 2_000
+"""Log messages per neighbour call: fewer, because the transport paces a server's notifications
+(1,000/s after a burst of 1,000), so each such call lasts about a second."""
 
 
 def _percentile(samples: list[float], q: float) -> float:
@@ -136,12 +139,12 @@ def run(quick: bool = False) -> dict[str, Any]:
             return
         raise AssertionError("a 50 MB reply over the 32 MiB cap was accepted")
 
-    def flood(kind: str = "list_changed") -> None:
-        answer = bench.call("flood-flood", {"count": NOTIFICATIONS, "kind": kind}).text
-        assert answer == str(NOTIFICATIONS), answer
+    def flood(kind: str = "list_changed", count: int = NOTIFICATIONS) -> None:
+        answer = bench.call("flood-flood", {"count": count, "kind": kind}).text
+        assert answer == str(count), answer
 
     def log_flood() -> None:
-        flood("log")
+        flood("log", LOGS)
 
     def ordinary() -> None:
         assert bench.call("flood-ok").text == "fine"
@@ -160,7 +163,7 @@ def run(quick: bool = False) -> dict[str, Any]:
                 ("beside ordinary calls, flat out (control)", _Neighbour(ordinary)),
                 ("beside a 50 MB reply (Malformed, restart)", _Neighbour(big_reply)),
                 (f"beside {NOTIFICATIONS:,} list_changed per call", _Neighbour(flood)),
-                (f"beside {NOTIFICATIONS:,} log messages per call", _Neighbour(log_flood)),
+                (f"beside {LOGS:,} log messages per call", _Neighbour(log_flood)),
             ]
             for label, neighbour in conditions:
                 if neighbour is None:
@@ -182,7 +185,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     for label in ("beside ordinary calls, flat out (control)",
                   "beside a 50 MB reply (Malformed, restart)",
                   f"beside {NOTIFICATIONS:,} list_changed per call",
-                  f"beside {NOTIFICATIONS:,} log messages per call"):
+                  f"beside {LOGS:,} log messages per call"):
         figures.ratio(f"healthy p99 {label} / alone", WORKLOAD, f"healthy p99, {label}",
                       "healthy p99, alone", target=None if "control" in label else TARGET)
     figures.notes.append(
@@ -204,8 +207,9 @@ def main() -> None:
         print(f"{m['subject']:<70}{m['median']:>10.2f} {m['unit']}  "
               f"(min {m['min']:.2f}, max {m['max']:.2f}, n={m['rounds']})")
     for r in data["ratios"]:
-        print(f"{r['name']:<70}{r['value']:>10.2f}  target <= {r['target']}: "
-              f"{'met' if r['met'] else 'MISSED'}")
+        verdict = "" if r["target"] is None else (
+            f"  target <= {r['target']}: {'met' if r['met'] else 'MISSED'}")
+        print(f"{r['name']:<70}{r['value']:>10.2f}{verdict}")
     for note in data["notes"]:
         print(note)
 

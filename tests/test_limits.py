@@ -187,10 +187,9 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def http_url() -> Iterator[str]:
+def _serve(mode: str) -> Iterator[str]:
     port = _free_port()
-    proc = subprocess.Popen([*ECHO, "streamable-http", str(port)], stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([*ECHO, mode, str(port)], stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 20
     try:
         while True:
@@ -201,7 +200,7 @@ def http_url() -> Iterator[str]:
                 if time.monotonic() > deadline or proc.poll() is not None:
                     pytest.fail(f"HTTP test server did not listen on port {port}")
                 time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}/{'mcp' if mode == 'streamable-http' else 'sse'}"
     finally:
         proc.terminate()
         try:
@@ -209,6 +208,28 @@ def http_url() -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)
+
+
+@pytest.fixture(scope="module")
+def http_url() -> Iterator[str]:
+    yield from _serve("streamable-http")
+
+
+@pytest.fixture(scope="module")
+def sse_url() -> Iterator[str]:
+    yield from _serve("sse")
+
+
+@pytest.mark.slow
+def test_sse_event_over_the_cap_ends_the_stream_and_the_next_call_works(sse_url: str) -> None:
+    """Legacy SSE has no per-request hook: the capped stream ends, so the call is in doubt."""
+    with McpClient(sse_url, name="echo", max_message_bytes=MB, timeout=30) as client:
+        assert client.call_sync(ToolId("echo", "echo"), {"text": "hi"}).text == "hi"
+        started = time.monotonic()
+        with pytest.raises(TimedOut):
+            client.call_sync(ToolId("echo", "echo"), {"text": "x" * (3 * MB)})
+        assert time.monotonic() - started < 15
+        assert client.call_sync(ToolId("echo", "echo"), {"text": "again"}).text == "again"
 
 
 @pytest.mark.slow

@@ -55,6 +55,14 @@ SNIFF = 4_096
 GARBAGE_QUOTE = 4_096
 """An unreadable line longer than this is reported by its start only."""
 _WRITER_FLUSH_TIMEOUT = 0.5
+NOTIFY_RATE = 1_000.0
+"""Notifications per second one server may sustain; beyond it its stdout is read more slowly,
+so the server waits on a full pipe while the shared loop serves everyone else (each
+notification costs the SDK's dispatcher a task, a few hundred µs on a loaded 2-core box)."""
+NOTIFY_BURST = 1_000.0
+"""How many notifications may arrive at once before the rate applies."""
+_NOTIFY_RESUME = 50.0
+"""After a pause, how many notifications' worth of budget to wait for (fewer wake-ups)."""
 _LONG_LIVED = frozenset({"subscriptions/listen"})
 """Requests that stay open for the whole connection: never "the one waiting request"."""
 
@@ -127,6 +135,26 @@ class _Flow:
             self.pending.pop(message.params.get("requestId"), None)  # type: ignore[arg-type]
 
 
+class _Budget:
+    """A token bucket: ``take`` returns at once within the budget, or sleeps until refilled."""
+
+    def __init__(self, rate: float, burst: float) -> None:
+        self.rate = rate
+        self.burst = burst
+        self.tokens = burst
+        self.stamp: float | None = None
+
+    async def take(self) -> None:
+        now = anyio.current_time()
+        if self.stamp is not None:
+            self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
+        self.stamp = now
+        if self.tokens < 1:
+            await anyio.sleep((_NOTIFY_RESUME - self.tokens) / self.rate)
+            self.tokens, self.stamp = _NOTIFY_RESUME, anyio.current_time()
+        self.tokens -= 1
+
+
 class _Reader:
     """Splits stdout into lines in linear time and drops any line over the limit.
 
@@ -147,6 +175,7 @@ class _Reader:
         self.parts: list[bytes] = []
         self.size = 0
         self._repeat: tuple[bytes, re.Pattern[bytes]] | None = None
+        self._budget = _Budget(NOTIFY_RATE, NOTIFY_BURST)
 
     async def run(self) -> None:
         """Deliver every line; return at end of stream or after dropping an oversized one."""
@@ -173,7 +202,12 @@ class _Reader:
                 self.size = 0
                 line = line.strip()
                 if line and line != self.flow.change_unseen:
-                    await self.sink.send(self._parse(line))
+                    item = self._parse(line)
+                    if isinstance(item, SessionMessage) and isinstance(
+                        item.message, types.JSONRPCNotification
+                    ):
+                        await self._budget.take()
+                    await self.sink.send(item)
                 if line and line == self.flow.change_unseen:  # skip a run of copies at C speed
                     start = self._skip_repeats(chunk, start, line)
 
