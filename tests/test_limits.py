@@ -305,6 +305,34 @@ def test_one_page_over_the_message_cap_is_unreachable() -> None:
 
 
 # -- notification floods -----------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_a_log_flood_is_paced_and_the_neighbour_stays_fast() -> None:
+    """3,000 log messages cannot pass faster than the burst (1,000) plus 1,000/s: >= 2 s."""
+    latencies: list[float] = []
+    with McpClient(FLOOD, name="flood") as flood, McpClient(ECHO, name="echo") as echo:
+        echo.call_sync(ToolId("echo", "echo"), {"text": "warm"})
+        done = threading.Event()
+
+        def noisy() -> None:
+            try:
+                flood.call_sync(ToolId("flood", "flood"), {"count": 3000, "kind": "log"})
+            finally:
+                done.set()
+
+        started = time.monotonic()
+        thread = threading.Thread(target=noisy)
+        thread.start()
+        while not done.is_set():
+            t0 = time.perf_counter()
+            echo.call_sync(ToolId("echo", "echo"), {"text": "hi"})
+            latencies.append(time.perf_counter() - t0)
+        thread.join(30)
+        took = time.monotonic() - started
+    assert took >= 1.8, took
+    assert len(latencies) >= 5 and statistics.median(latencies) < 0.15, latencies
+
+
 def _settled(read: object, quiet: float = 1.0, bound: float = 30.0) -> int:
     """Poll ``read()`` until its value has not changed for ``quiet`` seconds."""
     assert callable(read)
