@@ -191,7 +191,7 @@ def test_the_registry_refuses_retrieval_below_the_survey(http_counter: Counter) 
     assert any("refers outside itself" in p for p in schema_problems(schema))
     validator, invalid = _validate._build(schema, skip_unevaluated=False)
     assert invalid is None and validator is not None
-    forced = _validate._Compiled(schema, validator)
+    forced = _validate._Compiled(schema, validator, built=True)
     strict = _validate._errors(forced, {"a": 1}, strict=True)
     assert isinstance(strict, str) and "Unresolvable" in strict
     assert forced.failure is None  # strict (a Toolset) refuses the one request, no more
@@ -385,11 +385,29 @@ def test_schema_problems_texts() -> None:
          "is not supported"),
     ]
     for schema, text in cases:
-        assert schema_problems(schema) == [text]
+        assert schema_problems(schema, check_metaschema=True) == [text]
         assert schema_problems(schema) is not schema_problems(schema)  # a copy each time
     assert schema_problems({"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}},
                             "$defs": {"a": {"type": "string", "pattern": "^[a-z]+$"}}}) == []
     assert schema_problems(None) == [] and schema_problems({}) == []
+
+
+def test_the_metaschema_check_waits_for_the_first_check_of_arguments() -> None:
+    """A catalog asks about every tool: the bounded walk answers at once, the ~2 ms check
+    against the metaschema waits until the tool is first used (or is asked for)."""
+    broken = {"type": "object", "properties": {"a": {"type": "integer", "minimum": "x"}}}
+    assert schema_problems(broken) == []
+    assert _validate._cache[id(broken)].validator is None  # nothing built yet
+    validate_arguments(TID, broken, {"a": 1})  # the server judges
+    assert schema_problems(broken) == [
+        "not checked locally: the schema itself is invalid at properties/a/minimum: 'x' is "
+        "not of type 'number'"]
+    typical = {"type": "object", "properties": {f"p{i}": {"type": "string", "maxLength": 9}
+                                                for i in range(20)}}
+    started = time.process_time()
+    for _ in range(20):
+        assert schema_problems(json.loads(json.dumps(typical))) == []
+    assert (time.process_time() - started) / 20 < 0.005  # far below a metaschema check
 
 
 def test_a_pattern_re2_cannot_compile_skips_only_that_keyword(

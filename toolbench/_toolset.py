@@ -232,7 +232,7 @@ class Toolset:
                 f"tool {name!r}: an MCP input_schema has \"type\": \"object\" at its root, "
                 f"not {schema.get('type')!r}"
             )
-        problems = schema_problems(schema)
+        problems = schema_problems(schema, check_metaschema=True)
         if problems:
             raise ValueError(
                 f"tool {name!r}: invalid input_schema for a Toolset, which checks every request "

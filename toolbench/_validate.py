@@ -88,15 +88,28 @@ class _OverBudget(Exception):
 
 @dataclass(slots=True)
 class _Compiled:
+    """What is known about one schema: the survey's verdict at once, the validator (and the
+    metaschema check that comes with it, ~2 ms) only when first needed."""
+
     schema: object  # held so that id(schema) stays unique while this entry lives
-    validator: Any | None  # None: the schema is not checked locally at all
+    validator: Any | None  # None: not built yet, or the schema is not checked locally at all
     problems: list[str] = field(default_factory=list)
+    usable: bool = True  # False: the survey refused it; never built
+    built: bool = False
+    skip_unevaluated: bool = False
     invalid: str | None = None  # the schema breaks its own metaschema
     failure: str | None = None  # the validator itself failed once; later calls skip it
+
+    def note(self, problem: str) -> None:
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append(problem)
+        elif len(self.problems) == MAX_PROBLEMS:
+            self.problems.append("and more problems")
 
 
 _cache: dict[int, _Compiled] = {}
 _cache_lock = threading.Lock()
+_build_lock = threading.Lock()  # one build at a time, so an entry is never built twice
 _patterns: dict[str, Any] = {}  # pattern -> compiled re2 regexp, or an error string
 _classes: dict[tuple[type, bool], type] = {}
 
@@ -307,7 +320,7 @@ def _survey(schema: Mapping[str, Any]) -> _Survey:
 
 
 def _compile(schema: Mapping[str, Any]) -> _Compiled:
-    """Survey, copy, check and compile ``schema``; every failure becomes a reason."""
+    """Survey ``schema`` and compile its patterns (cheap); every failure becomes a reason."""
     entry = _Compiled(schema, None)
     try:
         survey = _survey(schema)
@@ -316,30 +329,45 @@ def _compile(schema: Mapping[str, Any]) -> _Compiled:
             survey.refusal = (f"it refers outside itself ({survey.refs[0]}{more}); only "
                               "'#...' references are followed and nothing is fetched")
         if survey.refusal is not None:
-            entry.problems.append(f"not checked locally: {survey.refusal}")
+            entry.usable = False
+            entry.note(f"not checked locally: {survey.refusal}")
             return entry
         for pattern in dict.fromkeys(survey.patterns):
             why = _regex(pattern)
             if isinstance(why, str):
-                entry.problems.append(
-                    f"pattern {_quote(pattern)} is not checked locally: re2 cannot compile "
-                    f"it ({_html.shorten(why, _SHOWN)})")
-        skip_unevaluated = survey.pattern_properties and survey.unevaluated
-        if skip_unevaluated:
-            entry.problems.append("unevaluatedProperties is not checked locally: the schema "
-                                  "also uses patternProperties")
-        entry.validator, entry.invalid = _build(schema, skip_unevaluated)
-        if entry.invalid is not None:
-            entry.problems.append(f"not checked locally: {entry.invalid}")
+                entry.note(f"pattern {_quote(pattern)} is not checked locally: re2 cannot "
+                           f"compile it ({_html.shorten(why, _SHOWN)})")
+        entry.skip_unevaluated = survey.pattern_properties and survey.unevaluated
+        if entry.skip_unevaluated:
+            entry.note("unevaluatedProperties is not checked locally: the schema also uses "
+                       "patternProperties")
     except Exception as exc:  # whatever else a hostile schema finds: the server judges
-        entry.validator = None
-        entry.problems.append(
-            f"not checked locally: the schema cannot be used ({type(exc).__name__}: "
-            f"{_html.shorten(str(exc), 200)})")
-    if len(entry.problems) > MAX_PROBLEMS:
-        rest = len(entry.problems) - MAX_PROBLEMS + 1
-        entry.problems[MAX_PROBLEMS - 1:] = [f"and {rest} more problems"]
+        entry.usable = False
+        entry.note(f"not checked locally: the schema cannot be used ({type(exc).__name__}: "
+                   f"{_html.shorten(str(exc), 200)})")
     return entry
+
+
+def _built(entry: _Compiled) -> Any | None:
+    """The entry's validator, built (with the metaschema check) on first use; None when the
+    schema is not checked locally."""
+    if entry.built or not entry.usable:
+        return entry.validator
+    schema = entry.schema
+    assert isinstance(schema, Mapping)
+    with _build_lock:
+        if entry.built:
+            return entry.validator
+        try:
+            entry.validator, entry.invalid = _build(schema, entry.skip_unevaluated)
+            if entry.invalid is not None:
+                entry.note(f"not checked locally: {entry.invalid}")
+        except Exception as exc:
+            entry.validator = None
+            entry.note(f"not checked locally: the schema cannot be used "
+                       f"({type(exc).__name__}: {_html.shorten(str(exc), 200)})")
+        entry.built = True
+    return entry.validator
 
 
 def _build(schema: Mapping[str, Any], skip_unevaluated: bool) -> tuple[Any | None, str | None]:
@@ -391,7 +419,7 @@ def _entry(schema: Mapping[str, Any]) -> _Compiled:
 def _errors(entry: _Compiled, instance: dict[str, Any],
             strict: bool) -> list[jsonschema.exceptions.ValidationError] | str:
     """The validation errors (empty when valid), or a str saying why there was no check."""
-    validator = entry.validator
+    validator = _built(entry)
     if validator is None:
         return entry.problems[-1] if entry.problems else "not checked locally"
     if entry.failure is not None and not strict:
@@ -432,10 +460,14 @@ def _is_checkable(schema: object) -> bool:
     return isinstance(schema, Mapping) and bool(schema)
 
 
-def schema_problems(schema: object) -> list[str]:
+def schema_problems(schema: object, *, check_metaschema: bool = False) -> list[str]:
     """Why local checking is skipped or limited for ``schema``; empty when fully checked.
 
-    Cached per schema object, so a catalog can ask for every tool on each display.
+    Cached per schema object, and cheap (a bounded walk, about 40 µs for a small schema),
+    so a catalog can ask for every tool on each display. Checking the schema against its
+    metaschema costs about 2 ms, so it happens with the first check of arguments, or now
+    if ``check_metaschema``; a schema found invalid, and a check that failed, are reported
+    from then on.
     """
     if schema is None or (isinstance(schema, Mapping) and not schema):
         return []
@@ -443,6 +475,8 @@ def schema_problems(schema: object) -> list[str]:
         return [f"not checked locally: the input schema is {type(schema).__name__}, "
                 "not an object"]
     entry = _entry(schema)
+    if check_metaschema:
+        _built(entry)
     return entry.problems + ([entry.failure] if entry.failure else [])
 
 
