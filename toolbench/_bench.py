@@ -549,15 +549,16 @@ class Bench:
         recorded_args = arguments if isinstance(arguments, Mapping) else {"_invalid": arguments}
         tag = call_id if batch is None else batch  # what the journal's count is kept by
         prov = provenance.as_dict()
-        sent = False
+        sent, durable = False, True
         try:
             args = check_arguments(target.tool, arguments)
             validate_arguments(target.tool, target.spec.input_schema if target.spec else None,
                                args)
             # Journaled: the intent is committed before a byte is sent (on the journal's
             # thread; this only awaits it, bounded), so a crash from here on leaves a trace.
-            await self._store.intent(call_id, batch, started, target.tool.server,
-                                     target.tool.tool, target.name, recorded_args, prov)
+            durable = await self._store.intent(call_id, batch, started, target.tool.server,
+                                               target.tool.tool, target.name, recorded_args,
+                                               prov)
             sent = True
             # asyncio.timeout, not anyio.fail_after: the bench always runs on the shared
             # asyncio loop, and this is a few microseconds cheaper on every call.
@@ -594,10 +595,12 @@ class Bench:
         self._store.append(record, tag)
         if error is not None and error.tool is None:
             error.tool = target.tool
-        if batch is None and self._store.journal is not None:
-            # A single call returns only once its record is on disk (or known not to be).
-            warn_not_durable(self._store.journal, await self._store.settle(tag), 1,
-                             f"call {target.name}")
+        journal = self._store.journal
+        if batch is None and journal is not None and (not durable or journal.degraded):
+            # Its intent was durable before sending; the outcome is committed right behind
+            # it (with the next intent, or LINGER_S later), without holding the call back.
+            # A journal that is failing says so now, not only at close.
+            warn_not_durable(journal, 1, 1, f"call {target.name}")
         return record, result, error
 
     async def _call(self, name: str, arguments: Mapping[str, Any] | None = None, /, *,

@@ -53,6 +53,11 @@ RETRY_FIRST_S, RETRY_MAX_S = 0.25, 30.0
 """Backoff between attempts to write deferred records (doubling from first to max)."""
 FORCED_GAP_S = 0.05
 """A flush retries a failing journal at once, but not more often than this."""
+LINGER_S = 0.002
+"""How long a finished call's outcome may wait for company (the next intent) before it is
+committed alone: sequential calls then cost one commit each, not two."""
+MAX_BATCH = 512
+"""Outcomes waiting beyond this many are committed without waiting for company."""
 OPEN_BUSY_S = 5.0
 """How long opening waits for a lock when the file must be created or migrated."""
 CLOSE_WAIT_S = 10.0
@@ -69,15 +74,15 @@ _CALLS_DDL = (
                 for c in COLUMNS)
     + ")"
 )
-_INTENTS_DDL = (
-    "CREATE TABLE IF NOT EXISTS intents (seq INTEGER PRIMARY KEY, "
-    + ", ".join(f"{c} {'INTEGER' if c == 'pid' else 'TEXT'}" for c in INTENT_COLUMNS)
-    + ")"
+_INTENTS_DDL = (  # only calls in flight live here: tiny, keyed by call, no rowid
+    "CREATE TABLE IF NOT EXISTS intents (call_id TEXT PRIMARY KEY, "
+    + ", ".join(f"{c} {'INTEGER' if c == 'pid' else 'TEXT'}" for c in INTENT_COLUMNS[1:])
+    + ") WITHOUT ROWID"
 )
 _INSERT_CALL = (f"INSERT INTO calls ({', '.join(COLUMNS)}) "
                 f"VALUES ({', '.join('?' * len(COLUMNS))})")
-_INSERT_INTENT = (f"INSERT INTO intents (seq, {', '.join(INTENT_COLUMNS)}) "
-                  f"VALUES ({', '.join('?' * (len(INTENT_COLUMNS) + 1))})")
+_INSERT_INTENT = (f"INSERT OR REPLACE INTO intents ({', '.join(INTENT_COLUMNS)}) "
+                  f"VALUES ({', '.join('?' * len(INTENT_COLUMNS))})")
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
 _encode = _ENCODER.encode
 
@@ -168,14 +173,17 @@ class _Intent:
 class _Outcome:
     record: Record
     tag: str | None
-    orphan_seq: int | None = None  # an orphan intent this in_doubt record replaces
+    orphan: bool = False  # replaces an orphan intent found on opening
 
 
 @dataclass(slots=True)
 class _Marker:
-    kind: str  # "flush" or "close"
-    tag: str | None
-    waiter: Any
+    kind: str  # "flush", "close" or "nudge"
+    tag: str | None = None
+    waiter: Any = None
+
+
+_NUDGE = _Marker("nudge")
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +191,7 @@ class Inspection:
     """What opening found: the records, the orphans, and anything skipped."""
 
     records: list[Record]
-    orphans: list[tuple[int, Record]]
+    orphans: list[Record]
     damaged_rows: int
     damaged_file: str | None
 
@@ -201,7 +209,7 @@ class Journal:
         self._pid = os.getpid()
         self._proc = _proc_tag(self._pid)
         found = _inspect(self.path)
-        self._records = found.records + [record for _, record in found.orphans]
+        self._records = found.records + found.orphans
         self.problem: str | None = None
         """Why records are not being written, when they are not (None when healthy)."""
         self._db: sqlite3.Connection | None = None
@@ -212,11 +220,19 @@ class Journal:
             self.problem = (f"the file is damaged ({damage}); nothing more is written to "
                             "it. Move it aside to journal again")
         _LIVE_SESSIONS.add(self.session)
-        self._queue: queue.SimpleQueue[_Intent | _Outcome | _Marker] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[_Intent | _Marker] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        # Under the lock: outcomes waiting for the writer (they do not wake it unless it
+        # sleeps without a deadline), records that came after close, what close left.
         self._closed = False
-        self._enqueue_lock = threading.Lock()
+        self._outs: list[_Outcome] = []
+        self._outs_since = 0.0
+        self._idle = False
+        self._unqueued: dict[str | None, int] = {}
+        self._final: dict[str | None, int] | None = None
+        self._after_close: list[tuple[str | None, Any]] = []
         # Writer-thread state (only that thread touches these).
-        self._inflight: dict[str, tuple[int, str | None, str | None]] = {}
+        self._inflight: dict[str, tuple[str | None, str | None]] = {}
         self._deferred_intents: dict[str, _Intent] = {}
         self._deferred: dict[str, _Outcome] = {}
         self._retry_at = 0.0
@@ -225,13 +241,9 @@ class Journal:
         self._busy_ms = -1
         self.degraded = self._db is None
         """True while writes are failing: calls then stop waiting for their intents."""
-        # Set under the enqueue lock: records that came after close, and what close left.
-        self._unqueued: dict[str | None, int] = {}
-        self._final: dict[str | None, int] | None = None
-        self._after_close: list[tuple[str | None, Any]] = []
         if self._db is not None:
-            for seq, record in found.orphans:
-                self._queue.put(_Outcome(record, None, seq))
+            self._outs = [_Outcome(record, None, orphan=True) for record in found.orphans]
+            self._outs_since = time.monotonic()
         self._thread = threading.Thread(target=self._run, name="toolbench-journal",
                                         daemon=True)
         self._thread.start()
@@ -261,32 +273,42 @@ class Journal:
 
         ``None`` means: do not wait (the journal is closed or failing; the call goes ahead).
         """
-        row = (call_id, self.session, self._pid, self._proc, batch, started.isoformat(),
-               server, tool, name, arguments, provenance)
+        row = (call_id, self.session, self._pid, self._proc, batch, started, server, tool,
+               name, arguments, provenance)
         fut: asyncio.Future[bool] | None = None
         if loop is not None and not self.degraded:
             fut = loop.create_future()
-        if not self._put(_Intent(call_id, row, None if fut is None else (loop, fut))):
-            return None
+        with self._lock:  # nothing can land behind the close marker
+            if self._closed:
+                return None
+            self._queue.put(_Intent(call_id, row, None if fut is None else (loop, fut)))
         return fut
 
     def outcome(self, record: Record, tag: str | None) -> None:
-        """Queue the full record; it replaces its intent in the same commit."""
-        with self._enqueue_lock:
-            if not self._closed:
-                self._queue.put(_Outcome(record, tag))
+        """Hand over the full record; it replaces its intent, in the next commit.
+
+        It does not wake the writer (which commits it with the next intent, or LINGER_S
+        later), so a stream of calls costs one commit per call.
+        """
+        with self._lock:
+            if self._closed:  # too late for the file: counted, so the operation says so
+                self._unqueued[tag] = self._unqueued.get(tag, 0) + 1
+                self.problem = self.problem or "it was closed before they were written"
                 return
-            # Too late for the file: counted, so the operation still says so.
-            self._unqueued[tag] = self._unqueued.get(tag, 0) + 1
-            self.problem = self.problem or "it was closed before they were written"
+            if not self._outs:
+                self._outs_since = time.monotonic()
+            self._outs.append(_Outcome(record, tag))
+            if self._idle:
+                self._idle = False
+                self._queue.put(_NUDGE)
 
     def flush(self, tag: str | None, loop: asyncio.AbstractEventLoop) -> asyncio.Future[int]:
-        """A future for: everything queued so far is committed (or deferred).
+        """A future for: everything handed over so far is committed (or deferred).
 
-        Its value is how many records queued under ``tag`` are not durable.
+        Its value is how many records handed over under ``tag`` are not durable.
         """
         fut: asyncio.Future[int] = loop.create_future()
-        with self._enqueue_lock:
+        with self._lock:
             if not self._closed:
                 self._queue.put(_Marker("flush", tag, (loop, fut)))
                 return fut
@@ -299,7 +321,7 @@ class Journal:
 
     def close_soon(self, waiter: Any) -> bool:
         """Ask the writer to commit what is queued, close the file and stop."""
-        with self._enqueue_lock:
+        with self._lock:
             if self._closed:
                 return False
             self._closed = True
@@ -332,49 +354,65 @@ class Journal:
     def closed(self) -> bool:
         return self._closed
 
-    def _put(self, item: _Intent | _Outcome | _Marker) -> bool:
-        with self._enqueue_lock:  # nothing can land behind the close marker
-            if self._closed:
-                return False
-            self._queue.put(item)
-            return True
-
     # -- the writer thread ----------------------------------------------------------------
     def _run(self) -> None:
-        get = self._queue.get
-        get_nowait = self._queue.get_nowait
+        get, get_nowait = self._queue.get, self._queue.get_nowait
+        expect = False  # intents were just committed: their outcomes are on the way
         while True:
-            items = [get()]
-            with contextlib.suppress(queue.Empty):
+            timeout = self._deadline(expect)
+            items: list[_Intent | _Marker] = []
+            with contextlib.suppress(queue.Empty):  # a deadline passed, or all drained
+                items.append(get() if timeout is None else get(timeout=max(timeout, 0.0)))
                 while True:
                     items.append(get_nowait())
+            with self._lock:
+                self._idle = False
+                ready = (any(i is not _NUDGE for i in items) or len(self._outs) >= MAX_BATCH
+                         or (self._outs and time.monotonic() >= self._outs_since + LINGER_S)
+                         or (self.degraded and time.monotonic() >= self._retry_at
+                             and bool(self._deferred or self._deferred_intents)))
+                if not ready:
+                    expect = False
+                    continue
+                outs, self._outs = self._outs, []
             try:
-                done = self._process(items)
+                done = self._process(items, outs)
             except BaseException as exc:  # never die with callers waiting on us
-                self._fail_all(items, f"{type(exc).__name__}: {exc}")
-                done = any(isinstance(i, _Marker) and i.kind == "close" for i in items)
-                if done:
-                    self._finish()
+                done = self._fail_all(items, outs, f"{type(exc).__name__}: {exc}")
             if done:
                 return
+            expect = bool(self._inflight) and any(isinstance(i, _Intent) for i in items)
 
-    def _process(self, items: list[_Intent | _Outcome | _Marker]) -> bool:
+    def _deadline(self, expect: bool) -> float | None:
+        """How long the writer may sleep; None (no deadline) lets an outcome wake it."""
+        now = time.monotonic()
+        wait: float | None = None
+        with self._lock:
+            if self._outs:
+                wait = self._outs_since + LINGER_S - now
+            elif expect:
+                wait = LINGER_S
+            if self.degraded and (self._deferred or self._deferred_intents):
+                retry = self._retry_at - now
+                wait = retry if wait is None else min(wait, retry)
+            self._idle = wait is None
+        return wait
+
+    def _process(self, items: list[_Intent | _Marker], outs: list[_Outcome]) -> bool:
         intents: list[_Intent] = []
-        outcomes: list[_Outcome] = []
         markers: list[_Marker] = []
         for item in items:
-            if isinstance(item, _Outcome):
-                outcomes.append(item)
-            elif isinstance(item, _Intent):
+            if isinstance(item, _Intent):
                 intents.append(item)
-            else:
+            elif item is not _NUDGE:
                 markers.append(item)
+        outcomes = outs
         closing = any(m.kind == "close" for m in markers)
         now = time.monotonic()
         attempt = self._db is not None and (
             not self.degraded or now >= self._retry_at
-            # A flush or close tries at once (the caller is about to be told what is not
-            # durable), but a stuck journal is not hammered by a stream of single calls.
+            # A flush tries at once (its caller is about to be told what is not durable),
+            # but a stuck journal is not hammered by a stream of single calls.
             or (bool(markers) and now - self._last_attempt >= FORCED_GAP_S)
             or closing  # the last chance
         )
@@ -400,18 +438,18 @@ class Journal:
             for intent in to_write:
                 self._deferred_intents[intent.call_id] = intent
         self._settle_intents(intents, ok)
-        for marker in markers:
-            self._settle(marker.waiter, self._not_durable(marker))
-        if closing:
+        counts = [(marker.waiter, self._not_durable(marker)) for marker in markers]
+        if closing:  # closed before close() returns: the file can be reopened at once
             self._finish()
+        for waiter, count in counts:
+            self._settle(waiter, count)
         return closing
 
     def _not_durable(self, marker: _Marker) -> int:
         # An orphan not yet converted is still on disk as an intent: it is not lost.
         if marker.kind == "close":
-            return sum(1 for o in self._deferred.values() if o.orphan_seq is None)
-        return sum(1 for o in self._deferred.values()
-                   if o.tag == marker.tag and o.orphan_seq is None)
+            return sum(1 for o in self._deferred.values() if not o.orphan)
+        return sum(1 for o in self._deferred.values() if o.tag == marker.tag and not o.orphan)
 
     def _attempt(self, intents: list[_Intent], outcomes: list[_Outcome]) -> bool:
         """One transaction for everything ready; on failure nothing is half written."""
@@ -419,13 +457,13 @@ class Journal:
         assert db is not None
         inflight = self._inflight
         busy_ms = int((RETRY_BUSY_S if self.degraded else BUSY_S) * 1000)
-        seqs: list[int] = []
         intent_rows: list[tuple[Any, ...]] = []
         try:
             # Rows are built before the lock is taken: another process waits less.
             for intent in intents:
                 row = intent.row
-                intent_rows.append((*row[:9], _dump(row[9]), _dump(row[10])))
+                intent_rows.append((*row[:5], row[5].isoformat(), *row[6:9], _dump(row[9]),
+                                    _dump(row[10])))
             call_rows = []
             deletes = []
             orphans = []
@@ -433,15 +471,15 @@ class Journal:
                 r = outcome.record
                 known = inflight.get(r.call_id)
                 if known is not None:
-                    deletes.append((known[0],))
-                    args_json, prov_json = known[1], known[2]
+                    deletes.append((r.call_id,))
+                    args_json, prov_json = known
                 else:
                     args_json, prov_json = _dump(r.arguments), _dump(r.provenance)
                 row = (r.call_id, r.batch, r.started.isoformat(), r.server, r.tool, r.name,
                        args_json, int(r.ok), r.disposition, r.error_type, r.error,
                        r.latency_ms, r.text, _dump(r.structured), _dump(r.content), prov_json)
-                if outcome.orphan_seq is not None:
-                    orphans.append((outcome.orphan_seq, r.call_id, row))
+                if outcome.orphan:
+                    orphans.append(row)
                 else:
                     call_rows.append(row)
             if busy_ms != self._busy_ms:
@@ -450,19 +488,15 @@ class Journal:
             db.execute("BEGIN IMMEDIATE")
             try:
                 if intent_rows:
-                    top = db.execute("SELECT coalesce(max(seq), 0) FROM intents").fetchone()[0]
-                    seqs = list(range(top + 1, top + 1 + len(intent_rows)))
-                    db.executemany(_INSERT_INTENT, [(s, *row) for s, row in
-                                                    zip(seqs, intent_rows, strict=True)])
-                for seq, call_id, row in orphans:
-                    gone = db.execute("DELETE FROM intents WHERE seq = ? AND call_id = ?",
-                                      (seq, call_id))
+                    db.executemany(_INSERT_INTENT, intent_rows)
+                for row in orphans:
+                    gone = db.execute("DELETE FROM intents WHERE call_id = ?", (row[0],))
                     if gone.rowcount == 1:  # another process may have converted it first
                         db.execute(_INSERT_CALL, row)
                 if call_rows:
                     db.executemany(_INSERT_CALL, call_rows)
                 if deletes:
-                    db.executemany("DELETE FROM intents WHERE seq = ?", deletes)
+                    db.executemany("DELETE FROM intents WHERE call_id = ?", deletes)
                 db.execute("COMMIT")
             except BaseException:
                 if db.in_transaction:
@@ -475,8 +509,8 @@ class Journal:
             return False
         for outcome in outcomes:
             inflight.pop(outcome.record.call_id, None)
-        for seq, row in zip(seqs, intent_rows, strict=True):
-            inflight[row[0]] = (seq, row[9], row[10])
+        for row in intent_rows:
+            inflight[row[0]] = (row[9], row[10])
         return True
 
     def _defer(self, reason: str) -> None:
@@ -512,17 +546,24 @@ class Journal:
         elif not waiter.done():
             waiter.set_result(value)
 
-    def _fail_all(self, items: Sequence[_Intent | _Outcome | _Marker], reason: str) -> None:
+    def _fail_all(self, items: Sequence[_Intent | _Marker], outs: list[_Outcome],
+                  reason: str) -> bool:
+        """A bug in the writer: everything is deferred and every waiter answered."""
         self._defer(reason)
+        for outcome in outs:
+            self._deferred[outcome.record.call_id] = outcome
         for item in items:
-            if isinstance(item, _Outcome):
-                self._deferred[item.record.call_id] = item
-            elif isinstance(item, _Intent):
+            if isinstance(item, _Intent):
                 self._settle(item.waiter, False)
                 item.waiter = None
-        for item in items:
-            if isinstance(item, _Marker):
-                self._settle(item.waiter, self._not_durable(item))
+        closing = any(isinstance(i, _Marker) and i.kind == "close" for i in items)
+        counts = [(i.waiter, self._not_durable(i)) for i in items
+                  if isinstance(i, _Marker) and i is not _NUDGE]
+        if closing:
+            self._finish()
+        for waiter, count in counts:
+            self._settle(waiter, count)
+        return closing
 
     def _finish(self) -> None:
         _LIVE_SESSIONS.discard(self.session)
@@ -532,11 +573,11 @@ class Journal:
             self._db = None
         final: dict[str | None, int] = {}
         for outcome in self._deferred.values():
-            if outcome.orphan_seq is None:
+            if not outcome.orphan:
                 final[outcome.tag] = final.get(outcome.tag, 0) + 1
         if self.problem is None and final:
             self.problem = "it was closed before they were written"
-        with self._enqueue_lock:
+        with self._lock:
             self._final = final
             waiting, self._after_close = self._after_close, []
             counts = [(w, final.get(t, 0) + self._unqueued.get(t, 0)) for t, w in waiting]
@@ -588,7 +629,7 @@ def _inspect(path: str) -> Inspection:
         if not tables:
             return Inspection([], [], 0, None)
         records, bad, damage = _load_calls(db)
-        orphans: list[tuple[int, Record]] = []
+        orphans: list[Record] = []
         if "intents" in tables:
             orphans, bad_intents, intent_damage = _load_orphans(db)
             bad += bad_intents
@@ -654,7 +695,8 @@ def _open_for_writing(path: str) -> tuple[sqlite3.Connection | None, str | None]
             # Checked again under the lock: another process may have set it up meanwhile,
             # or put something else there since we looked.
             app_id = db.execute("PRAGMA application_id").fetchone()[0]
-            names = {n for (n,) in db.execute("SELECT name FROM sqlite_master")}
+            names = {n for (n,) in db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
             if app_id not in (0, APPLICATION_ID) or not names <= _LEGACY_TABLES | _TABLES:
                 db.execute("ROLLBACK")
                 raise _refuse(path, "changed while it was being opened; it was left untouched")
@@ -783,14 +825,18 @@ def _load_calls(db: sqlite3.Connection) -> tuple[list[Record], int, str | None]:
     return records, bad, damage
 
 
-def _load_orphans(db: sqlite3.Connection) -> tuple[list[tuple[int, Record]], int, str | None]:
+def _load_orphans(db: sqlite3.Connection) -> tuple[list[Record], int, str | None]:
     """Intents whose process is gone, as the in_doubt records that replace them."""
-    rows, damage = _scan(db, "intents", INTENT_COLUMNS)
+    try:  # a small table (only calls in flight): read whole, or not at all
+        rows = db.execute(f"SELECT {', '.join(INTENT_COLUMNS)} FROM intents "
+                          "ORDER BY started").fetchall()
+    except sqlite3.DatabaseError as exc:
+        return [], 0, str(exc)
     live: dict[tuple[int, str | None], bool] = {}
     me = os.getpid()
 
-    def decode(row: Sequence[Any]) -> tuple[int, Record] | None:
-        seq, call_id, session, pid, proc, batch, started, server, tool, name, args, prov = row
+    def decode(row: Sequence[Any]) -> Record | None:
+        call_id, session, pid, proc, batch, started, server, tool, name, args, prov = row
         if not isinstance(pid, int) or not isinstance(session, str):
             raise ValueError("bad owner")
         if pid == me:
@@ -802,10 +848,9 @@ def _load_orphans(db: sqlite3.Connection) -> tuple[list[tuple[int, Record]], int
                 live[key] = _process_alive(pid, key[1])
             if live[key]:
                 return None  # another process's call, still in flight
-        record = _record((call_id, batch, started, server, tool, name, args, 0, "in_doubt",
-                          "TimedOut", ORPHAN_ERROR.format(pid=pid), None, None, None, None,
-                          prov))
-        return int(seq), record
+        return _record((call_id, batch, started, server, tool, name, args, 0, "in_doubt",
+                        "TimedOut", ORPHAN_ERROR.format(pid=pid), None, None, None, None,
+                        prov))
 
     found, bad = _decode(rows, decode)
-    return [f for f in found if f is not None], bad, damage
+    return [f for f in found if f is not None], bad, None

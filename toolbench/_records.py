@@ -153,23 +153,24 @@ class RecordStore:
 
     async def intent(self, call_id: str, batch: str | None, started: datetime, server: str,
                      tool: str, name: str, arguments: Mapping[str, Any],
-                     provenance: Mapping[str, Any] | None) -> None:
+                     provenance: Mapping[str, Any] | None) -> bool:
         """Return once the call's intent is committed: only then may a byte be sent.
 
         Bounded: a failing journal answers at once, a hung disk after INTENT_WAIT_S; the
-        call then goes ahead and its record is counted as not durable if it stays so.
+        call then goes ahead (False: the intent is not durable) and its record is counted
+        as not durable if it stays so.
         """
         journal = self._journal
         if journal is None:
-            return
+            return True
         loop = asyncio.get_running_loop()
         fut = journal.intent(call_id, batch, started, server, tool, name, arguments,
                              provenance, loop)
         if fut is None:
-            return
+            return False
         timer = loop.call_later(INTENT_WAIT_S, _expire, fut)
         try:
-            await fut
+            return await fut
         finally:
             timer.cancel()
 
