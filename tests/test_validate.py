@@ -31,6 +31,14 @@ from toolbench._validate import field_errors, schema_problems, validate_argument
 TID = tb.ToolId("s", "t")
 
 
+@pytest.fixture(autouse=True, scope="module")
+def warm_validation() -> None:
+    """Import jsonschema (seconds, with its format extras) before any timed step; the bench
+    does the same in the background when it starts."""
+    assert schema_problems({"type": "object", "properties": {"a": {"pattern": "^a"}}},
+                           check_metaschema=True) == []
+
+
 # -- fixtures: servers that count ------------------------------------------------------------
 class Counter:
     def __init__(self) -> None:
@@ -212,7 +220,7 @@ def test_catastrophic_pattern_is_linear_and_the_loop_stays_responsive() -> None:
     with tb.Bench(timeout=20) as bench:
         bench.connect("h", server)
         bench.connect("g", fine)
-        assert schema_problems(evil) == []  # compiled now: jsonschema's import is not timed
+        assert schema_problems(evil, check_metaschema=True) == []  # built now, not timed
         started = time.monotonic()
         with pytest.raises(tb.Refused) as info:
             bench.call("h-evil", s="a" * 28 + "b")
@@ -549,3 +557,18 @@ def test_form_of_a_hostile_schema_makes_no_request_and_checks_locally_what_it_ca
         form.values()
     assert list(info.value.errors) == ["s"]
     assert http_counter.requests == []
+
+
+def test_output_checking_uses_the_same_bounds() -> None:
+    out = {"type": "object", "required": ["s"],
+           "properties": {"s": {"type": "string", "pattern": "(a+)+$"}}}
+    started = time.monotonic()
+    with pytest.raises(tb.Malformed, match=r"field 's'.*rule: pattern") as info:
+        _validate.validate_output(TID, out, {"s": "a" * 40 + "b"})
+    assert time.monotonic() - started < 1.0
+    assert info.value.disposition is tb.Disposition.LANDED
+    with pytest.raises(tb.Malformed, match=r"the result: 's' is a required property"):
+        _validate.validate_output(TID, out, {})
+    _validate.validate_output(TID, out, {"s": "aaa"})
+    _validate.validate_output(TID, {"type": "object", "$ref": "http://127.0.0.1:9/o"}, {"s": 1})
+    _validate.validate_output(TID, None, {"s": 1})

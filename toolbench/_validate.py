@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from toolbench import _html
-from toolbench._errors import Refused
+from toolbench._errors import Malformed, Refused
 from toolbench._ids import ToolId
 
 if TYPE_CHECKING:
@@ -531,3 +531,20 @@ def field_errors(schema: object, arguments: Mapping[str, Any]) -> dict[str, str]
         where = "/".join(str(p) for p in path[1:])
         errors.setdefault(key, (f"{where}: " if where else "") + _html.shorten(error.message, 200))
     return errors
+
+
+def validate_output(tool: ToolId | None, schema: object, structured: object) -> None:
+    """Raise ``Malformed`` (the tool ran) naming the field and rule if a result's structured
+    content fails the tool's declared output schema; the same bounds as for arguments, and a
+    schema that cannot be checked locally lets the result through."""
+    if not _is_checkable(schema) or structured is None:
+        return
+    assert isinstance(schema, Mapping)
+    found = _errors(_entry(schema), structured, strict=False)  # type: ignore[arg-type]
+    if isinstance(found, list) and found:
+        found.sort(key=lambda e: [str(p) for p in e.path])
+        shown = "; ".join(_describe(e).replace("the arguments", "the result", 1)
+                          for e in found[:3])
+        more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
+        raise Malformed(f"structured content does not match the output schema: {shown}{more}",
+                        tool=tool)
