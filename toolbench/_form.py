@@ -2,7 +2,9 @@
 
 The form is a plain function of the schema so it can be built and tested without the
 explorer around it. ``values()`` either returns arguments that already pass the schema or
-marks the broken fields and raises, so a bad form never reaches a server.
+marks the broken fields and raises, so a bad form never reaches a server. The schema is a
+server's: building the form follows only local ``#/...`` pointers, at most ``MAX_REF_HOPS``
+deep, and the check is ``_validate``'s (nothing fetched, re2 patterns, bounded work).
 
 What the form shows is what is sent, and empty means "not sent": an optional field left
 empty is omitted; a required field that is nullable sends ``null``; a required field that is

@@ -2,13 +2,19 @@
 
 A schema comes from a server, so it is untrusted input (DESIGN.md, "The trust boundary"). The
 checks here must therefore never make the kernel do I/O, never stall the loop they run on,
-and never raise anything but ``Refused``:
+and never raise anything but ``Refused`` (arguments) or ``Malformed`` (a result):
 
 * **No I/O.** Validators are built with a ``referencing.Registry`` whose ``retrieve`` refuses
   everything, so only references inside the same document resolve. A schema with a reference
   that does not start with ``#`` (``http:``, ``https:``, ``file:``, a relative path, an
   ``$id``-based URI) is not checked locally at all: the tool stays callable, the server
-  judges the arguments, and ``schema_problems`` says why.
+  judges the arguments, and ``schema_problems`` says why. The walk that finds them is
+  conservative: it looks at every object in the document, data (``enum``, ``default``)
+  included, because a local pointer may lead anywhere.
+* **Our validator class, always.** jsonschema re-picks the validator class from any
+  ``$schema`` it meets while descending, which would bring back its stock class (Python's
+  ``re``, no budget). So the root's ``$schema`` picks the draft and is dropped from a
+  private copy, and a subschema with a ``$schema`` of its own is not checked locally.
 * **Linear-time patterns.** ``pattern``, ``patternProperties`` and the pattern part of
   ``additionalProperties`` are matched with google-re2, never Python's backtracking ``re``.
   A pattern re2 cannot compile (lookaround, backreferences) is skipped, with a reason.
@@ -28,8 +34,10 @@ and never raise anything but ``Refused``:
   a fault of the arguments. A Toolset, which is the server and has no one else to judge,
   asks for ``strict=True`` and refuses instead.
 
-Compiled validators are cached per schema object (the cache holds the object, so its id
-cannot be reused while the entry lives), so a tool's schema is compiled once.
+Entries are cached per schema object (the cache holds the object, so its id cannot be
+reused while the entry lives). The walk and the patterns are done when a schema is first
+seen; the validator, and the check of the schema against its metaschema (about 2 ms), when
+it is first used; so each tool's schema is compiled once.
 """
 
 from __future__ import annotations
