@@ -86,7 +86,7 @@ class _Neighbour:
 
     def __enter__(self) -> _Neighbour:
         self.thread.start()
-        time.sleep(0.2)  # let the first flood or big reply get going
+        time.sleep(0.1)  # let the first flood or big reply get going
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -180,7 +180,7 @@ def run(quick: bool = False) -> dict[str, Any]:
             _hostile_round(bench, figures, quick)
         lists_before = int(bench.call("flood-lists").text)
         flood()
-        time.sleep(1.0)
+        time.sleep(0.5)  # the re-list the burst set off lands well within this
         relists.append(int(bench.call("flood-lists").text) - lists_before)
     for label in ("beside ordinary calls, flat out (control)",
                   "beside a 50 MB reply (Malformed, restart)",
