@@ -481,7 +481,8 @@ class McpClient:
             # Not the SDK's stdio_client: its reader is quadratic in a line's length and
             # unbounded (see toolbench/_stdio.py); this one is linear and capped.
             return _watched(bounded_stdio_client(params, errlog=self._stderr.file(),
-                                                 max_message_bytes=self._max_message_bytes),
+                                                 max_message_bytes=self._max_message_bytes,
+                                                 on_unwritten=conn.tracker.unwritten),
                             conn)
         if self.transport == "sse":
             return _watched(

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TextIO
 
@@ -293,9 +293,15 @@ class _Reader:
 
 @asynccontextmanager
 async def bounded_stdio_client(
-    server: StdioServerParameters, *, errlog: TextIO, max_message_bytes: int
+    server: StdioServerParameters, *, errlog: TextIO, max_message_bytes: int,
+    on_unwritten: Callable[[types.RequestId], None] | None = None,
 ) -> AsyncIterator[tuple[Any, Any]]:
-    """Start ``server`` and yield ``(read_stream, write_stream)``, as the SDK's stdio_client."""
+    """Start ``server`` and yield ``(read_stream, write_stream)``, as the SDK's stdio_client.
+
+    ``on_unwritten(request_id)`` is told of every request that was handed over but never
+    written, because the pipe refused it (the server closed its stdin, or died): such a call
+    provably did not reach the server, which the error table needs to know.
+    """
     command = await _get_executable_command(server.command)
     process = await _create_platform_compatible_process(
         command=command,
@@ -327,6 +333,10 @@ async def bounded_stdio_client(
             if not shutting_down:
                 logger.exception("reading the MCP server's stdout failed mid-session")
 
+    def unwritten(message: types.JSONRPCMessage) -> None:
+        if on_unwritten is not None and isinstance(message, types.JSONRPCRequest):
+            on_unwritten(message.id)
+
     async def stdin_writer() -> None:
         assert process.stdin is not None
         try:
@@ -335,7 +345,17 @@ async def bounded_stdio_client(
                     message = session_message.message
                     flow.sent(message)
                     data = message.model_dump_json(by_alias=True, exclude_unset=True)
-                    await process.stdin.send((data + "\n").encode(server.encoding))
+                    try:
+                        await process.stdin.send((data + "\n").encode(server.encoding))
+                    except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                        unwritten(message)
+                        while True:  # and whatever was already handed over behind it
+                            try:
+                                unwritten(write_reader.receive_nowait().message)
+                            except (anyio.WouldBlock, anyio.EndOfStream,
+                                    anyio.ClosedResourceError):
+                                break
+                        raise
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             await read_writer.aclose()  # the session must see the end, not hang
         finally:
