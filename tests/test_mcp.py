@@ -24,7 +24,7 @@ from mcp.shared.exceptions import MCPError
 from servers.memory import make_mem_server
 
 from toolbench._client import ToolClient
-from toolbench._errors import Malformed, Refused, TimedOut, ToolFailed, Unreachable
+from toolbench._errors import Disposition, Malformed, Refused, TimedOut, ToolFailed, Unreachable
 from toolbench._ids import Destination, Provenance, ToolId
 from toolbench._mcp import McpClient
 
@@ -389,7 +389,7 @@ def test_lying_server_is_malformed() -> None:
         assert client.call_sync(ToolId("liar", "ok"), {}).text == "fine"
         with pytest.raises(Malformed, match="not a valid tool result"):
             client.call_sync(ToolId("liar", "bad_shape"), {})
-        with pytest.raises(Malformed, match="Invalid structured content"):
+        with pytest.raises(Malformed, match="does not match the output schema"):
             client.call_sync(ToolId("liar", "bad_schema"), {})
         assert client.call_sync(ToolId("liar", "ok"), {}).text == "fine"
 
@@ -491,3 +491,33 @@ def test_interpreter_exit_ends_stdio_children(tmp_path: Path) -> None:
         time.sleep(0.05)
     alive = psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     assert not alive, "the stdio server outlived the interpreter"
+
+
+def test_hostile_output_schema_pattern_cannot_stall_the_loop() -> None:
+    """The SDK re-checks structured content with Python's backtracking ``re``; ours uses re2.
+
+    ``(a+)+$`` against 40 a's and a "b" would take the SDK's check hours; the call must come
+    back at once as Malformed (the tool ran; its answer breaks the declared schema), and a
+    conforming answer must still pass.
+    """
+    schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": "(a+)+$"}},
+              "required": ["s"]}
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[
+            types.Tool(name="say", input_schema={"type": "object"}, output_schema=schema)])
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        text = str((params.arguments or {})["s"])
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+                                    structured_content={"s": text})
+
+    server = Server("patterns", on_list_tools=list_tools, on_call_tool=call_tool)
+    with McpClient(server, name="patterns", timeout=10) as client:
+        started = time.perf_counter()
+        with pytest.raises(Malformed, match="output schema") as caught:
+            client.call_sync(ToolId("patterns", "say"), {"s": "a" * 40 + "b"})
+        assert time.perf_counter() - started < 5.0
+        assert caught.value.disposition is Disposition.LANDED
+        assert client.call_sync(ToolId("patterns", "say"), {"s": "aaaa"}).structured == {
+            "s": "aaaa"}

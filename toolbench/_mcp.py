@@ -47,7 +47,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from toolbench import _html
 from toolbench._client import Result, ToolSpec, check_arguments
 from toolbench._errors import Malformed, ToolError, ToolFailed, Unreachable
-from toolbench._ids import Destination, Provenance, ToolId, check_server_name
+from toolbench._ids import Destination, Provenance, ToolId, check_server_name, is_tool_name
 from toolbench._limits import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_MAX_TOOLS,
@@ -72,6 +72,7 @@ from toolbench._mcp_errors import (
 )
 from toolbench._stderr import StderrLog
 from toolbench._stdio import bounded_stdio_client
+from toolbench._validate import validate_output
 
 logger = logging.getLogger(__name__)
 
@@ -230,6 +231,7 @@ class McpClient:
         # call as Malformed and restarts the connection; a bigger catalog fails discovery.
         self._max_message_bytes = check_max_message_bytes(max_message_bytes)
         self._max_tools = check_max_tools(max_tools)
+        self._output_schemas: dict[str, dict[str, Any]] | None = None  # None: never listed
         self._relist_running = False
         self._relist_pending = False
         self._env = _string_map("env", env)
@@ -447,6 +449,11 @@ class McpClient:
                         client_info=types.Implementation(name="toolbench", version="0.1.0"),
                     )
                     await stack.enter_async_context(client)
+                    # The SDK re-checks structured content with stock jsonschema (Python's
+                    # backtracking ``re``, no size limits) and re-lists tools it has not seen;
+                    # a hostile output schema could stall the shared loop there. Our bounded
+                    # check replaces it on this session (the SDK has no public switch).
+                    client.session.validate_tool_result = self._check_output  # type: ignore[method-assign]
                     self._record_server_info(client)
                     async with anyio.create_task_group() as task_group:
                         conn.task_group = task_group
@@ -734,6 +741,9 @@ class McpClient:
                     specs.extend(_spec(tool) for tool in page.tools)
                     cursor = page.next_cursor
                     if cursor is None:
+                        self._output_schemas = {
+                            s.name: s.output_schema for s in specs if s.output_schema is not None
+                        }
                         return specs
                     if cursor in seen:
                         raise Malformed(f"server {self.name!r} repeated the tools/list cursor "
@@ -815,6 +825,26 @@ class McpClient:
             text = _html.shorten(self._redact(result.text or "(no text)"), 500)
             raise ToolFailed(f"the tool reported an error: {text}", tool=tool, result=result)
         return result
+
+    async def _check_output(self, name: str, result: types.CallToolResult) -> None:
+        """The SDK's output check, bounded: the tool ran, so a mismatch is ``Malformed``.
+
+        The schemas come from the last discovery (one bounded listing if there was none); a
+        tool missing from it is not re-listed on every call, as the SDK would.
+        """
+        if self._output_schemas is None:  # never listed: discover once, bounded as always
+            with contextlib.suppress(ToolError):
+                await self._list_tools(self.name)
+        schema = (self._output_schemas or {}).get(name)
+        if schema is None:
+            return
+        tool = ToolId(self.name, name) if is_tool_name(name) else None
+        if result.structured_content is None and "structured_content" not in (
+            result.model_fields_set
+        ):
+            raise Malformed("the tool declares an output schema but returned no structured "
+                            "content", tool=tool)
+        validate_output(tool, schema, result.structured_content)
 
     def _mapped(
         self, exc: Exception, tool: ToolId | None, limit: float, action: str,
