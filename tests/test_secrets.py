@@ -160,7 +160,7 @@ def test_stdio_server_echoing_env_argv_and_cwd_shows_no_secret(
         with pytest.raises(tb.TimedOut) as rpc:
             bench.call("leaky-rpc_error")
         assert "-32000" in str(rpc.value) and "[redacted]" in str(rpc.value)
-        assert_clean(str(rpc.value), "JSON-RPC error")
+        assert_clean(error_text(rpc.value), "JSON-RPC error and its traceback")
         records = bench.records
         assert list(records["error_type"]) == [None, "ToolFailed", "TimedOut"]
         # The tool's own result is the server's data, kept as sent (DESIGN); the error is ours.

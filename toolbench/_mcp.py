@@ -753,8 +753,8 @@ class McpClient:
                 error = self._mapped(exc, None, self._timeout, "tools/list")
                 if oversize(exc) is not None:
                     raise Unreachable(f"discovering the tools of {self.name!r} failed: "
-                                      f"{error.detail}") from exc
-                raise error from exc
+                                      f"{error.detail}") from self._redact.cause(exc)
+                raise error from self._redact.cause(exc)
             raise Unreachable(f"server {self.name!r} sent more than {MAX_PAGES:,} pages of "
                               f"tools ({len(specs):,} tools so far); discovery stopped")
         raise Unreachable(
@@ -812,7 +812,8 @@ class McpClient:
                 if (self.transport == "http" and ticket.sent and not ticket.error_reply
                         and is_transport_failure(exc, ticket, connection_up=False)):
                     ticket.refused = await self._refusal(conn, ticket)
-                raise self._mapped(exc, tool, limit, "call", ticket=ticket, conn=conn) from exc
+                raise self._mapped(exc, tool, limit, "call", ticket=ticket,
+                                   conn=conn) from self._redact.cause(exc)
         finally:
             TICKET.reset(token)
             conn.tracker.forget(ticket)

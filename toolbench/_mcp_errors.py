@@ -66,6 +66,24 @@ class Redactor:
             return text
         return self._pattern.sub("[redacted]", text)
 
+    def cause(self, exc: BaseException) -> BaseException | None:
+        """``exc`` to chain as a ``__cause__``, or None when any text in its chain would show
+        a secret (a traceback prints the cause unredacted, e.g. a server's error message)."""
+        if self._pattern is None:
+            return exc
+        seen: set[int] = set()
+        stack: list[BaseException] = [exc]
+        while stack:
+            current = stack.pop()
+            if id(current) in seen:
+                continue
+            seen.add(id(current))
+            if self._pattern.search(str(current)) or self._pattern.search(repr(current.args)):
+                return None
+            stack.extend(leaves(current) if isinstance(current, BaseExceptionGroup) else ())
+            stack.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+        return exc
+
 
 def display_url(url: str) -> str:
     """A URL fit to show: no userinfo, and query values hidden (tokens often travel there)."""
