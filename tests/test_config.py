@@ -162,3 +162,25 @@ def test_unknown_keys_give_one_warning_naming_each() -> None:
         assert path in message
     assert caught[0].filename == __file__
     assert parse(config, environ={}).unknown  # parse itself never warns
+
+
+def test_message_and_tool_caps_are_checked_and_reach_the_connection(tmp_path: Path) -> None:
+    """``max_message_bytes`` and ``max_tools`` are config keys: checked with their JSON path
+    up front, and a real server's oversized reply is then Malformed under the file's cap."""
+    import sys
+
+    import toolbench as tb
+
+    for key, bad in (("max_message_bytes", 10), ("max_message_bytes", 2.5), ("max_tools", 0)):
+        with pytest.raises(ConfigError, match=rf"\$\.mcpServers\.a\.{key}"):
+            read({"mcpServers": {"a": {"command": "x", key: bad}}}, environ={})
+    echo = Path(__file__).parent / "servers" / "echo_server.py"
+    config = {"mcpServers": {"echo": {"command": sys.executable, "args": [str(echo)],
+                                      "max_message_bytes": 4096, "max_tools": 50}}}
+    with tb.Bench() as bench:
+        servers = bench.load_config(config)
+        assert list(servers["status"]) == ["connected"], servers["error"].tolist()
+        assert bench.call("echo-echo", text="short").text == "short"
+        with pytest.raises(tb.Malformed, match="max_message_bytes=4,096"):
+            bench.call("echo-echo", text="x" * 10_000)
+        assert bench.call("echo-echo", text="again").text == "again"  # restarted, works

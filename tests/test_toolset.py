@@ -764,3 +764,50 @@ def test_grace_warning_from_a_real_process() -> None:
     )
     assert done.stdout == ""
     assert done.stderr.count("toolset 'notes' was started 0.2 s ago") == 1
+
+
+def test_a_call_still_queued_when_its_timeout_ends_did_not_happen() -> None:
+    """Through a real Bench: the bench's timeout reaches the Toolset, which knows whether the
+    call was still waiting for its lane (nothing ran: did_not_happen) or running (in doubt)."""
+    import toolbench as tb
+
+    ts = Toolset("queue", max_concurrent=None)
+    ts.lane("one", max_concurrent=1)
+    started: list[int] = []
+
+    @ts.tool("hold", "Hold the only slot of lane 'one' for a while.", lane="one")
+    async def hold(data: dict[str, Any], ctx: ToolContext) -> str:
+        started.append(1)
+        await anyio.sleep(float(data.get("seconds", 1.0)))
+        return "held"
+
+    with tb.Bench() as bench:
+        bench.connect("queue", ts)
+
+        async def both() -> list[BaseException | tb.Result]:
+            outcomes: list[BaseException | tb.Result] = []
+
+            async def one(delay: float, seconds: float, timeout: float) -> None:
+                await anyio.sleep(delay)
+                try:
+                    outcomes.append(
+                        await bench.acall("queue-hold", seconds=seconds, timeout=timeout))
+                except tb.ToolError as exc:
+                    outcomes.append(exc)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(one, 0.0, 1.5, 0.6)  # runs past its timeout: in doubt
+                tg.start_soon(one, 0.1, 1.0, 0.3)  # still queued when its timeout ends
+            return outcomes
+
+        from toolbench._loop import get_loop
+
+        queued, running = get_loop().run(both)  # in the order they finish
+        assert isinstance(running, tb.TimedOut), running
+        assert running.disposition is tb.Disposition.IN_DOUBT
+        assert isinstance(queued, tb.Unreachable), queued
+        assert queued.disposition is tb.Disposition.DID_NOT_HAPPEN
+        assert "lane 'one'" in str(queued) and "nothing ran" in str(queued)
+        assert len(started) == 1  # the queued handler never ran
+        records = bench.records
+        assert sorted(records["disposition"]) == ["did_not_happen", "in_doubt"]

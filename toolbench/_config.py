@@ -36,12 +36,13 @@ from typing import Any
 from urllib.parse import quote, quote_plus, urlsplit
 
 from toolbench._ids import SERVER_RULE, is_server_name
+from toolbench._limits import check_max_message_bytes, check_max_tools
 
 TYPES = ("stdio", "http", "sse")
 _VAR_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 SERVER_KEYS = frozenset({"type", "transport", "command", "args", "env", "cwd", "url", "headers",
                          "timeout", "connect_timeout", "max_concurrent", "namespace",
-                         "disabled"})
+                         "disabled", "max_message_bytes", "max_tools"})
 _STDIO_ONLY = ("command", "args", "env", "cwd")
 _HTTP_ONLY = ("url", "headers")
 
@@ -312,6 +313,13 @@ def _server(name: str, entry: dict[str, Any], source: str, path: str,
     if "max_concurrent" in entry:
         options["max_concurrent"] = _count(entry["max_concurrent"], source,
                                            f"{path}.max_concurrent")
+    for key, check in (("max_message_bytes", check_max_message_bytes),
+                       ("max_tools", check_max_tools)):
+        if key in entry:
+            try:
+                options[key] = check(entry[key])
+            except ValueError as exc:
+                raise ConfigError(source, f"{path}.{key}", str(exc)) from None
     if "namespace" in entry:
         namespace = entry["namespace"]
         if namespace is not None and namespace != "" and not is_server_name(namespace):

@@ -102,15 +102,21 @@ class ToolRouter:
         """
         client = self.client(tool.server, tool)
         self.check_egress(tool)
-        args = check_arguments(tool, arguments)
-        if timeout is None:
-            return await client.call(tool, args, provenance)
-        if takes_timeout(client):
-            call: Any = client.call  # the protocol's form has no timeout; this client's has
-            result: Result = await call(tool, args, provenance, timeout=timeout)
-            return result
-        with anyio.fail_after(timeout):
-            return await client.call(tool, args, provenance)
+        return await call_client(client, tool, check_arguments(tool, arguments), provenance,
+                                 timeout)
+
+
+async def call_client(client: ToolClient, tool: ToolId, arguments: Mapping[str, Any],
+                      provenance: Provenance | None, timeout: float | None) -> Result:
+    """``client.call`` with ``timeout`` passed down when it takes one, else bounded here."""
+    if timeout is None:
+        return await client.call(tool, arguments, provenance)
+    if takes_timeout(client):
+        call: Any = client.call  # the protocol's form has no timeout; this client's has
+        result: Result = await call(tool, arguments, provenance, timeout=timeout)
+        return result
+    with anyio.fail_after(timeout):
+        return await client.call(tool, arguments, provenance)
 
 
 _TAKES_TIMEOUT: dict[type, bool] = {}

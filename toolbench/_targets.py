@@ -12,9 +12,11 @@ from typing import Any
 
 from toolbench._client import Result, ToolClient, ToolSpec
 from toolbench._ids import Destination, Provenance, ToolId
+from toolbench._router import call_client
 
 MCP_OPTIONS = frozenset({"env", "cwd", "headers", "timeout", "connect_timeout",
-                         "max_concurrent", "transport", "secrets"})
+                         "max_concurrent", "transport", "secrets", "max_message_bytes",
+                         "max_tools"})
 SECRET_OPTIONS = ("env", "headers")
 """Options whose every value is a secret (never shown), wherever it came from."""
 CLIENT_OPTIONS = frozenset({"timeout", "connect_timeout"})
@@ -40,8 +42,11 @@ class _Renamed:
         return await self._inner.list_tools(self._inner_server)
 
     async def call(self, tool: ToolId, arguments: Mapping[str, Any],
-                   provenance: Provenance | None = None) -> Result:
-        result = await self._inner.call(self._inner_id(tool), arguments, provenance)
+                   provenance: Provenance | None = None, *,
+                   timeout: float | None = None) -> Result:
+        # The router's rule, so the inner client still decides what a timeout means.
+        result = await call_client(self._inner, self._inner_id(tool), arguments, provenance,
+                                   timeout)
         result.tool = tool
         return result
 

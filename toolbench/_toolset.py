@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import json
+import math
 import time
 from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ import anyio.to_thread
 
 from toolbench import _html
 from toolbench._client import Result, ToolSpec, check_arguments, result_from_value
-from toolbench._errors import Malformed, Refused, ToolFailed, Unreachable
+from toolbench._errors import Malformed, Refused, TimedOut, ToolFailed, Unreachable
 from toolbench._ids import Destination, Provenance, ToolId, check_server_name, check_tool_name
 from toolbench._toolset_serve import GraceWatch, build_server, check_target, serve_toolset
 from toolbench._validate import schema_problems, validate_arguments
@@ -295,7 +296,8 @@ class Toolset:
         return await self._dispatch(name, data, None)
 
     async def _dispatch(
-        self, name: str, data: Mapping[str, Any], provenance: Provenance | None
+        self, name: str, data: Mapping[str, Any], provenance: Provenance | None,
+        *, timeout: float | None = None,
     ) -> Any:
         self._mark_reached()
         tool = self._tools.get(name)
@@ -318,10 +320,28 @@ class Toolset:
             lane_gate = gates.lanes.get(lane)
             if lane_gate is None:
                 lane_gate = gates.lanes[lane] = anyio.Semaphore(cap)
+        deadline = anyio.current_time() + timeout if timeout is not None else math.inf
         self._in_flight += 1
         try:
-            async with _gate(lane_gate), _gate(gates.slots):
-                return await self._invoke(tool, args, ctx, tid)
+            async with contextlib.AsyncExitStack() as held:
+                # Waiting for the lane and a slot is before anything runs: a timeout there
+                # did not happen (safe to repeat), unlike one while the handler runs.
+                with anyio.move_on_at(deadline) as queued:
+                    await held.enter_async_context(_gate(lane_gate))
+                    await held.enter_async_context(_gate(gates.slots))
+                if queued.cancelled_caught:
+                    where = f"lane {lane!r} and " if lane_gate is not None else ""
+                    raise Unreachable(
+                        f"{name!r} waited {timeout:g} s for {where}a free slot on "
+                        f"{self.address!r}; nothing ran", tool=tid)
+                if timeout is None:
+                    return await self._invoke(tool, args, ctx, tid)
+                try:
+                    with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
+                        return await self._invoke(tool, args, ctx, tid)
+                except TimeoutError as exc:
+                    raise TimedOut(f"{name!r} did not finish within {timeout:g} s; it was "
+                                   "cancelled part-way", tool=tid) from exc
         finally:
             self._in_flight -= 1
 
@@ -408,8 +428,11 @@ class Toolset:
         return self.specs()
 
     async def call(
-        self, tool: ToolId, arguments: Mapping[str, Any], provenance: Provenance | None = None
+        self, tool: ToolId, arguments: Mapping[str, Any], provenance: Provenance | None = None,
+        *, timeout: float | None = None,
     ) -> Result:
+        """Run one tool in process; with ``timeout``, a call still queued for its lane or a
+        slot when it runs out is ``Unreachable`` (nothing ran), one running is ``TimedOut``."""
         self._check_server(tool.server, tool)
         args = check_arguments(tool, arguments)
         if "tool" in args:
@@ -420,7 +443,7 @@ class Toolset:
             )
         started = time.perf_counter()
         try:
-            value = await self._dispatch(tool.tool, args, provenance)
+            value = await self._dispatch(tool.tool, args, provenance, timeout=timeout)
         except ToolFailed as exc:
             exc.result = Result([{"type": "text", "text": exc.detail}], None, True,
                                 time.perf_counter() - started, tool)
