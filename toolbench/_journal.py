@@ -28,6 +28,7 @@ import json
 import os
 import queue
 import sqlite3
+import struct
 import threading
 import time
 import uuid
@@ -56,6 +57,8 @@ FORCED_GAP_S = 0.05
 LINGER_S = 0.002
 """How long a finished call's outcome may wait for company (the next intent) before it is
 committed alone: sequential calls then cost one commit each, not two."""
+INTENT_LINGER_S = 0.0005
+"""How long an intent may wait for others while other calls run (group commit in a map)."""
 MAX_BATCH = 512
 """Outcomes waiting beyond this many are committed without waiting for company."""
 OPEN_BUSY_S = 5.0
@@ -84,7 +87,24 @@ _INSERT_CALL = (f"INSERT INTO calls ({', '.join(COLUMNS)}) "
 _INSERT_INTENT = (f"INSERT OR REPLACE INTO intents ({', '.join(INTENT_COLUMNS)}) "
                   f"VALUES ({', '.join('?' * len(INTENT_COLUMNS))})")
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
-_encode = _ENCODER.encode
+_C_ENCODER = getattr(json.encoder, "c_make_encoder", None)
+
+
+def _encode_with(make: Any) -> Callable[[Any], str]:
+    """JSON text without JSONEncoder's per-call setup (a third of a journaled map's writer
+    time went there); the same output as ``_ENCODER.encode``."""
+    if make is None:
+        return _ENCODER.encode
+    encoder = make(None, str, json.encoder.encode_basestring, None, ": ", ", ", False, False,
+                   True)
+
+    def encode(value: Any) -> str:
+        return "".join(encoder(value, 0))
+
+    return encode
+
+
+_encode = _encode_with(_C_ENCODER)
 
 ORPHAN_ERROR = ("the process ended while the call was in flight (pid {pid}); found on "
                 "reopening the journal, so whether the tool ran is unknown")
@@ -178,12 +198,9 @@ class _Outcome:
 
 @dataclass(slots=True)
 class _Marker:
-    kind: str  # "flush", "close" or "nudge"
+    kind: str  # "flush" or "close"
     tag: str | None = None
     waiter: Any = None
-
-
-_NUDGE = _Marker("nudge")
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,7 +237,12 @@ class Journal:
             self.problem = (f"the file is damaged ({damage}); nothing more is written to "
                             "it. Move it aside to journal again")
         _LIVE_SESSIONS.add(self.session)
-        self._queue: queue.SimpleQueue[_Intent | _Marker] = queue.SimpleQueue()
+        # Items go in a list; the queue only wakes the writer, and only when that helps:
+        # in a busy map most intents join a batch without a thread switch.
+        self._queue: queue.SimpleQueue[None] = queue.SimpleQueue()
+        self._items: list[_Intent | _Marker] = []
+        self._items_since = 0.0
+        self._running = 0  # calls whose intent is committed and whose outcome has not come
         self._lock = threading.Lock()
         # Under the lock: outcomes waiting for the writer (they do not wake it unless it
         # sleeps without a deadline), records that came after close, what close left.
@@ -232,7 +254,7 @@ class Journal:
         self._final: dict[str | None, int] | None = None
         self._after_close: list[tuple[str | None, Any]] = []
         # Writer-thread state (only that thread touches these).
-        self._inflight: dict[str, tuple[str | None, str | None]] = {}
+        self._inflight: dict[str, tuple[str, str | None, str | None]] = {}
         self._deferred_intents: dict[str, _Intent] = {}
         self._deferred: dict[str, _Outcome] = {}
         self._retry_at = 0.0
@@ -281,8 +303,23 @@ class Journal:
         with self._lock:  # nothing can land behind the close marker
             if self._closed:
                 return None
-            self._queue.put(_Intent(call_id, row, None if fut is None else (loop, fut)))
+            self._add(_Intent(call_id, row, None if fut is None else (loop, fut)),
+                      wake=self._idle or self._running <= 0)
         return fut
+
+    def _add(self, item: _Intent | _Marker, wake: bool) -> None:
+        """Hand an item to the writer (under the lock); wake it only if it would not look.
+
+        A sleeping writer without a deadline must be woken; one with a deadline looks by
+        itself; and when no other call is running, nothing else will come to share the
+        commit, so it is woken to commit at once.
+        """
+        if not self._items:
+            self._items_since = time.monotonic()
+        self._items.append(item)
+        if wake:
+            self._idle = False
+            self._queue.put(None)
 
     def outcome(self, record: Record, tag: str | None) -> None:
         """Hand over the full record; it replaces its intent, in the next commit.
@@ -298,9 +335,11 @@ class Journal:
             if not self._outs:
                 self._outs_since = time.monotonic()
             self._outs.append(_Outcome(record, tag))
+            if record.call_id in self._inflight:
+                self._running -= 1
             if self._idle:
                 self._idle = False
-                self._queue.put(_NUDGE)
+                self._queue.put(None)
 
     def flush(self, tag: str | None, loop: asyncio.AbstractEventLoop) -> asyncio.Future[int]:
         """A future for: everything handed over so far is committed (or deferred).
@@ -310,7 +349,7 @@ class Journal:
         fut: asyncio.Future[int] = loop.create_future()
         with self._lock:
             if not self._closed:
-                self._queue.put(_Marker("flush", tag, (loop, fut)))
+                self._add(_Marker("flush", tag, (loop, fut)), wake=True)
                 return fut
             if self._final is None:  # closing: the writer answers when it is done
                 self._after_close.append((tag, (loop, fut)))
@@ -325,7 +364,7 @@ class Journal:
             if self._closed:
                 return False
             self._closed = True
-            self._queue.put(_Marker("close", None, waiter))
+            self._add(_Marker("close", None, waiter), wake=True)
             return True
 
     async def aclose(self) -> int:
@@ -360,20 +399,16 @@ class Journal:
         expect = False  # intents were just committed: their outcomes are on the way
         while True:
             timeout = self._deadline(expect)
-            items: list[_Intent | _Marker] = []
             with contextlib.suppress(queue.Empty):  # a deadline passed, or all drained
-                items.append(get() if timeout is None else get(timeout=max(timeout, 0.0)))
+                get() if timeout is None else get(timeout=max(timeout, 0.0))
                 while True:
-                    items.append(get_nowait())
+                    get_nowait()
             with self._lock:
                 self._idle = False
-                ready = (any(i is not _NUDGE for i in items) or len(self._outs) >= MAX_BATCH
-                         or (self._outs and time.monotonic() >= self._outs_since + LINGER_S)
-                         or (self.degraded and time.monotonic() >= self._retry_at
-                             and bool(self._deferred or self._deferred_intents)))
-                if not ready:
+                if not self._ready():
                     expect = False
                     continue
+                items, self._items = self._items, []
                 outs, self._outs = self._outs, []
             try:
                 done = self._process(items, outs)
@@ -383,12 +418,35 @@ class Journal:
                 return
             expect = bool(self._inflight) and any(isinstance(i, _Intent) for i in items)
 
+    def _ready(self) -> bool:
+        """Commit now, or wait for company? (Called under the lock.)
+
+        Group commit: an intent waits (at most INTENT_LINGER_S) while other calls are still
+        running, since each of them will soon hand over its outcome and, in a map, the next
+        call's intent; once every call the writer knows of is waiting on it, waiting longer
+        gains nothing. A lone call (nothing else in flight) is committed at once.
+        """
+        now = time.monotonic()
+        intents = 0
+        for item in self._items:
+            if isinstance(item, _Marker):
+                return True  # a flush or close: someone waits for everything
+            intents += 1
+        if intents:
+            return self._running <= 0 or now >= self._items_since + INTENT_LINGER_S
+        if self._outs and (len(self._outs) >= MAX_BATCH or now >= self._outs_since + LINGER_S):
+            return True
+        return (self.degraded and now >= self._retry_at
+                and bool(self._deferred or self._deferred_intents))
+
     def _deadline(self, expect: bool) -> float | None:
-        """How long the writer may sleep; None (no deadline) lets an outcome wake it."""
+        """How long the writer may sleep; None (no deadline) lets the next item wake it."""
         now = time.monotonic()
         wait: float | None = None
         with self._lock:
-            if self._outs:
+            if self._items:
+                wait = self._items_since + INTENT_LINGER_S - now
+            elif self._outs:
                 wait = self._outs_since + LINGER_S - now
             elif expect:
                 wait = LINGER_S
@@ -404,7 +462,7 @@ class Journal:
         for item in items:
             if isinstance(item, _Intent):
                 intents.append(item)
-            elif item is not _NUDGE:
+            else:
                 markers.append(item)
         outcomes = outs
         closing = any(m.kind == "close" for m in markers)
@@ -470,12 +528,13 @@ class Journal:
             for outcome in outcomes:
                 r = outcome.record
                 known = inflight.get(r.call_id)
-                if known is not None:
+                if known is not None:  # written with its intent already: reuse the text
                     deletes.append((r.call_id,))
-                    args_json, prov_json = known
+                    started, args_json, prov_json = known
                 else:
+                    started = r.started.isoformat()
                     args_json, prov_json = _dump(r.arguments), _dump(r.provenance)
-                row = (r.call_id, r.batch, r.started.isoformat(), r.server, r.tool, r.name,
+                row = (r.call_id, r.batch, started, r.server, r.tool, r.name,
                        args_json, int(r.ok), r.disposition, r.error_type, r.error,
                        r.latency_ms, r.text, _dump(r.structured), _dump(r.content), prov_json)
                 if outcome.orphan:
@@ -507,10 +566,13 @@ class Journal:
             self._defer(str(exc) if isinstance(exc, sqlite3.Error)
                         else f"{type(exc).__name__}: {exc}")
             return False
-        for outcome in outcomes:
-            inflight.pop(outcome.record.call_id, None)
-        for row in intent_rows:
-            inflight[row[0]] = (row[9], row[10])
+        with self._lock:  # outcome() reads these to count the calls still running
+            for outcome in outcomes:
+                inflight.pop(outcome.record.call_id, None)
+            for row in intent_rows:
+                inflight[row[0]] = (row[5], row[9], row[10])
+            self._running = len(inflight) - sum(1 for o in self._outs
+                                                if o.record.call_id in inflight)
         return True
 
     def _defer(self, reason: str) -> None:
@@ -557,8 +619,7 @@ class Journal:
                 self._settle(item.waiter, False)
                 item.waiter = None
         closing = any(isinstance(i, _Marker) and i.kind == "close" for i in items)
-        counts = [(i.waiter, self._not_durable(i)) for i in items
-                  if isinstance(i, _Marker) and i is not _NUDGE]
+        counts = [(i.waiter, self._not_durable(i)) for i in items if isinstance(i, _Marker)]
         if closing:
             self._finish()
         for waiter, count in counts:
@@ -628,7 +689,7 @@ def _inspect(path: str) -> Inspection:
         _classify(path, app_id, version, tables, others)
         if not tables:
             return Inspection([], [], 0, None)
-        records, bad, damage = _load_calls(db)
+        records, bad, damage = _load_calls(db, path)
         orphans: list[Record] = []
         if "intents" in tables:
             orphans, bad_intents, intent_damage = _load_orphans(db)
@@ -819,10 +880,128 @@ def _decode(rows: Iterable[Sequence[Any]],
     return good, bad
 
 
-def _load_calls(db: sqlite3.Connection) -> tuple[list[Record], int, str | None]:
+def _load_calls(db: sqlite3.Connection, path: str) -> tuple[list[Record], int, str | None]:
     rows, damage = _scan(db, "calls", COLUMNS)
+    if damage is not None:
+        # The B-tree is broken (a truncated file loses the pages that lead to its rows):
+        # read the surviving leaf pages directly, as SQLite's own recovery does.
+        seen = {row[0] for row in rows}
+        try:
+            extra = [row for row in _leaf_rows(path, len(COLUMNS) + 1) if row[0] not in seen]
+        except (OSError, ValueError, IndexError):
+            extra = []
+        rows = sorted([*rows, *extra], key=lambda row: row[0])
+        known = {row[0] for row in rows}
+        top = max(known, default=0)
+        lost = top - len(known)  # calls are append-only: seq runs 1, 2, 3, ... without gaps
+        damage = (f"{damage}; {lost} record{'s' * (lost != 1)} before #{top} could not be "
+                  f"read, nor any after it")
     records, bad = _decode(rows, lambda row: _record(row[1:]))
     return records, bad, damage
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    value = 0
+    for i in range(8):
+        byte = data[at + i]
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            return value, at + i + 1
+    return (value << 8) | data[at + 8], at + 9
+
+
+_FIXED = {1: 1, 2: 2, 3: 3, 4: 4, 5: 6, 6: 8, 7: 8}
+
+
+def _leaf_rows(path: str, width: int) -> list[tuple[Any, ...]]:
+    """``(rowid, col1, ...)`` of every table-leaf cell with ``width`` columns in the file.
+
+    Reads the file format directly (https://sqlite.org/fileformat2.html): page size and
+    reserved bytes from the header, then each table-leaf page's cells, following overflow
+    chains while they last. A cell whose bytes are gone is skipped.
+    """
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:16] != b"SQLite format 3\x00":
+        return []
+    page_size = int.from_bytes(data[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    usable = page_size - data[20]
+    pages = len(data) // page_size
+    out: list[tuple[Any, ...]] = []
+    for number in range(1, pages + 1):
+        base = (number - 1) * page_size
+        head = base + (100 if number == 1 else 0)
+        if data[head] != 0x0D:  # not a table leaf
+            continue
+        cells = int.from_bytes(data[head + 3:head + 5], "big")
+        for i in range(cells):
+            try:
+                at = base + int.from_bytes(data[head + 8 + 2 * i:head + 10 + 2 * i], "big")
+                size, at = _varint(data, at)
+                rowid, at = _varint(data, at)
+                payload = _payload(data, at, size, usable, page_size)
+                row = _decode_record(payload, width)
+            except (IndexError, ValueError, UnicodeDecodeError):
+                continue
+            if row is not None:
+                out.append((rowid, *row[1:]))
+    return out
+
+
+def _payload(data: bytes, at: int, size: int, usable: int, page_size: int) -> bytes:
+    most = usable - 35
+    if size <= most:
+        return data[at:at + size]
+    least = (usable - 12) * 32 // 255 - 23
+    local = least + (size - least) % (usable - 4)
+    local = local if local <= most else least
+    parts = [data[at:at + local]]
+    remaining = size - local
+    page = int.from_bytes(data[at + local:at + local + 4], "big")
+    while remaining > 0:
+        if page < 1 or page * page_size > len(data):
+            raise ValueError("overflow page lost")
+        base = (page - 1) * page_size
+        take = min(remaining, usable - 4)
+        parts.append(data[base + 4:base + 4 + take])
+        remaining -= take
+        page = int.from_bytes(data[base:base + 4], "big")
+    return b"".join(parts)
+
+
+def _decode_record(payload: bytes, width: int) -> list[Any] | None:
+    header, at = _varint(payload, 0)
+    types = []
+    while at < header:
+        kind, at = _varint(payload, at)
+        types.append(kind)
+    if len(types) != width:
+        return None
+    values: list[Any] = []
+    at = header
+    for kind in types:
+        if kind == 0:
+            values.append(None)
+        elif kind in (8, 9):
+            values.append(kind - 8)
+        elif kind == 7:
+            values.append(struct.unpack(">d", payload[at:at + 8])[0])
+            at += 8
+        elif kind in _FIXED:
+            n = _FIXED[kind]
+            values.append(int.from_bytes(payload[at:at + n], "big", signed=True))
+            at += n
+        elif kind >= 12:
+            n = (kind - 12) // 2
+            chunk = payload[at:at + n]
+            if len(chunk) != n:
+                raise ValueError("record cut short")
+            values.append(chunk.decode() if kind % 2 else chunk)
+            at += n
+        else:
+            raise ValueError("reserved serial type")
+    return values
 
 
 def _load_orphans(db: sqlite3.Connection) -> tuple[list[Record], int, str | None]:

@@ -7,6 +7,7 @@ exception too, but only after its record exists.
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import operator
 import threading
@@ -133,6 +134,11 @@ class RecordStore:
         self._lock = threading.Lock()
         self._journal = journal
         self._records: list[Record] = journal.load() if journal is not None else []
+        # Intents waited on, oldest first, for the one watchdog that bounds every wait (a
+        # timer per call cost more than the rest of the loop's share of the journal).
+        self._waiting: collections.deque[tuple[float, asyncio.Future[bool]]] = (
+            collections.deque())
+        self._watchdog: asyncio.TimerHandle | None = None
         # The resume index is built on the first lookup (most benches never resume), then
         # kept up to date; until then appending pays nothing for it. For each argument set:
         # its first success, and its first in_doubt record.
@@ -168,11 +174,22 @@ class RecordStore:
                              provenance, loop)
         if fut is None:
             return False
-        timer = loop.call_later(INTENT_WAIT_S, _expire, fut)
-        try:
-            return await fut
-        finally:
-            timer.cancel()
+        self._waiting.append((loop.time() + INTENT_WAIT_S, fut))
+        if self._watchdog is None:
+            self._watchdog = loop.call_later(INTENT_WAIT_S, self._expire, loop)
+        return await fut
+
+    def _expire(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Let calls whose intent is overdue go ahead (a hung disk; a lock gives up sooner)."""
+        self._watchdog = None
+        now, waiting = loop.time(), self._waiting
+        while waiting and (waiting[0][1].done() or waiting[0][0] <= now):
+            _, fut = waiting.popleft()
+            if not fut.done():
+                fut.set_result(False)
+        if waiting:
+            self._watchdog = loop.call_later(max(waiting[0][0] - now, 0.01), self._expire,
+                                             loop)
 
     async def settle(self, tag: str | None) -> int:
         """Wait until what was queued is committed; how many ``tag`` records are not."""
@@ -231,11 +248,6 @@ class RecordStore:
 
     def close(self) -> int:
         return 0 if self._journal is None else self._journal.close()
-
-
-def _expire(fut: asyncio.Future[bool]) -> None:
-    if not fut.done():
-        fut.set_result(False)
 
 
 def frame(records: Iterable[Record]) -> pd.DataFrame:
