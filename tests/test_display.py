@@ -367,3 +367,30 @@ def test_latency_rounded_for_the_eye_answers_keep_their_digits() -> None:
     table = html_table(df)
     assert "<td class='tb-number'>12.3</td>" in table and ">9558.575<" in table
     assert df["latency_ms"].iloc[0] == 12.345678  # the data keep every digit
+
+
+def test_servers_and_catalog_views_show_warnings_as_escaped_sentences() -> None:
+    """A skipped tool or an unchecked schema is said where people look: the tables' views."""
+    import mcp_types as types
+    from mcp.server import Server
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[
+            types.Tool(name="fine", input_schema={"type": "object"}),
+            types.Tool(name="has space<script>", input_schema={"type": "object"}),
+            types.Tool(name="remote", input_schema={
+                "type": "object", "$ref": "http://127.0.0.1:9/<script>x</script>"}),
+        ])
+
+    with tb.Bench() as bench:
+        bench.connect("odd", Server("odd", on_list_tools=list_tools))
+        servers_html = show(bench.servers)._repr_mimebundle_()["text/html"]
+        catalog_html = show(bench.catalog())._repr_mimebundle_()["text/html"]
+    for html in (servers_html, catalog_html):
+        no_live_markup(html)
+        assert "<th>warnings</th>" in html
+    assert "skipped" in servers_html
+    assert "not checked" in catalog_html or "not check" in catalog_html
+    # A tool with no warning shows an empty warnings cell (the row's last), not "[]".
+    fine_row = catalog_html.split(">odd-fine<", 1)[1].split("</tr>", 1)[0]
+    assert fine_row.endswith("></td>") and not fine_row.endswith("[]</td>")

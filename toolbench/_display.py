@@ -49,8 +49,9 @@ _DISPOSITION_NOTE = {
 }
 RECORD_VIEW = ("started", "name", "arguments", "ok", "disposition", "error_type",
                "latency_ms", "text", "error")
-CATALOG_VIEW = ("name", "server", "tool", "title", "description", "parameters", "required")
-SERVER_VIEW = ("name", "transport", "status", "tools", "destination", "error")
+CATALOG_VIEW = ("name", "server", "tool", "title", "description", "parameters", "required",
+                "warnings")
+SERVER_VIEW = ("name", "transport", "status", "tools", "destination", "error", "warnings")
 
 
 def html_table(df: pd.DataFrame, *, max_rows: int = MAX_ROWS, max_cell: int = MAX_CELL,
@@ -97,6 +98,8 @@ def _cell(value: Any, limit: int, column: object = None) -> str:
         if str(column).endswith("_ms") and abs(value) < 1e9:
             return f"{value:.1f}"
         return _html.escape(f"{value:.12g}")
+    if column == "warnings" and isinstance(value, list):  # reasons, read as sentences
+        value = "; ".join(str(v) for v in value[:20])
     if isinstance(value, (list, dict)):
         value = _html.bounded_json(value, 4000)
     return _html.cell(value if isinstance(value, str) else str(value), limit)
