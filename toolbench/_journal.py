@@ -16,6 +16,14 @@ Why writing never fails a call: a journal that cannot be written (locked, disk f
 damaged) keeps the record in memory, retries with backoff, and reports how many records are
 not durable as one :class:`JournalWarning` per operation. Nothing of SQLite reaches the user.
 
+What "durable before the call returns" means here (DESIGN.md says the record; this is the
+precise promise): a call's intent is committed before the call is sent, so from then on the
+call can never be missing. ``map`` and ``compare`` return only once every one of their records
+is committed (one wait for the whole batch), and ``close()`` commits the rest. A single
+``call`` returns without waiting for its outcome's commit, which follows within LINGER_S (or
+with the next call's intent): waiting would double the journal's cost per call, and a process
+killed in that window leaves the call ``in_doubt``, never lost and never silently retried.
+
 WAL with ``synchronous=NORMAL`` makes each committed transaction survive the process being
 killed (a dead kernel); only a power cut could drop the last ones.
 """
