@@ -172,7 +172,9 @@ async def test_requests_are_checked_with_re2_and_within_the_budget() -> None:
         ran.append("evil")
         return "ran"
 
+    # Unique content: equal schemas share one verdict, and test_validate drives this shape.
     @ts.tool("blowup", input_schema={"type": "object", "$defs": defs,
+                                     "description": f"blowup {time.monotonic_ns()}",
                                      "properties": {"a": {"$ref": "#/$defs/d0"}}})
     def blowup(data: dict[str, Any]) -> str:
         ran.append("blowup")

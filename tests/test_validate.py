@@ -13,6 +13,7 @@ import os
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -403,9 +404,12 @@ def test_schema_problems_texts() -> None:
 def test_the_metaschema_check_waits_for_the_first_check_of_arguments() -> None:
     """A catalog asks about every tool: the bounded walk answers at once, the ~2 ms check
     against the metaschema waits until the tool is first used (or is asked for)."""
-    broken = {"type": "object", "properties": {"a": {"type": "integer", "minimum": "x"}}}
+    # Unique content: equal schemas share one cache entry, and another test may have
+    # checked this shape already.
+    broken = {"type": "object", "description": uuid.uuid4().hex,
+              "properties": {"a": {"type": "integer", "minimum": "x"}}}
     assert schema_problems(broken) == []
-    assert _validate._cache[id(broken)].validator is None  # nothing built yet
+    assert _validate._cache[id(broken)][1].validator is None  # nothing built yet
     validate_arguments(TID, broken, {"a": 1})  # the server judges
     assert schema_problems(broken) == [
         "not checked locally: the schema itself is invalid at properties/a/minimum: 'x' is "
@@ -432,17 +436,25 @@ def test_a_pattern_re2_cannot_compile_skips_only_that_keyword(
 
 
 def test_a_schema_is_compiled_once_and_the_cache_holds_it() -> None:
-    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    schema = {"type": "object", "properties": {"a": {"type": "integer", "maximum": 77}}}
     validate_arguments(TID, schema, {"a": 1})
-    entry = _validate._cache[id(schema)]
-    assert entry.schema is schema
+    held, entry = _validate._cache[id(schema)]
+    assert held is schema and entry.schema is schema
+    validator = entry.validator
+    assert validator is not None
     validate_arguments(TID, schema, {"a": 2})
     assert schema_problems(schema) == []
-    assert _validate._cache[id(schema)] is entry
-    twin = json.loads(json.dumps(schema))  # an equal, different object gets its own entry
+    assert _validate._cache[id(schema)][1] is entry
+    # An equal schema in a new object (what a re-list after tools/list_changed brings)
+    # reuses the compiled validator instead of rebuilding it on the shared loop.
+    twin = json.loads(json.dumps(schema))
     with pytest.raises(tb.Refused, match="field 'a'"):
         validate_arguments(TID, twin, {"a": "x"})
-    assert _validate._cache[id(twin)] is not entry
+    held, shared = _validate._cache[id(twin)]
+    assert held is twin and shared is entry and shared.validator is validator
+    different = {"type": "object", "properties": {"a": {"type": "integer", "maximum": 78}}}
+    validate_arguments(TID, different, {"a": 78})
+    assert _validate._cache[id(different)][1] is not entry
 
 
 def test_field_errors_key_fields_and_the_whole() -> None:

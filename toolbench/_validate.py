@@ -99,7 +99,7 @@ class _Compiled:
     """What is known about one schema: the survey's verdict at once, the validator (and the
     metaschema check that comes with it, ~2 ms) only when first needed."""
 
-    schema: object  # held so that id(schema) stays unique while this entry lives
+    schema: object  # the schema compiled (an equal one may share this entry)
     validator: Any | None  # None: not built yet, or the schema is not checked locally at all
     problems: list[str] = field(default_factory=list)
     usable: bool = True  # False: the survey refused it; never built
@@ -115,7 +115,11 @@ class _Compiled:
             self.problems.append("and more problems")
 
 
-_cache: dict[int, _Compiled] = {}
+# Two levels: by object identity (the hot path: one dict lookup per call), then by content,
+# so a re-list (tools/list_changed) that brings equal schemas as new objects reuses their
+# compiled validators instead of rebuilding each (~6 ms) on the shared loop.
+_cache: dict[int, tuple[object, _Compiled]] = {}  # the schema is held: its id stays unique
+_by_content: dict[str, _Compiled] = {}
 _cache_lock = threading.Lock()
 _build_lock = threading.Lock()  # one build at a time, so an entry is never built twice
 _patterns: dict[str, Any] = {}  # pattern -> compiled re2 regexp, or an error string
@@ -413,13 +417,23 @@ def _build(schema: Mapping[str, Any], skip_unevaluated: bool) -> tuple[Any | Non
 
 def _entry(schema: Mapping[str, Any]) -> _Compiled:
     found = _cache.get(id(schema))
-    if found is not None and found.schema is schema:
-        return found
-    entry = _compile(schema)
+    if found is not None and found[0] is schema:
+        return found[1]
+    try:
+        key: str | None = json.dumps(schema, sort_keys=True, default=repr)
+    except Exception:  # too deep, odd keys: not shared by content, compiled on its own
+        key = None
+    entry = _by_content.get(key) if key is not None and len(key) <= MAX_TEXT else None
+    if entry is None:
+        entry = _compile(schema)
     with _cache_lock:
         if len(_cache) >= _CACHE_LIMIT:
             _cache.clear()
-        _cache[id(schema)] = entry
+        if len(_by_content) >= _CACHE_LIMIT:
+            _by_content.clear()
+        _cache[id(schema)] = (schema, entry)
+        if key is not None and len(key) <= MAX_TEXT:
+            _by_content[key] = entry
     return entry
 
 
