@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import time
 from typing import Any, Literal
 
 import ipywidgets as widgets
@@ -260,3 +261,32 @@ def test_local_refs_resolve_as_json_pointers_and_stop_on_cycles() -> None:
     form["indexed"].value = 2.5
     form["loop"].value = '"anything"'
     assert form.values() == {"slash": 4, "indexed": 2.5, "loop": "anything"}
+
+
+def test_a_schema_with_thousands_of_properties_gets_one_json_box() -> None:
+    """Thousands of widget rows would keep the kernel thread (and the page) busy; past
+    MAX_FIELDS the form asks for one JSON object and still checks it against the schema."""
+    from toolbench._form import MAX_FIELDS, WHOLE
+
+    schema = {"type": "object", "required": ["p0"],
+              "properties": {f"p{i}": {"type": "string", "maxLength": 3} for i in range(5000)}}
+    started = time.perf_counter()
+    form = build_form(schema)
+    assert time.perf_counter() - started < 2.0
+    assert form.fields == {} and form.whole is not None
+    assert f"5,000 parameters (more than {MAX_FIELDS}" in form.widget.children[0].value
+    form.whole.input.value = '{"p0": "abc", "p7": "xy"}'
+    assert form.values() == {"p0": "abc", "p7": "xy"}
+    # 5,000 properties are also past the validator's size limit (the server judges those);
+    # 500 are past MAX_FIELDS but still checked locally.
+    schema["properties"] = {f"p{i}": {"type": "string", "maxLength": 3} for i in range(500)}
+    form = build_form(schema)
+    assert form.fields == {} and form.whole is not None
+    form.whole.input.value = '{"p0": "too long"}'
+    with pytest.raises(FormError) as bad:
+        form.values()
+    assert "p0" in bad.value.errors and "nothing was sent" in form.message.value
+    form.whole.input.value = "{not json"
+    with pytest.raises(FormError) as broken:
+        form.values()
+    assert WHOLE in broken.value.errors and "not valid JSON" in broken.value.errors[WHOLE]

@@ -29,6 +29,9 @@ from toolbench._validate import field_errors
 KINDS = ("enum", "string", "integer", "number", "boolean", "json")
 _BLANK = "\u2014"  # the Dropdown label for "no value"
 MAX_LABEL = 60
+MAX_FIELDS = 200
+"""More properties than this get one JSON box for the whole arguments, not a row each."""
+WHOLE = "(arguments)"
 MAX_HELP = 300
 _CLASS_SAFE = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -194,11 +197,20 @@ class Form:
         props = self.schema.get("properties")
         required = self.schema.get("required")
         req = {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
-        if isinstance(props, Mapping):
+        # One widget row per property costs the kernel thread (and the page) real time; a
+        # schema with thousands of them gets one JSON box for the whole arguments instead.
+        self.whole: Field | None = None
+        rows: list[Any] = []
+        if isinstance(props, Mapping) and len(props) > MAX_FIELDS:
+            self.whole = _make_field(WHOLE, {"type": "object"}, False, {})
+            rows = [widgets.HTML(
+                f"<i>this tool takes {len(props):,} parameters (more than {MAX_FIELDS} shown "
+                "one by one): write the arguments as one JSON object</i>"), self.whole.row]
+        elif isinstance(props, Mapping):
             for name, prop in props.items():
                 if isinstance(name, str):
                     self.fields[name] = _make_field(name, prop, name in req, self.schema)
-        rows = [f.row for f in self.fields.values()]
+            rows = [f.row for f in self.fields.values()]
         if not rows:
             rows = [widgets.HTML("<i>this tool takes no arguments</i>")]
         self.message = widgets.HTML("")
@@ -212,6 +224,12 @@ class Form:
         """The arguments, checked against the schema; raises FormError and marks fields."""
         errors: dict[str, str] = {}
         arguments: dict[str, Any] = {}
+        if self.whole is not None:
+            try:
+                send, value = self.whole.read()
+                arguments = dict(value) if send and value is not None else {}
+            except ValueError as exc:
+                errors[WHOLE] = str(exc)
         for name, f in self.fields.items():
             try:
                 send, value = f.read()
@@ -225,7 +243,9 @@ class Form:
         self.errors = errors
         for name, f in self.fields.items():
             f.set_error(errors.get(name))
-        others = {k: v for k, v in errors.items() if k not in self.fields}
+        if self.whole is not None:
+            self.whole.set_error(errors.get(WHOLE))
+        others = {k: v for k, v in errors.items() if k not in self.fields and k != WHOLE}
         if errors:
             note = "; ".join(f"{k}: {v}" for k, v in others.items())
             self.message.value = (
