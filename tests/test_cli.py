@@ -82,29 +82,34 @@ def test_compare_with_a_failed_row_exits_1_and_still_prints_the_table(project: P
 
 
 @pytest.mark.slow
-def test_call_starts_only_the_server_that_owns_the_name(marked: Path) -> None:
-    for name in ("one-echo", "tool://one/echo"):
-        out = run(["call", name, "--arg", "text=hi"], marked)
-        assert out.returncode == 0, out.stderr
-        assert json.loads(out.stdout) == {"result": "hi"} and out.stderr == ""
-        assert not (marked / "started").exists(), f"call {name} started the other server"
+@pytest.mark.parametrize("name", ["one-echo", "tool://one/echo"])
+def test_call_starts_only_the_server_that_owns_the_name(marked: Path, name: str) -> None:
+    out = run(["call", name, "--arg", "text=hi"], marked)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {"result": "hi"} and out.stderr == ""
+    assert not (marked / "started").exists(), f"call {name} started the other server"
+
+
+@pytest.mark.slow
+def test_catalog_of_one_server_starts_only_that_server(marked: Path) -> None:
     out = run(["catalog", "--server", "one"], marked)
     assert out.returncode == 0, out.stderr
     assert "one-echo" in out.stdout and not (marked / "started").exists()
 
 
 @pytest.mark.slow
-def test_a_name_several_servers_could_own_starts_just_those(tmp_path: Path) -> None:
-    # "one-x-echo" could be server one's tool "x-echo" or server one-x's tool "echo".
-    # A config's own namespace counts, not the server's name: "ns-echo" is server renamed's.
+@pytest.mark.parametrize("name", [
+    "one-x-echo",  # server one's tool "x-echo" or server one-x's tool "echo": both start
+    "ns-echo",     # a config's own namespace counts, not the server's name
+])
+def test_a_name_several_servers_could_own_starts_just_those(tmp_path: Path, name: str) -> None:
     write_config(tmp_path, {"one": stdio(ECHO), "one-x": stdio(ECHO),
                             "renamed": {**stdio(ECHO), "namespace": "ns"},
                             "marker": stdio("-c", STARTED, str(tmp_path / "started"))})
-    for name in ("one-x-echo", "ns-echo"):
-        out = run(["call", name, "--arg", "text=hi"], tmp_path)
-        assert out.returncode == 0, out.stderr
-        assert json.loads(out.stdout) == {"result": "hi"}, name
-        assert not (tmp_path / "started").exists(), name
+    out = run(["call", name, "--arg", "text=hi"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {"result": "hi"}
+    assert not (tmp_path / "started").exists()
 
 
 @pytest.mark.slow
@@ -146,27 +151,31 @@ def test_unknown_names_are_usage_errors_and_failed_calls_exit_1(
 
 
 @pytest.mark.slow
-def test_a_server_that_fails_to_start_is_reported_by_every_command(tmp_path: Path) -> None:
-    write_config(tmp_path, {"boom": stdio(EXITS), "one": stdio(ECHO)})
-    for args in (["catalog"], ["call", "boom-anything"], ["compare", "echo", "--arg", "text=hi"]):
-        out = run(args, tmp_path)
-        assert out.returncode == 1, (args, out.stderr)
-        assert "'boom'" in out.stderr and "failed to start" in out.stderr, args
-        # the server's own stderr, in full, so the user sees why
-        assert "fatal: missing configuration file settings.toml" in out.stderr, args
-    only_boom = write_config(tmp_path, {"boom": stdio(EXITS)}, "boom.json")
-    out = run(["catalog", "--config", str(only_boom)], tmp_path)
-    assert out.returncode == 1 and "settings.toml" in out.stderr
+@pytest.mark.parametrize(("servers", "args"), [
+    (["boom", "one"], ["catalog"]),
+    (["boom"], ["catalog"]),  # nothing else to show: still not "(none)" and status 0
+    (["boom", "one"], ["call", "boom-anything"]),
+    (["boom", "one"], ["compare", "echo", "--arg", "text=hi"]),
+])
+def test_a_server_that_fails_to_start_is_reported_by_every_command(
+        tmp_path: Path, servers: list[str], args: list[str]) -> None:
+    write_config(tmp_path, {name: stdio(EXITS if name == "boom" else ECHO) for name in servers})
+    out = run(args, tmp_path)
+    assert out.returncode == 1, out.stderr
+    assert "'boom'" in out.stderr and "failed to start" in out.stderr
+    # the server's own stderr, in full, so the user sees why
+    assert "fatal: missing configuration file settings.toml" in out.stderr
 
 
 @pytest.mark.slow
-def test_config_before_or_after_the_command(project: Path) -> None:
+@pytest.mark.parametrize("before", [True, False])
+def test_config_before_or_after_the_command(project: Path, before: bool) -> None:
     other = write_config(project, {"three": stdio(ECHO)}, "other.json")
-    for args in (["--config", str(other), "catalog", "--search", "echo"],
-                 ["catalog", "--search", "echo", "--config", str(other)]):
-        out = run(args, project)
-        assert out.returncode == 0, out.stderr
-        assert "three-echo" in out.stdout and "one-echo" not in out.stdout
+    option = ["--config", str(other)]
+    command = ["catalog", "--search", "echo"]
+    out = run(option + command if before else command + option, project)
+    assert out.returncode == 0, out.stderr
+    assert "three-echo" in out.stdout and "one-echo" not in out.stdout
 
 
 def test_no_arguments_prints_the_help(tmp_path: Path) -> None:
@@ -177,12 +186,15 @@ def test_no_arguments_prints_the_help(tmp_path: Path) -> None:
         assert command in out.stdout
 
 
-def test_help_on_every_command_documents_exit_codes(tmp_path: Path) -> None:
-    for command in ([], ["catalog"], ["call"], ["compare"], ["demo"]):
-        out = run([*command, "--help"], tmp_path)
-        assert out.returncode == 0 and "usage: toolbench" in out.stdout
-        codes = re.findall(r"^\s+([0-3])\s+(\w+)", out.stdout, re.MULTILINE)
-        assert dict(codes) == {"0": "success", "1": "a", "2": "usage", "3": "a"}, out.stdout
+@pytest.mark.parametrize("command", [[], ["catalog"], ["call"], ["compare"], ["demo"]])
+def test_help_on_every_command_documents_exit_codes(tmp_path: Path, command: list[str]) -> None:
+    out = run([*command, "--help"], tmp_path)
+    assert out.returncode == 0 and "usage: toolbench" in out.stdout
+    codes = re.findall(r"^\s+([0-3])\s+(\w+)", out.stdout, re.MULTILINE)
+    assert dict(codes) == {"0": "success", "1": "a", "2": "usage", "3": "a"}, out.stdout
+
+
+def test_lab_help_says_it_adds_allow_root(tmp_path: Path) -> None:
     out = run(["lab", "--help"], tmp_path)
     assert out.returncode == 0 and "--allow-root" in out.stdout
 
@@ -192,40 +204,41 @@ def commands_in(text: str, command: str) -> list[list[str]]:
             if line.strip().startswith(f"toolbench {command} ")]
 
 
-@pytest.mark.slow
-def test_call_help_examples_are_real_and_run(tmp_path: Path) -> None:
+def test_call_help_explains_names_and_references(tmp_path: Path) -> None:
     text = run(["call", "--help"], tmp_path).stdout
     assert "tool://SERVER/TOOL" in text and "SERVER-TOOL" in text
     examples = commands_in(text, "call")
-    assert any(e[1].startswith("tool://") for e in examples) and len(examples) >= 2
-    for example in examples:
-        out = run(example, tmp_path)
-        assert out.returncode == 0, (example, out.stderr)
-        assert re.search(r'"result": \d+\.\d+', out.stdout), (example, out.stdout)
+    assert len(examples) == 3 and any(e[1].startswith("tool://") for e in examples)
 
 
 @pytest.mark.slow
-def test_demo_hint_works_as_printed(tmp_path: Path) -> None:
-    # A seed makes flaky's deliberate failures repeatable: seed 0 fails none of the first few.
+@pytest.mark.parametrize("index", [0, 1, 2])
+def test_call_help_examples_are_real_and_run(tmp_path: Path, index: int) -> None:
+    example = commands_in(run(["call", "--help"], tmp_path).stdout, "call")[index]
+    out = run(example, tmp_path)
+    assert out.returncode == 0, (example, out.stderr)
+    assert re.search(r'"result": \d+\.\d+', out.stdout), (example, out.stdout)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("command", "with_mcp_json", "expect"), [
+    ("compare", False, "geo_precise"),
+    ("call", False, '"result": '),
+    ("compare", True, "geo_precise"),  # the hint says --demo, so ./mcp.json does not win
+])
+def test_demo_hint_works_as_printed(tmp_path: Path, command: str, with_mcp_json: bool,
+                                    expect: str) -> None:
+    if with_mcp_json:
+        write_config(tmp_path, {"one": stdio(ECHO)})
     out = run(["demo"], tmp_path)
     assert out.returncode == 0, out.stderr
     assert "geo" in out.stdout and "connected" in out.stdout and "distance" in out.stdout
-    hints = commands_in(out.stdout, "compare") + commands_in(out.stdout, "call")
-    assert len(hints) == 2
-    printed = []
-    for hint in hints:
-        ran = run(hint, tmp_path, TOOLBENCH_DEMO_SEED="0")
-        assert ran.returncode == 0, (hint, ran.stderr)
-        printed.append(ran.stdout)
-    assert all(server in printed[0] for server in ("flaky", "geo", "geo_precise"))
-    assert re.search(r'"result": \d+\.\d+', printed[1])
-    # With a ./mcp.json here, the hint says --demo, so it still runs the demo servers.
-    write_config(tmp_path, {"one": stdio(ECHO)})
-    out = run(["demo"], tmp_path)
-    hint = commands_in(out.stdout, "compare")[0]
-    assert "--demo" in hint
-    ran = run(hint, tmp_path, TOOLBENCH_DEMO_SEED="0")
-    assert ran.returncode == 0 and "geo_precise" in ran.stdout, ran.stderr
+    hints = commands_in(out.stdout, command)
+    assert len(hints) == 1 and ("--demo" in hints[0]) == with_mcp_json, out.stdout
+    # A seed makes flaky's deliberate failures repeatable: seed 0 fails none of the first few.
+    ran = run(hints[0], tmp_path, TOOLBENCH_DEMO_SEED="0")
+    assert ran.returncode == 0, (hints[0], ran.stderr)
+    assert expect in ran.stdout
 
 
 def test_bad_config_file_is_a_usage_error(tmp_path: Path) -> None:
