@@ -492,3 +492,12 @@ def test_connect_replaces_a_server_that_failed_after_connecting(
     assert bench.call("flaky-echo", text="y").text == "again:y"
     with pytest.raises(ValueError, match="already connected"):
         bench.connect("flaky", make_server("third"))
+
+
+def test_closed_says_whether_close_has_run() -> None:
+    bench = tb.Bench()
+    assert bench.closed is False
+    bench.close()
+    assert bench.closed is True
+    with pytest.raises(RuntimeError, match="closed"):
+        bench.connect("late", ["python", "-c", "pass"])

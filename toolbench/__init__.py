@@ -3,7 +3,7 @@
 from toolbench import _accessor
 from toolbench._bench import Bench
 from toolbench._client import Result, ToolClient, ToolSpec
-from toolbench._config import ConfigError
+from toolbench._config import ConfigError, ConfigWarning
 from toolbench._display import show
 from toolbench._errors import (
     Disposition,
@@ -27,6 +27,7 @@ from toolbench._toolset import ToolContext, Toolset
 __all__ = [
     "Bench",
     "ConfigError",
+    "ConfigWarning",
     "Destination",
     "Disposition",
     "Egress",

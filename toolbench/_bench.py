@@ -430,6 +430,11 @@ class Bench:
 
     aclose, close = twins(_close)
 
+    @property
+    def closed(self) -> bool:
+        """True once ``close()`` has begun: nothing can be connected or called any more."""
+        return self._closed
+
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError("this Bench is closed; make a new one")

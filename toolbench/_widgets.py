@@ -45,10 +45,7 @@ LIST_WIDTH = "260px"
 
 def bench_closed(bench: Bench) -> bool:
     """Whether ``bench.close()`` has run (the explorer cannot call anything after that)."""
-    closed = getattr(bench, "closed", None)
-    if isinstance(closed, bool):
-        return closed
-    return bool(getattr(bench, "_closed", False))
+    return bench.closed
 
 
 def _poster() -> Callable[[Callable[[], None]], None]:
