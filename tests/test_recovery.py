@@ -115,7 +115,7 @@ def test_in_process_error_replies_and_bad_output() -> None:
             with pytest.raises(TimedOut, match=f"error {code}: raised err_{code}"):
                 client.call_sync(ToolId("inproc", f"err_{code}"), {})
             assert client.status == "connected"
-        with pytest.raises(Malformed, match="not a valid tool result") as info:
+        with pytest.raises(Malformed, match="does not match the output schema") as info:
             client.call_sync(ToolId("inproc", "bad_output"), {})
         assert info.value.disposition is Disposition.LANDED
         assert client.status == "connected"
