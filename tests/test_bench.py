@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -501,3 +502,35 @@ def test_closed_says_whether_close_has_run() -> None:
     assert bench.closed is True
     with pytest.raises(RuntimeError, match="closed"):
         bench.connect("late", ["python", "-c", "pass"])
+
+
+def test_argument_checking_counts_inside_the_calls_timeout() -> None:
+    """A check that uses up the call's timeout leaves nothing to send: did_not_happen."""
+    import mcp_types as types
+    from mcp.server import Server
+
+    calls: list[str] = []
+    defs: dict[str, Any] = {f"d{i}": {"anyOf": [{"$ref": f"#/$defs/d{i + 1}"},
+                                                {"$ref": f"#/$defs/d{i + 1}"}]}
+                            for i in range(30)}
+    defs["d30"] = {"type": "string"}
+    schema = {"type": "object", "$defs": defs, "description": f"slow {time.monotonic_ns()}",
+              "properties": {"a": {"$ref": "#/$defs/d0"}}}
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[types.Tool(name="slow", input_schema=schema)])
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        calls.append(params.name)
+        return types.CallToolResult(content=[types.TextContent(type="text", text="ran")])
+
+    with tb.Bench() as bench:
+        bench.connect("slowcheck", Server("slowcheck", on_list_tools=list_tools,
+                                          on_call_tool=call_tool))
+        started = time.perf_counter()
+        with pytest.raises(tb.Unreachable, match="checking the arguments") as caught:
+            bench.call("slowcheck-slow", {"a": 1}, timeout=0.05)
+        assert time.perf_counter() - started < 5.0
+        assert caught.value.disposition is tb.Disposition.DID_NOT_HAPPEN
+        assert calls == []
+        assert bench.records.iloc[-1]["disposition"] == "did_not_happen"

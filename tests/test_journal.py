@@ -415,3 +415,34 @@ def test_resume_skips_in_doubt_calls_unless_asked(tmp_path: Path) -> None:
         assert list(retried["ok"]) == [True, True, True]
         assert bench.map("w-wait", cases, progress=False, resume=True)["ok"].all()
         assert ran == [5.0]
+
+
+def test_a_lone_surrogate_or_an_unsendable_argument_costs_no_record(tmp_path: Path) -> None:
+    """SQLite takes UTF-8 only: one refused argument holding a lone surrogate (or a server's
+    text decoded from "\\udc80") used to fail its whole commit batch, good records included."""
+    box = tb.ToolBox()
+
+    @box.tool(server="s")
+    def echo(text: str) -> str:
+        """Echo the text back."""
+        return text
+
+    @box.tool(server="s")
+    def odd() -> str:
+        """Answer with a lone surrogate, as a JSON "\\udc80" escape would decode to."""
+        return "half \udc80 a pair"
+
+    path = tmp_path / "calls.sqlite"
+    with tb.Bench(journal=path) as bench:  # filterwarnings=error: a JournalWarning fails
+        bench.add(box)
+        for bad in ({"text": "a\udc80b"}, {"text": object()}, {"text": float("nan")}):
+            with pytest.raises(tb.Refused):
+                bench.call("s-echo", bad)
+        assert bench.call("s-odd").text == "half \udc80 a pair"
+        assert bench.call("s-echo", text="fine").text == "fine"
+    with tb.Bench(journal=path) as again:
+        records = again.records
+    assert len(records) == 5
+    assert list(records["disposition"]) == ["did_not_happen"] * 3 + ["landed"] * 2
+    assert records.iloc[0]["arguments"] == {"text": "a\udc80b"}  # kept exactly, as JSON
+    assert "\\udc80" in records.iloc[3]["text"]  # the text column keeps an escape

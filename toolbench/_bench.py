@@ -555,6 +555,7 @@ class Bench:
         tag = call_id if batch is None else batch  # what the journal's count is kept by
         prov = provenance.as_dict()
         sent, durable = False, True
+        begun = time.perf_counter()
         try:
             args = check_arguments(target.tool, arguments)
             validate_arguments(target.tool, target.spec.input_schema if target.spec else None,
@@ -564,15 +565,23 @@ class Bench:
             durable = await self._store.intent(call_id, batch, started, target.tool.server,
                                                target.tool.tool, target.name, recorded_args,
                                                prov)
+            # Checking the arguments and journaling the intent count inside the call's
+            # timeout (DESIGN, "The trust boundary"); if they used it all, nothing is sent.
+            t0 = time.perf_counter()
+            remaining = limit - (t0 - begun)
+            if remaining <= 0:
+                raise Unreachable(
+                    f"not sent: checking the arguments and recording the intent took "
+                    f"{t0 - begun:.3g} s of the call's {limit:g} s timeout", tool=target.tool)
             sent = True
             # asyncio.timeout, not anyio.fail_after: the bench always runs on the shared
             # asyncio loop, and this is a few microseconds cheaper on every call.
-            t0 = time.perf_counter()
             # The router hands the timeout down (M1): the client itself decides whether a
             # call that ran out of time was sent (in doubt) or never left (did not happen).
             # This outer bound is only a backstop, a little later, for a client that hangs.
-            async with asyncio.timeout(limit + TIMEOUT_BACKSTOP_S):
-                result = await self.router.call(target.tool, args, provenance, timeout=limit)
+            async with asyncio.timeout(remaining + TIMEOUT_BACKSTOP_S):
+                result = await self.router.call(target.tool, args, provenance,
+                                                timeout=remaining)
         except ToolError as exc:
             error = exc
         except TimeoutError as exc:  # the router's bound for a plain client, or the backstop

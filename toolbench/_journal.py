@@ -35,6 +35,7 @@ import contextlib
 import json
 import os
 import queue
+import re
 import sqlite3
 import struct
 import threading
@@ -150,14 +151,29 @@ def warn_unwritten(journal: Journal, count: int) -> None:
                   JournalWarning, stacklevel=3)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _dump(value: Any) -> str | None:
     """JSON text; a value that cannot be encoded (a cycle) is kept as its repr, not lost."""
     if value is None:
         return None
     try:
-        return _encode(value)
+        text = _encode(value)
     except (ValueError, TypeError, RecursionError):
-        return _encode({"_unencodable": repr(value)[:2000]})
+        text = _encode({"_unencodable": repr(value)[:2000]})
+    if not text.isascii() and _SURROGATE.search(text):
+        # SQLite takes UTF-8 only: one lone surrogate (a refused argument, a server's
+        # "\udc80") would fail the whole commit, good records included. ASCII escapes keep it.
+        text = json.dumps(json.loads(text), ensure_ascii=True)
+    return text
+
+
+def _utf8(value: Any) -> Any:
+    """A text column's value SQLite can store: lone surrogates become backslash escapes."""
+    if isinstance(value, str) and not value.isascii() and _SURROGATE.search(value):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return value
 
 
 def _proc_tag(pid: int) -> str | None:
@@ -543,8 +559,9 @@ class Journal:
                     started = r.started.isoformat()
                     args_json, prov_json = _dump(r.arguments), _dump(r.provenance)
                 row = (r.call_id, r.batch, started, r.server, r.tool, r.name,
-                       args_json, int(r.ok), r.disposition, r.error_type, r.error,
-                       r.latency_ms, r.text, _dump(r.structured), _dump(r.content), prov_json)
+                       args_json, int(r.ok), r.disposition, r.error_type, _utf8(r.error),
+                       r.latency_ms, _utf8(r.text), _dump(r.structured), _dump(r.content),
+                       prov_json)
                 if outcome.orphan:
                     orphans.append(row)
                 else:
