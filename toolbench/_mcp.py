@@ -61,6 +61,7 @@ from toolbench._loop import get_loop, twins
 from toolbench._mcp_errors import (
     TICKET,
     CallTicket,
+    ReadWrapper,
     Redactor,
     Tracker,
     describe,
@@ -98,16 +99,12 @@ _URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 _TRANSPORTS = ("stdio", "http", "sse", "in-process")
 
 
-class _Watched:
+class _Watched(ReadWrapper):
     """Read side of a transport that reports end-of-stream and unreadable stdout lines."""
 
     def __init__(self, inner: Any, conn: _Conn) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._conn = conn
-
-    @property
-    def last_context(self) -> Any:
-        return getattr(self._inner, "last_context", None)
 
     async def receive(self) -> SessionMessage | Exception:
         try:
@@ -123,24 +120,6 @@ class _Watched:
             if detail is not None:
                 self._conn.owner._lost(self._conn, detail)
         return cast("SessionMessage | Exception", item)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    def __aiter__(self) -> _Watched:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> _Watched:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
 
 @asynccontextmanager

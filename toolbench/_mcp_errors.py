@@ -195,26 +195,27 @@ class Tracker:
             ticket.stage = "unwritten"
 
 
-class _TrackedRead:
-    """The read stream, reporting every reply to the tracker before the session sees it."""
+class ReadWrapper:
+    """A transport's read stream with ``receive`` overridden; the rest passes through.
 
-    def __init__(self, inner: Any, tracker: Tracker) -> None:
+    The SDK's session reads with ``async for`` and closes with ``aclose``; subclasses only
+    say what to notice in ``receive``.
+    """
+
+    def __init__(self, inner: Any) -> None:
         self._inner = inner
-        self._tracker = tracker
 
     @property
     def last_context(self) -> Any:
         return getattr(self._inner, "last_context", None)
 
     async def receive(self) -> Any:
-        item = await self._inner.receive()
-        self._tracker.arrived(item)
-        return item
+        return await self._inner.receive()
 
     async def aclose(self) -> None:
         await self._inner.aclose()
 
-    def __aiter__(self) -> _TrackedRead:
+    def __aiter__(self) -> ReadWrapper:
         return self
 
     async def __anext__(self) -> Any:
@@ -223,11 +224,24 @@ class _TrackedRead:
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
 
-    async def __aenter__(self) -> _TrackedRead:
+    async def __aenter__(self) -> ReadWrapper:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+class _TrackedRead(ReadWrapper):
+    """The read stream, reporting every reply to the tracker before the session sees it."""
+
+    def __init__(self, inner: Any, tracker: Tracker) -> None:
+        super().__init__(inner)
+        self._tracker = tracker
+
+    async def receive(self) -> Any:
+        item = await self._inner.receive()
+        self._tracker.arrived(item)
+        return item
 
 
 class _TrackedSend:
