@@ -54,31 +54,13 @@ REPLACEABLE = frozenset({"failed", "lost"})
 _NO_SECRETS = Redactor(())
 
 
-def _leaks(exc: BaseException, redact: Redactor) -> bool:
-    """Whether ``exc`` or anything chained to it would show a secret."""
-    seen: set[int] = set()
-    todo: list[BaseException] = [exc]
-    while todo and len(seen) < 50:
-        item = todo.pop()
-        if id(item) in seen:
-            continue
-        seen.add(id(item))
-        text = str(item)
-        if redact(text) != text:
-            return True
-        if isinstance(item, BaseExceptionGroup):
-            todo.extend(item.exceptions)
-        todo.extend(e for e in (item.__cause__, item.__context__) if e is not None)
-    return False
-
-
 def _scrubbed(exc: BaseException, redact: Redactor) -> BaseException:
     """``exc`` itself, or (when it or a cause would show a secret) a clean copy, unchained.
 
     The chain is dropped, not redacted: a cause is some library's exception, and a
     traceback prints it verbatim.
     """
-    if not isinstance(exc, Exception) or not _leaks(exc, redact):
+    if not isinstance(exc, Exception) or redact.cause(exc) is not None:
         return exc
     clean: Exception
     if isinstance(exc, ToolError):
@@ -107,11 +89,8 @@ def _positive(value: Any, what: str, *, allow_none: bool = False) -> Any:
 
 def _schema_warnings(schema: Any) -> list[str]:
     """Why local argument checking is skipped for a tool (``_validate.schema_problems``)."""
-    problems = getattr(_validate, "schema_problems", None)
-    if problems is None:
-        return []
     try:
-        return [str(p) for p in problems(schema)]
+        return [str(p) for p in _validate.schema_problems(schema)]
     except Exception as exc:  # a catalog must render even if one schema upsets the checker
         return [f"the schema could not be examined: {type(exc).__name__}: {exc}"]
 
@@ -411,7 +390,6 @@ class Bench:
         finally:
             bar.close()
         return self._servers_frame()
-
 
     async def _close(self) -> None:
         """Close every connection (stdio children end) and the journal; safe to repeat."""
