@@ -9,8 +9,10 @@ Python would silently run the notebooks somewhere else. A spec written to a temp
 and handed to the kernel manager leaves no room for that.
 
 Each run appends one extra cell (not saved anywhere) that prints the kernel's interpreter and
-the kernel's child processes: a notebook that forgot ``bench.close()`` leaves demo servers
-behind, and they would be orphaned, not reported, once the kernel shuts down.
+the kernel's child processes. A notebook may leave its bench open on purpose (01 does, so its
+explorer still works after Run All); what must never happen is a server that outlives the
+kernel. So the runner notes the children's pids, and after the kernel has shut down it fails
+the notebook if any of them is still running (toolbench ends its servers at interpreter exit).
 
 Usage: ``python scripts/run_notebooks.py [notebook ...]`` (default: every notebooks/*.ipynb).
 Exit status 1 if any notebook fails or leaves child processes.
@@ -34,7 +36,7 @@ PROBE_MARK = "toolbench-probe:"
 CHECK_CELL = f"""\
 import json as _json, os as _os, sys as _sys, time as _time
 
-def _kids():
+def _kids(pids=None):
     found = []
     for _pid in _os.listdir("/proc") if _os.path.isdir("/proc") else []:
         if not _pid.isdigit():
@@ -45,6 +47,8 @@ def _kids():
             if _ppid == _os.getpid():
                 with open(f"/proc/{{_pid}}/cmdline", "rb") as _f:
                     found.append(_f.read().replace(b"\\0", b" ").decode(errors="replace")[:160])
+                if pids is not None:
+                    pids.append(int(_pid))
         except (OSError, ValueError, IndexError):
             continue
     return found
@@ -52,7 +56,10 @@ def _kids():
 _deadline = _time.monotonic() + 5
 while _kids() and _time.monotonic() < _deadline:  # a closing child may take a moment
     _time.sleep(0.05)
-print({MARK!r}, _json.dumps({{"executable": _sys.executable, "children": _kids()}}))
+_pids = []
+_children = _kids(_pids)
+print({MARK!r}, _json.dumps({{"executable": _sys.executable, "children": _children,
+                              "pids": _pids}}))
 """
 
 
@@ -99,9 +106,29 @@ def execute(path: Path, *, timeout: float = 180.0,
         client.execute(env=env, cleanup_kc=True)  # we made the manager: nbclient must still stop it
         seconds = time.perf_counter() - started
     info: dict[str, Any] = _marked(path, nb.cells.pop(), MARK)
+    info["survivors"] = _survivors(info.get("pids", []), info.get("children", []))
     if probe is not None:
         info["probe"] = _marked(path, nb.cells.pop(), PROBE_MARK)
     return nb, seconds, info
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (not gone, not a zombie awaiting its parent)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _survivors(pids: list[int], names: list[str], grace: float = 15.0) -> list[str]:
+    """The kernel's children still running ``grace`` seconds after the kernel shut down."""
+    deadline = time.monotonic() + grace
+    alive = [(p, n) for p, n in zip(pids, names, strict=False) if _running(p)]
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.1)
+        alive = [(p, n) for p, n in alive if _running(p)]
+    return [n for _, n in alive]
 
 
 def _marked(path: Path, cell: Any, mark: str) -> Any:
@@ -130,12 +157,14 @@ def main(argv: list[str]) -> int:
             failed += 1
             print(f"FAIL {path.name}: ran in {info['executable']}, not {sys.executable}",
                   file=sys.stderr)
-        elif info["children"]:
+        elif info["survivors"]:
             failed += 1
-            print(f"FAIL {path.name}: left child processes: {info['children']}",
+            print(f"FAIL {path.name}: servers outlived the kernel: {info['survivors']}",
                   file=sys.stderr)
         else:
-            print(f"ok   {path.name}  {seconds:5.1f} s")
+            left = f" ({len(info['children'])} servers left open, ended with the kernel)" \
+                if info["children"] else ""
+            print(f"ok   {path.name}  {seconds:5.1f} s{left}")
     return 1 if failed else 0
 
 
