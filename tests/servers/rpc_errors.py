@@ -56,8 +56,11 @@ def call(msg_id: object, params: dict) -> None:
     elif name == "hang":
         pass
     elif name == "deafen":
-        result(msg_id, {"content": [{"type": "text", "text": "deaf now"}]})
+        # Close first, then answer: once the client has the answer, its next write must fail.
+        # (Answering first let a loaded machine write the next request into a still-open
+        # pipe, which is rightly in doubt, and the test waited out a 30 s timeout.)
         os.close(0)
+        result(msg_id, {"content": [{"type": "text", "text": "deaf now"}]})
         print("rpc_errors: stdin closed, staying alive", file=sys.stderr, flush=True)
         time.sleep(60)
     else:
