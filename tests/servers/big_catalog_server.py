@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import json
 import sys
+import time
 
 out = sys.stdout.buffer
 
@@ -25,6 +26,8 @@ def main() -> None:
     parser.add_argument("--page-size", type=int, default=0, help="0: every tool on one page")
     parser.add_argument("--desc-bytes", type=int, default=20)
     parser.add_argument("--endless", action="store_true")
+    parser.add_argument("--page-delay", type=float, default=0.0,
+                        help="seconds before each page (so a test can outlast a deadline)")
     args = parser.parse_args()
     per_page = args.page_size or max(args.tools, 1)
     description = "d" * args.desc_bytes
@@ -47,6 +50,8 @@ def main() -> None:
                 "serverInfo": {"name": "catalog", "version": "0.0.1"}}})
         elif method == "tools/list":
             lists += 1
+            if args.page_delay:
+                time.sleep(args.page_delay)
             cursor = (msg.get("params") or {}).get("cursor")
             start = int(cursor) if cursor else 0
             stop = start + per_page if args.endless else min(start + per_page, args.tools)
