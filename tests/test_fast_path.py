@@ -1,0 +1,163 @@
+"""The per-call fast paths of issue 17 decide exactly as the slow paths they stand in for.
+
+* ``_validate._fast``: compiled once per schema, it may only ever say "valid" when
+  jsonschema agrees (every "no" goes to jsonschema); checked against jsonschema on generated
+  schemas and arguments, and it must actually be used for the common flat schemas.
+* ``new_call_id``: 32 hex digits, unique in a process and across processes.
+* The synchronous hop (``SharedLoop.run``): values, exceptions and cancellation come back as
+  ``Future.result()`` reported them.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+import re
+from typing import Any
+
+import anyio
+import jsonschema
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import toolbench as tb
+from toolbench import _validate
+from toolbench._ids import ToolId
+from toolbench._loop import get_loop
+from toolbench._records import new_call_id
+from toolbench._validate import field_errors, validate_arguments
+
+TID = ToolId("s", "t")
+_TYPES = ["string", "integer", "number", "boolean", "null", "object", "array"]
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.floats(-5, 5, allow_nan=False)
+    | st.sampled_from(["", "a", "ab", "abc", "x"]),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.sampled_from(["a", "b", "c"]), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+def _schemas() -> st.SearchStrategy[Any]:
+    leaf = st.fixed_dictionaries({}, optional={
+        "type": st.sampled_from(_TYPES) | st.lists(st.sampled_from(_TYPES), min_size=1,
+                                                   max_size=3, unique=True),
+        "minimum": st.integers(-3, 3), "maximum": st.floats(-3, 3),
+        "exclusiveMinimum": st.integers(-3, 3), "exclusiveMaximum": st.integers(-3, 3),
+        "minLength": st.integers(0, 3), "maxLength": st.integers(0, 3),
+        "minItems": st.integers(0, 2), "maxItems": st.integers(0, 2),
+        "enum": st.lists(st.sampled_from(["a", "ab", "x"]), min_size=1, max_size=3),
+        "const": st.sampled_from(["a", "x"]), "title": st.just("T"), "format": st.just("uri"),
+    })
+    return st.recursive(leaf, lambda inner: st.fixed_dictionaries({}, optional={
+        "type": st.sampled_from(["object", "array"]),
+        "properties": st.dictionaries(st.sampled_from(["a", "b", "c"]), inner, max_size=3),
+        "required": st.lists(st.sampled_from(["a", "b", "c"]), max_size=3, unique=True),
+        "additionalProperties": st.booleans() | inner,
+        "items": inner,
+    }) | st.just(True), max_leaves=6)
+
+
+@settings(max_examples=400, deadline=None)
+@given(schema=_schemas(), instance=json_values)
+def test_the_fast_path_never_accepts_what_jsonschema_refuses(schema: Any,
+                                                             instance: Any) -> None:
+    if schema is True:
+        schema = {}
+    fast = _validate._fast(schema)
+    valid = jsonschema.Draft202012Validator(schema).is_valid(instance)
+    if fast is not None and fast(instance):
+        assert valid, (schema, instance)
+
+
+@settings(max_examples=200, deadline=None)
+@given(schema=_schemas(), instance=json_values)
+def test_validate_arguments_decides_as_jsonschema_does(schema: Any, instance: Any) -> None:
+    if schema is True or not isinstance(instance, dict):
+        return
+    schema = {**schema, "type": "object"}
+    valid = jsonschema.Draft202012Validator(schema).is_valid(instance)
+    try:
+        validate_arguments(TID, schema, instance)
+        refused = False
+    except tb.Refused:
+        refused = True
+    assert refused == (not valid), (schema, instance)
+
+
+def test_flat_schemas_take_the_fast_path_and_errors_read_as_before() -> None:
+    schema = {"type": "object", "title": "addArguments", "required": ["a", "b"],
+              "properties": {"a": {"type": "integer", "title": "A"},
+                             "b": {"type": "integer", "minimum": 0},
+                             "unit": {"enum": ["km", "mi"], "default": "km"},
+                             "tags": {"type": "array", "items": {"type": "string"}}},
+              "additionalProperties": False}
+    validate_arguments(TID, schema, {"a": 1, "b": 2, "tags": ["x"]})
+    entry = _validate._entry(schema)
+    assert entry.fast is not None and entry.fast({"a": 1, "b": 2, "unit": "km"})
+    assert not entry.fast({"a": 1, "b": -1})
+    with pytest.raises(tb.Refused, match=r"field 'b': -1 is less than the minimum of 0"):
+        validate_arguments(TID, schema, {"a": 1, "b": -1})
+    with pytest.raises(tb.Refused, match=r"'extra' was unexpected"):
+        validate_arguments(TID, schema, {"a": 1, "b": 1, "extra": 1})
+    assert field_errors(schema, {"a": "x", "b": 1}) == {"a": "'x' is not of type 'integer'"}
+    # 1.0 is an integer to jsonschema: the fast path says "not sure", jsonschema accepts it
+    validate_arguments(TID, schema, {"a": 1.0, "b": 2})
+
+
+def test_schemas_outside_the_fast_subset_have_no_fast_path() -> None:
+    for schema, good in (({"type": "object", "properties": {"a": {"pattern": "^x"}}}, "x"),
+                         ({"type": "object", "anyOf": [{"required": ["a"]}]}, "x"),
+                         ({"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}},
+                           "$defs": {"a": {"type": "string"}}}, "x"),
+                         ({"type": "object", "properties": {"a": {"enum": [1, True]}}}, 1)):
+        validate_arguments(TID, schema, {"a": good})
+        assert _validate._entry(schema).fast is None
+
+
+def test_the_fast_path_is_bounded_by_the_step_budget() -> None:
+    """Many values through ``items`` stop the fast path at MAX_STEPS; jsonschema's own
+    budget then decides (here: not checked locally, and said so)."""
+    schema = {"type": "object", "properties": {"xs": {"type": "array",
+                                                      "items": {"type": "integer"}}}}
+    fast = _validate._fast(schema)
+    assert fast is not None
+    assert fast({"xs": list(range(_validate.MAX_STEPS))})
+    assert not fast({"xs": list(range(_validate.MAX_STEPS + 1))})
+
+
+def test_call_ids_are_32_hex_digits_and_unique_across_processes() -> None:
+    ids = [new_call_id() for _ in range(10_000)]
+    assert len(set(ids)) == len(ids)
+    assert all(re.fullmatch(r"[0-9a-f]{32}", i) for i in ids)
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        children = pool.map(_ids, [100, 100])
+    assert len({*ids, *children[0], *children[1]}) == len(ids) + 200
+
+
+def _ids(n: int) -> list[str]:
+    return [new_call_id() for _ in range(n)]
+
+
+def test_the_sync_hop_returns_values_and_raises_as_before() -> None:
+    loop = get_loop()
+
+    async def value(x: int) -> int:
+        await anyio.sleep(0)
+        return x + 1
+
+    async def fails() -> None:
+        raise ValueError("from the loop")
+
+    async def cancelled() -> None:
+        raise anyio.get_cancelled_exc_class()
+
+    assert loop.run(value, 1) == 2
+    with pytest.raises(ValueError, match="from the loop") as info:
+        loop.run(fails)
+    assert any(frame.name == "fails" for frame in info.traceback)
+    with pytest.raises(concurrent.futures.CancelledError):
+        loop.run(cancelled)
+    assert loop.run(value, 41) == 42
