@@ -39,3 +39,13 @@ def no_leaked_children() -> Iterator[None]:
             with contextlib.suppress(psutil.Error):
                 psutil.Process(pid).kill()
         pytest.fail(f"test left {len(leaked)} child process(es) running: {names}")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def jsonschema_imported() -> None:
+    """Import jsonschema once, before any test: seconds on a busy machine (see
+    toolbench._preload), which would otherwise land in whichever test calls first, and make
+    its timing depend on test order. tests/test_preload.py covers a fresh process."""
+    from toolbench import _preload
+
+    _preload.start().result(timeout=_preload.WAIT_S)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from toolbench import _config, _validate
+from toolbench import _config, _preload, _validate
 from toolbench._batch import Job, bind, compare_frame, positive_count, progress_bar, run_jobs
 from toolbench._client import Result, ToolSpec, check_arguments
 from toolbench._errors import TimedOut, ToolError, Unreachable
@@ -204,6 +204,7 @@ class Bench:
         self.pegboard = PegBoard(self.router, separator)
         self._rows: dict[str, _Row] = {}
         self._store = RecordStore(Journal(journal) if journal is not None else None)
+        _preload.start()  # jsonschema's slow import, done before the first call needs it
         self._closed = False
         self.tools = ToolHandles(self)
         get_loop().track(self)
@@ -533,6 +534,8 @@ class Bench:
         tag = call_id if batch is None else batch  # what the journal's count is kept by
         prov = provenance.as_dict()
         sent, durable = False, True
+        if not _preload.ready():  # off the loop, before this call's timeout starts
+            await _preload.wait()
         begun = time.perf_counter()
         try:
             args = check_arguments(target.tool, arguments)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import queue
@@ -48,6 +49,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from toolbench._intent_log import (
+    COMPACT_BYTES,
+    IntentLog,
+    dead_logs,
+    intent_line,
+    proc_tag,
+    process_alive,
+)
 from toolbench._records import COLUMNS, Record
 
 APPLICATION_ID = 0x74624A4C
@@ -67,6 +76,9 @@ LINGER_S = 0.002
 """How long a finished call's outcome may wait for company (the next intent) before it is
 committed alone: sequential calls then cost one commit each, not two."""
 INTENT_LINGER_S = 0.0005
+ACTIVE_S = 1.0
+"""After work, the writer looks for more every LINGER_S for this long, so a stream of calls
+never has to wake it (a wake-up costs the caller more than the commit)."""
 """How long an intent may wait for others while other calls run (group commit in a map)."""
 MAX_BATCH = 512
 """Outcomes waiting beyond this many are committed without waiting for company."""
@@ -176,32 +188,6 @@ def _utf8(value: Any) -> Any:
     return value
 
 
-def _proc_tag(pid: int) -> str | None:
-    """The process's start time (Linux), so a recycled pid is not taken for the live process."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    fields = stat[stat.rfind(b")") + 2:].split()
-    if len(fields) > 19 and fields[0] != b"Z":
-        return fields[19].decode()
-    return None
-
-
-def _process_alive(pid: int, tag: str | None) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
-        return True  # it exists, owned by someone else
-    current = _proc_tag(pid)
-    if tag is not None and current is None:
-        return not os.path.exists("/proc/self/stat")  # a zombie reads as gone on Linux
-    return tag is None or current == tag
-
-
 _LIVE_SESSIONS: set[str] = set()
 """Sessions of journals open in this process: their intents are in flight, not orphans."""
 
@@ -211,6 +197,7 @@ class _Intent:
     call_id: str
     row: tuple[Any, ...]
     waiter: Any  # (loop, asyncio future) or concurrent Future or None
+    seq: int = 0  # its place in the intent log (0: not in the log, committed before sending)
 
 
 @dataclass(slots=True)
@@ -218,6 +205,7 @@ class _Outcome:
     record: Record
     tag: str | None
     orphan: bool = False  # replaces an orphan intent found on opening
+    logged: bool = False  # that intent was in a dead session's intent log, not in SQLite
 
 
 @dataclass(slots=True)
@@ -235,6 +223,8 @@ class Inspection:
     orphans: list[Record]
     damaged_rows: int
     damaged_file: str | None
+    log_orphans: tuple[Record, ...] = ()  # in dead sessions' intent logs only
+    dead_logs: tuple[str, ...] = ()  # those logs, removed once their orphans are committed
 
 
 class Journal:
@@ -248,9 +238,9 @@ class Journal:
         self.path = os.fspath(path)
         self.session = uuid.uuid4().hex
         self._pid = os.getpid()
-        self._proc = _proc_tag(self._pid)
+        self._proc = proc_tag(self._pid)
         found = _inspect(self.path)
-        self._records = found.records + found.orphans
+        self._records = found.records + found.orphans + list(found.log_orphans)
         self.problem: str | None = None
         """Why records are not being written, when they are not (None when healthy)."""
         self._db: sqlite3.Connection | None = None
@@ -266,6 +256,7 @@ class Journal:
         self._queue: queue.SimpleQueue[None] = queue.SimpleQueue()
         self._items: list[_Intent | _Marker] = []
         self._items_since = 0.0
+        self._waited = 0  # items someone awaits (intents not in the log, markers)
         self._running = 0  # calls whose intent is committed and whose outcome has not come
         self._lock = threading.Lock()
         # Under the lock: outcomes waiting for the writer (they do not wake it unless it
@@ -285,11 +276,23 @@ class Journal:
         self._last_attempt = 0.0
         self._backoff = RETRY_FIRST_S
         self._busy_ms = -1
+        self._active_until = 0.0
+        self._stale_logs = list(found.dead_logs)
         self.degraded = self._db is None
         """True while writes are failing: calls then stop waiting for their intents."""
+        # Intents go to this file before sending (one write, no wait); SQLite gets them with
+        # the outcomes. Without it (it cannot be created), each intent is committed first.
+        self._log: IntentLog | None = None
+        self._appended = 0  # intents appended to the log (under the lock)
+        self._covered = 0  # every intent up to this one is in SQLite (set by the writer)
         if self._db is not None:
             self._outs = [_Outcome(record, None, orphan=True) for record in found.orphans]
+            self._outs += [_Outcome(record, None, orphan=True, logged=True)
+                           for record in found.log_orphans]
             self._outs_since = time.monotonic()
+            with contextlib.suppress(OSError):
+                self._log = IntentLog(self.path, self.session, self._pid, self._proc)
+        self._log_path = None if self._log is None else self._log.path
         self._thread = threading.Thread(target=self._run, name="toolbench-journal",
                                         daemon=True)
         self._thread.start()
@@ -314,22 +317,43 @@ class Journal:
     def intent(self, call_id: str, batch: str | None, started: datetime, server: str,
                tool: str, name: str, arguments: Mapping[str, Any],
                provenance: Mapping[str, Any] | None,
-               loop: asyncio.AbstractEventLoop | None) -> asyncio.Future[bool] | None:
-        """Queue the intent; the future says whether it was committed.
+               loop: asyncio.AbstractEventLoop | None) -> asyncio.Future[bool] | bool:
+        """Make the intent durable before the call is sent, or say it is not.
 
-        ``None`` means: do not wait (the journal is closed or failing; the call goes ahead).
+        ``True``: it is (appended to the intent log). A future: wait for its commit (no log).
+        ``False``: it is not, and the call goes ahead (the journal is closed or failing).
         """
-        row = (call_id, self.session, self._pid, self._proc, batch, started, server, tool,
-               name, arguments, provenance)
+        log = self._log
+        if log is not None:
+            started_text, args_json, prov_json = started.isoformat(), _dump(arguments), _dump(
+                provenance)
+            line = intent_line(call_id, batch, started_text, server, tool, name, args_json,
+                               prov_json)
+            text_row = (call_id, self.session, self._pid, self._proc, batch, started_text,
+                        server, tool, name, args_json, prov_json)
+            with self._lock:
+                if self._closed:
+                    return False
+                if log.size >= COMPACT_BYTES and self._covered >= self._appended:
+                    log.empty()  # all it holds is in SQLite
+                if log.append(line):
+                    self._appended += 1
+                    # No wake-up: the writer looks by itself while calls come, and the
+                    # outcome wakes it otherwise. Nobody waits for this commit.
+                    self._add(_Intent(call_id, text_row, None, self._appended), wake=False)
+                    return True
+                self._log = None  # it failed (a full disk): commit intents before sending
+        row = (call_id, self.session, self._pid, self._proc, batch, started.isoformat(),
+               server, tool, name, _dump(arguments), _dump(provenance))
         fut: asyncio.Future[bool] | None = None
         if loop is not None and not self.degraded:
             fut = loop.create_future()
         with self._lock:  # nothing can land behind the close marker
             if self._closed:
-                return None
+                return False
             self._add(_Intent(call_id, row, None if fut is None else (loop, fut)),
                       wake=self._idle or self._running <= 0)
-        return fut
+        return False if fut is None else fut
 
     def _add(self, item: _Intent | _Marker, wake: bool) -> None:
         """Hand an item to the writer (under the lock); wake it only if it would not look.
@@ -341,6 +365,8 @@ class Journal:
         if not self._items:
             self._items_since = time.monotonic()
         self._items.append(item)
+        if item.waiter is not None:
+            self._waited += 1
         if wake:
             self._idle = False
             self._queue.put(None)
@@ -432,7 +458,7 @@ class Journal:
                 if not self._ready():
                     expect = False
                     continue
-                items, self._items = self._items, []
+                items, self._items, self._waited = self._items, [], 0
                 outs, self._outs = self._outs, []
             try:
                 done = self._process(items, outs)
@@ -441,24 +467,25 @@ class Journal:
             if done:
                 return
             expect = bool(self._inflight) and any(isinstance(i, _Intent) for i in items)
+            self._active_until = time.monotonic() + ACTIVE_S
 
     def _ready(self) -> bool:
         """Commit now, or wait for company? (Called under the lock.)
 
-        Group commit: an intent waits (at most INTENT_LINGER_S) while other calls are still
-        running, since each of them will soon hand over its outcome and, in a map, the next
-        call's intent; once every call the writer knows of is waiting on it, waiting longer
-        gains nothing. A lone call (nothing else in flight) is committed at once.
+        Group commit. An intent in the log and an outcome wait up to LINGER_S for company:
+        nobody waits on them. An intent a call waits on (there is no log) waits at most
+        INTENT_LINGER_S while other calls are still running, since each of them will soon
+        hand over its outcome and, in a map, the next call's intent; once every call the
+        writer knows of is waiting on it, waiting longer gains nothing, so a lone call is
+        committed at once.
         """
         now = time.monotonic()
-        intents = 0
-        for item in self._items:
-            if isinstance(item, _Marker):
+        if self._waited:
+            if any(isinstance(item, _Marker) for item in self._items):
                 return True  # a flush or close: someone waits for everything
-            intents += 1
-        if intents:
             return self._running <= 0 or now >= self._items_since + INTENT_LINGER_S
-        if self._outs and (len(self._outs) >= MAX_BATCH or now >= self._outs_since + LINGER_S):
+        pending = len(self._items) + len(self._outs)
+        if pending and (pending >= MAX_BATCH or now >= self._since() + LINGER_S):
             return True
         return (self.degraded and now >= self._retry_at
                 and bool(self._deferred or self._deferred_intents))
@@ -468,17 +495,23 @@ class Journal:
         now = time.monotonic()
         wait: float | None = None
         with self._lock:
-            if self._items:
+            if self._waited:
                 wait = self._items_since + INTENT_LINGER_S - now
-            elif self._outs:
-                wait = self._outs_since + LINGER_S - now
-            elif expect:
+            elif self._items or self._outs:
+                wait = self._since() + LINGER_S - now
+            elif expect or now < self._active_until:
                 wait = LINGER_S
             if self.degraded and (self._deferred or self._deferred_intents):
                 retry = self._retry_at - now
                 wait = retry if wait is None else min(wait, retry)
             self._idle = wait is None
         return wait
+
+    def _since(self) -> float:
+        """When the oldest item or outcome not yet committed came (under the lock)."""
+        if self._items and self._outs:
+            return min(self._items_since, self._outs_since)
+        return self._items_since if self._items else self._outs_since
 
     def _process(self, items: list[_Intent | _Marker], outs: list[_Outcome]) -> bool:
         intents: list[_Intent] = []
@@ -503,16 +536,30 @@ class Journal:
             outcomes = [*self._deferred.values(), *outcomes]
             self._deferred_intents, self._deferred = {}, {}
         finished = {o.record.call_id for o in outcomes}
-        to_write = [i for i in intents if i.call_id not in finished]
+        to_write, texts = [], {}
+        for intent in intents:  # an intent whose outcome is here needs no row of its own
+            if intent.call_id in finished:
+                texts[intent.call_id] = intent.row
+            else:
+                to_write.append(intent)
         ok = False
         if attempt and (to_write or outcomes):
             self._last_attempt = now
-            ok = self._attempt(to_write, outcomes)
+            ok = self._attempt(to_write, outcomes, texts)
         elif attempt:
             ok = True  # nothing to write
         if ok:
             if self.degraded:
                 self.degraded, self.problem, self._backoff = False, None, RETRY_FIRST_S
+            top = max((intent.seq for intent in intents), default=0)
+            if top:  # all intents up to this one are in SQLite (earlier batches were too)
+                with self._lock:
+                    self._covered = max(self._covered, top)
+            if self._stale_logs:  # their orphans are committed: the files have done their job
+                for path in self._stale_logs:
+                    with contextlib.suppress(OSError):
+                        os.unlink(path)
+                self._stale_logs = []
         else:
             for outcome in outcomes:
                 self._deferred_intents.pop(outcome.record.call_id, None)
@@ -533,28 +580,32 @@ class Journal:
             return sum(1 for o in self._deferred.values() if not o.orphan)
         return sum(1 for o in self._deferred.values() if o.tag == marker.tag and not o.orphan)
 
-    def _attempt(self, intents: list[_Intent], outcomes: list[_Outcome]) -> bool:
-        """One transaction for everything ready; on failure nothing is half written."""
+    def _attempt(self, intents: list[_Intent], outcomes: list[_Outcome],
+                 texts: Mapping[str, tuple[Any, ...]]) -> bool:
+        """One transaction for everything ready; on failure nothing is half written.
+
+        ``texts``: the intent rows of outcomes in this batch (their JSON is already made).
+        """
         db = self._db
         assert db is not None
         inflight = self._inflight
         busy_ms = int((RETRY_BUSY_S if self.degraded else BUSY_S) * 1000)
-        intent_rows: list[tuple[Any, ...]] = []
+        intent_rows = [intent.row for intent in intents]  # text made when it was queued
         try:
             # Rows are built before the lock is taken: another process waits less.
-            for intent in intents:
-                row = intent.row
-                intent_rows.append((*row[:5], row[5].isoformat(), *row[6:9], _dump(row[9]),
-                                    _dump(row[10])))
             call_rows = []
             deletes = []
             orphans = []
+            logged: list[tuple[Any, ...]] = []
             for outcome in outcomes:
                 r = outcome.record
                 known = inflight.get(r.call_id)
+                text = texts.get(r.call_id)
                 if known is not None:  # written with its intent already: reuse the text
                     deletes.append((r.call_id,))
                     started, args_json, prov_json = known
+                elif text is not None:
+                    started, args_json, prov_json = text[5], text[9], text[10]
                 else:
                     started = r.started.isoformat()
                     args_json, prov_json = _dump(r.arguments), _dump(r.provenance)
@@ -562,7 +613,9 @@ class Journal:
                        args_json, int(r.ok), r.disposition, r.error_type, _utf8(r.error),
                        r.latency_ms, _utf8(r.text), _dump(r.structured), _dump(r.content),
                        prov_json)
-                if outcome.orphan:
+                if outcome.logged:
+                    logged.append(row)
+                elif outcome.orphan:
                     orphans.append(row)
                 else:
                     call_rows.append(row)
@@ -577,6 +630,12 @@ class Journal:
                     gone = db.execute("DELETE FROM intents WHERE call_id = ?", (row[0],))
                     if gone.rowcount == 1:  # another process may have converted it first
                         db.execute(_INSERT_CALL, row)
+                for at in range(0, len(logged), 500):  # from dead intent logs, unless
+                    chunk = logged[at:at + 500]  # another process converted them first
+                    there = {cid for (cid,) in db.execute(
+                        f"SELECT call_id FROM calls WHERE call_id IN "
+                        f"({', '.join('?' * len(chunk))})", [row[0] for row in chunk])}
+                    db.executemany(_INSERT_CALL, [r for r in chunk if r[0] not in there])
                 if call_rows:
                     db.executemany(_INSERT_CALL, call_rows)
                 if deletes:
@@ -643,6 +702,7 @@ class Journal:
             if isinstance(item, _Intent):
                 self._settle(item.waiter, False)
                 item.waiter = None
+                self._deferred_intents[item.call_id] = item  # so close keeps its log line
         closing = any(isinstance(i, _Marker) and i.kind == "close" for i in items)
         counts = [(i.waiter, self._not_durable(i)) for i in items if isinstance(i, _Marker)]
         if closing:
@@ -657,6 +717,16 @@ class Journal:
             with contextlib.suppress(Exception):
                 self._db.close()
             self._db = None
+        if self._log_path is not None:
+            with self._lock:
+                log, self._log = self._log, None
+            if log is not None:
+                log.close()
+            if not self._deferred and not self._deferred_intents:
+                # Everything is in SQLite. Otherwise the file stays: reopening turns its
+                # intents without a committed outcome into in_doubt records.
+                with contextlib.suppress(OSError):
+                    os.unlink(self._log_path)
         final: dict[str | None, int] = {}
         for outcome in self._deferred.values():
             if not outcome.orphan:
@@ -720,9 +790,30 @@ def _inspect(path: str) -> Inspection:
             orphans, bad_intents, intent_damage = _load_orphans(db)
             bad += bad_intents
             damage = damage or intent_damage
-        return Inspection(records, orphans, bad, damage)
+        logs = dead_logs(path, _LIVE_SESSIONS)
+        log_orphans: list[Record] = []
+        if logs:
+            known = {r.call_id for r in records}
+            known.update(r.call_id for r in orphans)
+            for log in logs:
+                found, bad_lines = _decode(log.rows, functools.partial(_log_orphan,
+                                                                       pid=log.pid))
+                bad += bad_lines + log.damaged
+                for record in found:
+                    if record.call_id not in known:
+                        known.add(record.call_id)
+                        log_orphans.append(record)
+        return Inspection(records, orphans, bad, damage, tuple(log_orphans),
+                          tuple(log.path for log in logs))
     finally:
         db.close()
+
+
+def _log_orphan(row: Sequence[Any], pid: int) -> Record:
+    """An intent from a dead session's log, as the in_doubt record that replaces it."""
+    call_id, batch, started, server, tool, name, args, prov = row
+    return _record((call_id, batch, started, server, tool, name, args, 0, "in_doubt",
+                    "TimedOut", ORPHAN_ERROR.format(pid=pid), None, None, None, None, prov))
 
 
 def _uri_path(path: str) -> str:
@@ -1049,7 +1140,7 @@ def _load_orphans(db: sqlite3.Connection) -> tuple[list[Record], int, str | None
         else:
             key = (pid, _text(proc))
             if key not in live:
-                live[key] = _process_alive(pid, key[1])
+                live[key] = process_alive(pid, key[1])
             if live[key]:
                 return None  # another process's call, still in flight
         return _record((call_id, batch, started, server, tool, name, args, 0, "in_doubt",

@@ -186,8 +186,8 @@ class RecordStore:
         loop = asyncio.get_running_loop()
         fut = journal.intent(call_id, batch, started, server, tool, name, arguments,
                              provenance, loop)
-        if fut is None:
-            return False
+        if isinstance(fut, bool):  # durable already (the intent log), or not at all
+            return fut
         self._waiting.append((loop.time() + INTENT_WAIT_S, fut))
         if self._watchdog is None:
             self._watchdog = loop.call_later(INTENT_WAIT_S, self._expire, loop)

@@ -1,0 +1,64 @@
+"""jsonschema, imported early on a thread of its own, never inside a call.
+
+Why: where Jupyter is installed, ``import jsonschema`` also imports ``rfc3987_syntax``, which
+builds a parser at import: about 2 s of CPU, and 10 s of wall time measured on a busy 2-core
+machine. Paid lazily by the first call's argument check, that import ran on the shared loop
+(stalling every other connection) and inside the call's timeout (a first call with
+``timeout=0.3`` failed as "not sent"). A Bench starts the import when it is created; a call
+that comes before it has finished awaits it without holding the loop, and before its own
+timeout starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import sys
+import threading
+from concurrent.futures import Future, InvalidStateError
+
+WAIT_S = 120.0
+"""The most a call waits for the import; past it, the call imports (or fails) by itself."""
+
+_lock = threading.Lock()
+_done: Future[None] | None = None
+
+
+def start() -> Future[None]:
+    """Begin the import (once per process); the future is done when it has finished."""
+    global _done
+    with _lock:
+        if _done is None:
+            _done = Future()
+            if "jsonschema.validators" in sys.modules and "referencing" in sys.modules:
+                _done.set_result(None)
+            else:
+                threading.Thread(target=_run, args=(_done,), name="toolbench-preload",
+                                 daemon=True).start()
+        return _done
+
+
+def _run(done: Future[None]) -> None:
+    try:
+        # A failure here is not reported: the import is tried again where it is used,
+        # and fails there, with the caller's own traceback.
+        with contextlib.suppress(Exception):
+            importlib.import_module("jsonschema.exceptions")
+            importlib.import_module("jsonschema.validators")
+            importlib.import_module("referencing")
+    finally:
+        with contextlib.suppress(InvalidStateError):
+            done.set_result(None)
+
+
+def ready() -> bool:
+    """True once the import has finished (a check cheap enough for every call)."""
+    return _done is not None and _done.done()
+
+
+async def wait() -> None:
+    """Await the import without blocking the event loop (bounded by WAIT_S)."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(WAIT_S):
+            await asyncio.shield(asyncio.wrap_future(start()))
