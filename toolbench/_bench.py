@@ -40,6 +40,7 @@ from toolbench._validate import validate_arguments
 
 if TYPE_CHECKING:
     import pandas as pd
+    from distributed import Client as DaskClient
 
 CLOSE_BOUND_S = 15.0
 """How long cleaning up after a failed connect may take (an McpClient needs up to 10 s)."""
@@ -142,6 +143,9 @@ class _Row:
     """The stderr tail as it was when the connect failed (closing deletes the live file)."""
     redact: Redactor = field(default=_NO_SECRETS, repr=False)
     """Hides this server's secrets (env, headers, config expansions) in every cell shown."""
+    given: tuple[Any, dict[str, Any], Any] | None = field(default=None, repr=False)
+    """What ``connect`` was given (target, options, namespace): what a Dask worker rebuilds
+    the server from (``map(..., cluster=)``). It holds secrets: never shown."""
 
     def current_status(self) -> str:
         """The row's status, or the connection's own once connected (it may fail or be lost)."""
@@ -252,7 +256,8 @@ class Bench:
             raise clean from None
         if existing is not None:  # a failed or lost row: it goes only once the new one is valid
             await self._disconnect(name)
-        row = _Row(name, connection.transport, "connecting", connection, redact=redact)
+        row = _Row(name, connection.transport, "connecting", connection, redact=redact,
+                   given=(target, dict(options), namespace))
         self._rows[name] = row
         try:
             if self.egress is not None and not self.egress.allows(connection.destination):
@@ -707,7 +712,8 @@ class Bench:
     async def _map(self, name: str, cases: Iterable[Mapping[str, Any]], /, *,
                    concurrency: int = 8, progress: bool = True, resume: bool = False,
                    retry_in_doubt: bool = False, timeout: float | None = None,
-                   provenance: Provenance | Mapping[str, Any] | None = None) -> pd.DataFrame:
+                   provenance: Provenance | Mapping[str, Any] | None = None,
+                   cluster: DaskClient | None = None) -> pd.DataFrame:
         """Call one tool once per argument set, ``concurrency`` at a time; records shape.
 
         Failures are rows, never raised. With ``resume=True`` an argument set that already
@@ -716,10 +722,23 @@ class Bench:
         in flight when a process died); the earlier record stands in the result instead.
         ``retry_in_doubt=True`` calls the in-doubt ones again. A failure that did not
         happen, or a tool error, is always called again on resume.
+
+        ``cluster=client`` (a ``dask.distributed.Client``, from the ``dask`` extra) runs the
+        calls on the cluster's workers, each with its own connection to the server, rebuilt
+        from what ``connect``/``load_config`` was given (a stdio command or an http(s) URL;
+        an in-process server or a ToolBox cannot travel: ``ValueError``). ``concurrency``
+        then applies per worker, so up to ``concurrency`` x workers calls are in flight.
+        Records, journal, ``resume`` and the progress bar work as on one machine; a worker
+        lost mid-job leaves only the calls it may have sent ``in_doubt`` (see
+        ``toolbench._cluster``). Example: ``bench.map("echo-echo", cases, cluster=client)``.
         """
         self._check_open()
         positive_count(concurrency, "concurrency")
         target = self._resolve(name)
+        if cluster is not None:  # checked before anything runs or ships
+            from toolbench import _cluster
+
+            _cluster.check_cluster(self, cluster, target.tool.server)
         arg_sets = self._cases(cases, {})
         slots: list[Record | None] = [None] * len(arg_sets)
         calls = []
@@ -731,8 +750,15 @@ class Bench:
                 slots[index] = done
             else:
                 calls.append((index, target, args))
-        records = await self._batch(calls, f"map {target.name}", provenance, timeout=timeout,
-                                    progress=progress, overall=concurrency, per_server=None)
+        if cluster is not None:
+            records = await _cluster.map_on_cluster(
+                self, cluster, target, [(index, args) for index, _, args in calls],
+                concurrency=concurrency, progress=progress, timeout=timeout,
+                provenance=self._provenance(provenance))
+        else:
+            records = await self._batch(calls, f"map {target.name}", provenance,
+                                        timeout=timeout, progress=progress,
+                                        overall=concurrency, per_server=None)
         for (index, _, _), record in zip(calls, records, strict=True):
             slots[index] = record
         return frame(r for r in slots if r is not None)
