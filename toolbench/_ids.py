@@ -191,6 +191,8 @@ class Provenance:
     def with_fields(self, **fields: Any) -> Provenance:
         """A copy with ``fields`` added; the caller's own values win over defaults given here."""
         merged = {k: v for k, v in fields.items() if v is not None}
+        if not merged:
+            return self  # immutable: nothing to add, nothing to copy
         merged.update(self._fields)
         return Provenance(**merged)
 

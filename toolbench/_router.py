@@ -76,6 +76,14 @@ class ToolRouter:
         # An unrouted server is LOCAL so the honest error (no transport) wins over egress.
         return Destination.LOCAL if client is None else client.destination(tool)
 
+    def bounds_itself(self, tool: ToolId) -> bool:
+        """Whether a call to ``tool`` ends by its ``timeout`` without a backstop around it:
+        the client is one of ours that says so (``honours_timeout``), or it takes no
+        ``timeout`` and :func:`call_client` bounds it here. An unrouted tool fails at once."""
+        client = self._routes.get(tool.server)
+        return (client is None or getattr(type(client), "honours_timeout", False) is True
+                or not takes_timeout(client))
+
     def check_egress(self, tool: ToolId) -> None:
         if self.egress is None:
             return

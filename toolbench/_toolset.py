@@ -132,6 +132,10 @@ def _gate(semaphore: anyio.Semaphore | None) -> contextlib.AbstractAsyncContextM
 class Toolset:
     """Many tools at one address; a ToolClient in process and an MCP server via ``serve``."""
 
+    honours_timeout = True
+    """``call(..., timeout=)`` bounds the queue and the handler itself: a bench adds no
+    backstop scope around it (a sync handler's thread cannot be stopped by either)."""
+
     def __init__(
         self,
         address: str,
