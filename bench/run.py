@@ -31,15 +31,15 @@ except ImportError:  # run as a script
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from bench import common
 
-MODULES = ("bench_bench", "bench_journal", "bench_peers", "bench_sweep", "bench_toolset",
-           "bench_mcp", "bench_pegboard", "bench_neighbours")
+MODULES = ("bench_bench", "bench_journal", "bench_peers", "bench_sweep", "bench_cluster",
+           "bench_toolset", "bench_mcp", "bench_pegboard", "bench_neighbours")
 """Order matters a little: the heavy stdio work runs before the small in-process scripts;
 bench_neighbours (50 MB replies, notification floods) runs last so its load touches no other."""
 W7 = "7. Toolset lanes under a saturated slow lane"
 PEERS = ("mcp", "ClientSessionGroup", "fastmcp", "langchain", "pandas")
 """Subjects that are not toolbench (drawn blue); everything else is toolbench's own code."""
 PACKAGES = ("toolbench", "mcp", "fastmcp", "anyio", "pandas", "matplotlib", "pydantic",
-            "jsonschema")
+            "jsonschema", "distributed")
 
 
 def machine() -> dict[str, Any]:
