@@ -93,7 +93,7 @@ def test_the_intent_is_on_disk_before_the_tool_runs(tmp_path: Path) -> None:
         lines = [json.loads(line) for log in tmp_path.glob("calls.sqlite-intents-*")
                  for line in log.read_text().splitlines()[1:]]
         committed = _rows(journal, "SELECT call_id, arguments FROM intents")
-        return [row[:1] + row[6:7] for row in lines] + [list(row) for row in committed]
+        return [[row[0], json.dumps(row[6])] for row in lines] + [list(r) for r in committed]
 
     @tb.tool(server="w")
     def peek(n: int) -> int:

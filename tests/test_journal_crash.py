@@ -10,9 +10,11 @@ either finished or ``in_doubt`` (its intent was committed before a byte was sent
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import random
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -187,7 +189,7 @@ ONE_CALL = textwrap.dedent("""
 
     bench = tb.Bench(journal=sys.argv[1])
     bench.add(tb.ToolBox(hang))
-    bench.call("w-hang", label="first")
+    bench.call("w-hang", label='first "\u00e9"\\n')  # quotes, UTF-8, a newline
 """)
 
 
@@ -207,6 +209,9 @@ def test_a_call_in_flight_at_kill_9_comes_back_in_doubt(tmp_path: Path) -> None:
             proc.wait(10)
         if proc.stdout is not None:
             proc.stdout.close()
+    # The intent was in the session's intent log (one write before sending), not in SQLite.
+    (log,) = tmp_path.glob("calls.sqlite-intents-*")
+    assert "first" in log.read_text() and _count(journal, "intents") == 0
     with tb.Bench(journal=journal) as bench:
         df = bench.records
         assert len(df) == 1
@@ -215,6 +220,13 @@ def test_a_call_in_flight_at_kill_9_comes_back_in_doubt(tmp_path: Path) -> None:
                                                                      "TimedOut")
         assert "process ended while the call was in flight" in row["error"]
         assert f"pid {proc.pid}" in row["error"]
-        assert row["arguments"] == {"label": "first"} and row["name"] == "w-hang"
+        assert row["arguments"] == {"label": 'first "\u00e9"\n'} and row["name"] == "w-hang"
+    assert not log.exists()  # its orphan is a committed in_doubt row now
+    assert _count(journal, "calls") == 1
     with tb.Bench(journal=journal) as again:  # converted once, on disk: not twice
         assert len(again.records) == 1
+
+
+def _count(journal: Path, table: str) -> int:
+    with contextlib.closing(sqlite3.connect(journal)) as db:
+        return int(db.execute(f"SELECT count(*) FROM {table}").fetchone()[0])

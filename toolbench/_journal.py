@@ -56,6 +56,7 @@ from toolbench._intent_log import (
     intent_line,
     proc_tag,
     process_alive,
+    started_text,
 )
 from toolbench._records import COLUMNS, Record
 
@@ -72,7 +73,7 @@ RETRY_FIRST_S, RETRY_MAX_S = 0.25, 30.0
 """Backoff between attempts to write deferred records (doubling from first to max)."""
 FORCED_GAP_S = 0.05
 """A flush retries a failing journal at once, but not more often than this."""
-LINGER_S = 0.002
+LINGER_S = 0.005
 """How long a finished call's outcome may wait for company (the next intent) before it is
 committed alone: sequential calls then cost one commit each, not two."""
 INTENT_LINGER_S = 0.0005
@@ -323,14 +324,12 @@ class Journal:
         ``True``: it is (appended to the intent log). A future: wait for its commit (no log).
         ``False``: it is not, and the call goes ahead (the journal is closed or failing).
         """
+        row = (call_id, self.session, self._pid, self._proc, batch, started, server, tool,
+               name, arguments, provenance)
         log = self._log
         if log is not None:
-            started_text, args_json, prov_json = started.isoformat(), _dump(arguments), _dump(
-                provenance)
-            line = intent_line(call_id, batch, started_text, server, tool, name, args_json,
-                               prov_json)
-            text_row = (call_id, self.session, self._pid, self._proc, batch, started_text,
-                        server, tool, name, args_json, prov_json)
+            line = intent_line(call_id, batch, started, server, tool, name, arguments,
+                               provenance)
             with self._lock:
                 if self._closed:
                     return False
@@ -340,11 +339,9 @@ class Journal:
                     self._appended += 1
                     # No wake-up: the writer looks by itself while calls come, and the
                     # outcome wakes it otherwise. Nobody waits for this commit.
-                    self._add(_Intent(call_id, text_row, None, self._appended), wake=False)
+                    self._add(_Intent(call_id, row, None, self._appended), wake=False)
                     return True
                 self._log = None  # it failed (a full disk): commit intents before sending
-        row = (call_id, self.session, self._pid, self._proc, batch, started.isoformat(),
-               server, tool, name, _dump(arguments), _dump(provenance))
         fut: asyncio.Future[bool] | None = None
         if loop is not None and not self.degraded:
             fut = loop.create_future()
@@ -536,16 +533,12 @@ class Journal:
             outcomes = [*self._deferred.values(), *outcomes]
             self._deferred_intents, self._deferred = {}, {}
         finished = {o.record.call_id for o in outcomes}
-        to_write, texts = [], {}
-        for intent in intents:  # an intent whose outcome is here needs no row of its own
-            if intent.call_id in finished:
-                texts[intent.call_id] = intent.row
-            else:
-                to_write.append(intent)
+        # An intent whose outcome is here needs no row of its own.
+        to_write = [i for i in intents if i.call_id not in finished]
         ok = False
         if attempt and (to_write or outcomes):
             self._last_attempt = now
-            ok = self._attempt(to_write, outcomes, texts)
+            ok = self._attempt(to_write, outcomes)
         elif attempt:
             ok = True  # nothing to write
         if ok:
@@ -580,19 +573,19 @@ class Journal:
             return sum(1 for o in self._deferred.values() if not o.orphan)
         return sum(1 for o in self._deferred.values() if o.tag == marker.tag and not o.orphan)
 
-    def _attempt(self, intents: list[_Intent], outcomes: list[_Outcome],
-                 texts: Mapping[str, tuple[Any, ...]]) -> bool:
-        """One transaction for everything ready; on failure nothing is half written.
-
-        ``texts``: the intent rows of outcomes in this batch (their JSON is already made).
-        """
+    def _attempt(self, intents: list[_Intent], outcomes: list[_Outcome]) -> bool:
+        """One transaction for everything ready; on failure nothing is half written."""
         db = self._db
         assert db is not None
         inflight = self._inflight
         busy_ms = int((RETRY_BUSY_S if self.degraded else BUSY_S) * 1000)
-        intent_rows = [intent.row for intent in intents]  # text made when it was queued
+        intent_rows: list[tuple[Any, ...]] = []
         try:
             # Rows are built before the lock is taken: another process waits less.
+            for intent in intents:
+                row = intent.row
+                intent_rows.append((*row[:5], row[5].isoformat(), *row[6:9], _dump(row[9]),
+                                    _dump(row[10])))
             call_rows = []
             deletes = []
             orphans = []
@@ -600,12 +593,9 @@ class Journal:
             for outcome in outcomes:
                 r = outcome.record
                 known = inflight.get(r.call_id)
-                text = texts.get(r.call_id)
                 if known is not None:  # written with its intent already: reuse the text
                     deletes.append((r.call_id,))
                     started, args_json, prov_json = known
-                elif text is not None:
-                    started, args_json, prov_json = text[5], text[9], text[10]
                 else:
                     started = r.started.isoformat()
                     args_json, prov_json = _dump(r.arguments), _dump(r.provenance)
@@ -812,8 +802,9 @@ def _inspect(path: str) -> Inspection:
 def _log_orphan(row: Sequence[Any], pid: int) -> Record:
     """An intent from a dead session's log, as the in_doubt record that replaces it."""
     call_id, batch, started, server, tool, name, args, prov = row
-    return _record((call_id, batch, started, server, tool, name, args, 0, "in_doubt",
-                    "TimedOut", ORPHAN_ERROR.format(pid=pid), None, None, None, None, prov))
+    return _record((call_id, batch, started_text(started), server, tool, name, _dump(args), 0,
+                    "in_doubt", "TimedOut", ORPHAN_ERROR.format(pid=pid), None, None, None,
+                    None, _dump(prov)))
 
 
 def _uri_path(path: str) -> str:
