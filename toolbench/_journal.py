@@ -1,30 +1,33 @@
-"""A SQLite (WAL) file that holds an intent before every call and its outcome after.
+"""A SQLite (WAL) file that holds every call's outcome, and the intents of calls in flight.
 
 Why intents: a call in flight when the process is killed would otherwise leave no trace, and
-a later ``map(..., resume=True)`` would run it again without anyone knowing. The intent is
-committed before a byte of the call is sent; the outcome (the full record) follows and
-removes it. Reopening the file turns an intent whose process is gone into an ``in_doubt``
-record.
+a later ``map(..., resume=True)`` would run it again without anyone knowing. The intent is on
+disk before a byte of the call is sent: appended to the session's intent log (see
+``toolbench._intent_log``: one ``write(2)``, about 20 µs a call, where waiting for a SQLite
+commit cost about 200), and committed to SQLite with the outcomes. The outcome (the full
+record) replaces it. Reopening the file turns an intent whose process is gone, in SQLite or
+in a dead session's log, into an ``in_doubt`` record.
 
 Why one writer thread: SQLite may wait (a lock held by another process, a slow disk), and the
-shared event loop must never wait on it. Every write goes through a queue to one thread,
-which commits everything that is ready in one transaction (group commit): the intents and
-outcomes of a busy ``map`` share their commits. The loop only awaits futures that this thread
-resolves.
+shared event loop must never wait on it. Every commit happens on one thread, which commits
+everything that is ready in one transaction (group commit). While calls come, it looks for
+work every LINGER_S by itself, so a stream of calls costs it no wake-ups. Without an intent
+log (it could not be created, or a write failed), a call waits for its intent's commit,
+bounded, as before.
 
 Why writing never fails a call: a journal that cannot be written (locked, disk full, closed,
 damaged) keeps the record in memory, retries with backoff, and reports how many records are
 not durable as one :class:`JournalWarning` per operation. Nothing of SQLite reaches the user.
 
 What "durable before the call returns" means here (DESIGN.md says the record; this is the
-precise promise): a call's intent is committed before the call is sent, so from then on the
-call can never be missing. ``map`` and ``compare`` return only once every one of their records
-is committed (one wait for the whole batch), and ``close()`` commits the rest. A single
-``call`` returns without waiting for its outcome's commit, which follows within LINGER_S (or
-with the next call's intent): waiting would double the journal's cost per call, and a process
-killed in that window leaves the call ``in_doubt``, never lost and never silently retried.
+precise promise): a call's intent is on disk before the call is sent, so from then on the call
+can never be missing. ``map`` and ``compare`` return only once every one of their records is
+committed (one wait for the whole batch), and ``close()`` commits the rest. A single ``call``
+returns without waiting for its outcome's commit, which follows within LINGER_S: waiting
+would double the journal's cost per call, and a process killed in that window leaves the call
+``in_doubt``, never lost and never silently retried.
 
-WAL with ``synchronous=NORMAL`` makes each committed transaction survive the process being
+WAL with ``synchronous=NORMAL``, and the intent log's plain writes, survive the process being
 killed (a dead kernel); only a power cut could drop the last ones.
 """
 
