@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import time
 from collections.abc import Iterator
 
@@ -49,3 +50,31 @@ def jsonschema_imported() -> None:
     from toolbench import _preload
 
     _preload.start().result(timeout=_preload.WAIT_S)
+
+
+_SPAWNS = frozenset({"subprocess.Popen", "os.posix_spawn", "os.fork", "os.forkpty",
+                     "os.system"})
+_spawned: list[str] = []
+
+
+def _note_spawns(event: str, args: tuple[object, ...]) -> None:
+    if event in _SPAWNS:
+        _spawned.append(f"{event} {str(args[0])[:100] if args else ''}")
+
+
+sys.addaudithook(_note_spawns)  # every thread, the shared loop's included
+
+
+@pytest.fixture(autouse=True)
+def slow_if_it_starts_a_process(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test that starts a process (a stdio server, a kernel, a browser) must be marked
+    ``slow``, so that ``pytest -m "not slow"`` stays the fast inner loop the README promises."""
+    _spawned.clear()
+    yield
+    if _spawned and request.node.get_closest_marker("slow") is None:
+        if os.environ.get("TOOLBENCH_LIST_SPAWNS"):
+            with open(os.environ["TOOLBENCH_LIST_SPAWNS"], "a") as f:
+                f.write(f"{request.node.nodeid}\t{_spawned[0]}\n")
+        else:
+            pytest.fail(f"it started a process ({_spawned[0]}) but is not marked "
+                        "@pytest.mark.slow", pytrace=False)

@@ -332,6 +332,7 @@ def test_provenance_reaches_the_server_meta_and_the_record(bench: tb.Bench) -> N
     assert bench.records.iloc[-1]["provenance"] == {"run": "exp-1", "agent": "me"}
 
 
+@pytest.mark.slow
 def test_failed_connect_leaves_failed_row_and_disconnect_removes_it(bench: tb.Bench) -> None:
     with pytest.raises(tb.Unreachable) as info:
         bench.connect("ghost", "definitely-not-a-binary-xyz --flag")
@@ -373,6 +374,7 @@ def test_name_collision_is_refused_whole(bench: tb.Bench) -> None:
     assert bench.pegboard.tool_count() == 3
 
 
+@pytest.mark.slow
 def test_secrets_never_appear(bench: tb.Bench, tmp_path: Path) -> None:
     secret_env, secret_header = "s3cr3t-env-value-123", "s3cr3t-header-value-456"
     with pytest.raises(tb.Unreachable):
@@ -405,6 +407,7 @@ def test_bad_constructor_values() -> None:
         tb.Bench(separator="::")
 
 
+@pytest.mark.slow
 def test_load_config_connects_all_and_shows_failures(bench: tb.Bench, tmp_path: Path) -> None:
     server = Path(__file__).parent / "servers" / "echo_server.py"
     config = {"mcpServers": {
@@ -437,6 +440,7 @@ def test_long_work_shows_a_progress_bar_short_work_stays_quiet(
 
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
                     reason="SIGINT reaches the main thread only")
+@pytest.mark.slow
 def test_interrupted_connect_ends_its_child(bench: tb.Bench) -> None:
     silent = Path(__file__).parent / "servers" / "silent_server.py"
     timer = threading.Timer(1.5, lambda: os.kill(os.getpid(), signal.SIGINT))

@@ -178,6 +178,7 @@ def test_config_before_or_after_the_command(project: Path, before: bool) -> None
     assert "three-echo" in out.stdout and "one-echo" not in out.stdout
 
 
+@pytest.mark.slow
 def test_no_arguments_prints_the_help(tmp_path: Path) -> None:
     out = run([], tmp_path)
     assert out.returncode == 0, out.stderr
@@ -187,6 +188,7 @@ def test_no_arguments_prints_the_help(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("command", [[], ["catalog"], ["call"], ["compare"], ["demo"]])
+@pytest.mark.slow
 def test_help_on_every_command_documents_exit_codes(tmp_path: Path, command: list[str]) -> None:
     out = run([*command, "--help"], tmp_path)
     assert out.returncode == 0 and "usage: toolbench" in out.stdout
@@ -194,6 +196,7 @@ def test_help_on_every_command_documents_exit_codes(tmp_path: Path, command: lis
     assert dict(codes) == {"0": "success", "1": "a", "2": "usage", "3": "a"}, out.stdout
 
 
+@pytest.mark.slow
 def test_lab_help_says_it_adds_allow_root(tmp_path: Path) -> None:
     out = run(["lab", "--help"], tmp_path)
     assert out.returncode == 0 and "--allow-root" in out.stdout
@@ -204,6 +207,7 @@ def commands_in(text: str, command: str) -> list[list[str]]:
             if line.strip().startswith(f"toolbench {command} ")]
 
 
+@pytest.mark.slow
 def test_call_help_explains_names_and_references(tmp_path: Path) -> None:
     text = run(["call", "--help"], tmp_path).stdout
     assert "tool://SERVER/TOOL" in text and "SERVER-TOOL" in text
@@ -241,6 +245,7 @@ def test_demo_hint_works_as_printed(tmp_path: Path, command: str, with_mcp_json:
     assert expect in ran.stdout
 
 
+@pytest.mark.slow
 def test_bad_config_file_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "mcp.json").write_text("{not json")
     out = run(["catalog"], tmp_path)

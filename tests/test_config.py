@@ -164,6 +164,7 @@ def test_unknown_keys_give_one_warning_naming_each() -> None:
     assert parse(config, environ={}).unknown  # parse itself never warns
 
 
+@pytest.mark.slow
 def test_message_and_tool_caps_are_checked_and_reach_the_connection(tmp_path: Path) -> None:
     """``max_message_bytes`` and ``max_tools`` are config keys: checked with their JSON path
     up front, and a real server's oversized reply is then Malformed under the file's cap."""

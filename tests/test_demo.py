@@ -119,6 +119,7 @@ def test_config_forwards_demo_environment_variables_to_flaky_only(
     assert all("hunter2" not in json.dumps(spec) for spec in cfg.values())
 
 
+@pytest.mark.slow
 def test_importing_the_package_stays_light() -> None:
     code = (
         "import sys, toolbench.demo as d; d.config(); "
@@ -142,6 +143,7 @@ def test_each_module_has_a_help_that_exits_without_serving(
         assert f"python -m toolbench.demo.{name}" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_bad_flaky_settings_exit_naming_the_value_and_its_source(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -213,6 +215,7 @@ def test_canvas_rejects_silly_sizes() -> None:
 # --- the servers over stdio ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_servers_share_distance_and_describe_their_tools() -> None:
     expected = {
         "geo": {"distance", "city", "cities", "nearest", "world_map"},
@@ -241,6 +244,7 @@ def test_servers_share_distance_and_describe_their_tools() -> None:
     assert len(descriptions) == 3  # same name, three different methods, each explained
 
 
+@pytest.mark.slow
 def test_distance_differs_between_servers_the_way_it_should() -> None:
     async def body() -> dict[str, dict[str, float]]:
         answers: dict[str, dict[str, float]] = {}
@@ -274,6 +278,7 @@ def test_distance_differs_between_servers_the_way_it_should() -> None:
         )
 
 
+@pytest.mark.slow
 def test_structured_content_matches_each_output_schema() -> None:
     calls: list[tuple[str, dict[str, Any]]] = [
         ("city", {"name": "sao paulo"}),
@@ -328,6 +333,7 @@ def _read_png(data: bytes) -> tuple[int, int, list[bytes]]:
     return width, height, [row[1:] for row in rows]
 
 
+@pytest.mark.slow
 def test_world_map_returns_a_png_with_the_route_drawn() -> None:
     async def body() -> tuple[CallToolResult, CallToolResult, CallToolResult]:
         async with connect("geo") as client:
@@ -351,6 +357,7 @@ def test_world_map_returns_a_png_with_the_route_drawn() -> None:
     assert bad.is_error and "'Atlantis'" in text(bad) and "from_city" in text(bad)
 
 
+@pytest.mark.slow
 def test_unknown_names_and_bad_arguments_are_clear_tool_errors() -> None:
     async def body() -> list[CallToolResult]:
         async with connect("geo_precise") as client:
@@ -394,6 +401,7 @@ async def _timed_calls(client: Client, count: int) -> list[tuple[bool, float]]:
     return outcomes
 
 
+@pytest.mark.slow
 def test_flaky_waits_at_least_its_latency() -> None:
     async def body() -> tuple[list[tuple[bool, float]], dict[str, Any]]:
         async with connect("flaky", latency_ms=300, failure_rate=0) as client:
@@ -411,6 +419,7 @@ def test_flaky_waits_at_least_its_latency() -> None:
     }
 
 
+@pytest.mark.slow
 def test_flaky_failure_rate_one_always_fails_and_zero_never() -> None:
     async def body() -> tuple[list[bool], list[bool], CallToolResult]:
         async with connect("flaky", latency_ms=0, failure_rate=1.0) as client:
@@ -429,6 +438,7 @@ def test_flaky_failure_rate_one_always_fails_and_zero_never() -> None:
     assert lookup.is_error and "simulated failure of 'city'" in text(lookup)
 
 
+@pytest.mark.slow
 def test_flaky_seed_repeats_the_failures_whether_set_by_flag_or_environment(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -447,6 +457,7 @@ def test_flaky_seed_repeats_the_failures_whether_set_by_flag_or_environment(
     assert other_seed != by_flags
 
 
+@pytest.mark.slow
 def test_flaky_latency_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOOLBENCH_DEMO_LATENCY_MS", "250")
     monkeypatch.setenv("TOOLBENCH_DEMO_JITTER_MS", "50")
@@ -463,6 +474,7 @@ def test_flaky_latency_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
     assert (status["latency_ms"], status["jitter_ms"], status["failure_rate"]) == (250, 50, 0)
 
 
+@pytest.mark.slow
 def test_flaky_wait_reports_progress() -> None:
     seen: list[tuple[float, float | None]] = []
 

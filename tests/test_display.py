@@ -165,6 +165,7 @@ def test_pandas_own_repr_is_safe_only_under_default_options(evil: tb.Bench) -> N
         assert len(show(evil.catalog())._repr_mimebundle_()["text/html"]) < SMALL
 
 
+@pytest.mark.slow
 def test_bench_repr_escapes_failed_server_errors(tmp_path: Any) -> None:
     with tb.Bench(connect_timeout=10) as bench:
         bench.connect("evil", hostile_server())

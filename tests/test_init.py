@@ -15,6 +15,7 @@ def test_all_is_sorted_and_complete() -> None:
     assert public - modules == set(toolbench.__all__)
 
 
+@pytest.mark.slow
 def test_core_import_is_light() -> None:
     code = (
         "import sys, toolbench; "
