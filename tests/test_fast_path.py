@@ -128,6 +128,7 @@ def test_the_fast_path_is_bounded_by_the_step_budget() -> None:
     assert not fast({"xs": list(range(_validate.MAX_STEPS + 1))})
 
 
+@pytest.mark.slow
 def test_call_ids_are_32_hex_digits_and_unique_across_processes() -> None:
     ids = [new_call_id() for _ in range(10_000)]
     assert len(set(ids)) == len(ids)
