@@ -2,8 +2,8 @@
 
 `python cpu_server.py` serves `burn(i, ms=20)`: it spins the CPU for ``ms`` milliseconds and
 answers ``{"i": i, "pid": ...}``. With TOOLBENCH_CALL_LOG set, every call that runs appends
-``i`` to that file first (one ``O_APPEND`` write), so a test can tell which calls ran, and
-how often, whatever happened to the process that asked.
+``i`` and its own pid to that file first (one ``O_APPEND`` write), so a test can tell which
+calls ran, where, and how often, whatever happened to the process that asked.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def burn(i: int, ms: float = 20.0) -> dict[str, Any]:
     if _LOG:
         fd = os.open(_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            os.write(fd, f"{i}\n".encode())
+            os.write(fd, f"{i} {os.getpid()}\n".encode())
         finally:
             os.close(fd)
     end = time.thread_time() + ms / 1000.0
