@@ -6,6 +6,7 @@
 * ``new_call_id``: 32 hex digits, unique in a process and across processes.
 * The synchronous hop (``SharedLoop.run``): values, exceptions and cancellation come back as
   ``Future.result()`` reported them.
+* The protocol mode: stdio takes the 2025 handshake, and falls back to 2026 when refused.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import concurrent.futures
 import multiprocessing
 import re
+import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -25,6 +28,7 @@ import toolbench as tb
 from toolbench import _validate
 from toolbench._ids import ToolId
 from toolbench._loop import get_loop
+from toolbench._mcp import McpClient
 from toolbench._records import new_call_id
 from toolbench._validate import field_errors, validate_arguments
 
@@ -162,3 +166,34 @@ def test_the_sync_hop_returns_values_and_raises_as_before() -> None:
     with pytest.raises(concurrent.futures.CancelledError):
         loop.run(cancelled)
     assert loop.run(value, 41) == 42
+
+
+# -- the protocol mode ----------------------------------------------------------------------
+SERVERS = Path(__file__).parent / "servers"
+
+
+@pytest.mark.slow
+def test_stdio_prefers_the_2025_handshake_and_auto_is_an_override() -> None:
+    server = [sys.executable, str(SERVERS / "echo_server.py")]
+    with tb.Bench() as bench:
+        bench.connect("fast", server)
+        bench.connect("auto", McpClient(server, name="auto", protocol_mode="auto"))
+        protocol = dict(zip(bench.servers["name"], bench.servers["protocol"], strict=True))
+        assert protocol == {"fast": "2025-11-25", "auto": "2026-07-28"}
+        for name in ("fast", "auto"):
+            assert bench.call(f"{name}-add", a=2, b=3).structured == {"result": 5}
+
+
+@pytest.mark.slow
+def test_a_server_that_refuses_the_2025_handshake_gets_the_2026_one() -> None:
+    with tb.Bench() as bench:
+        bench.connect("m", [sys.executable, str(SERVERS / "modern_only_server.py")])
+        assert bench.servers.iloc[0]["protocol"] == "2026-07-28"
+        assert bench.call("m-echo", text="hi").text == "hi"
+        log = bench._rows["m"].connection.client.stderr_tail()  # type: ignore[union-attr]
+        assert log.splitlines()[:2] == ["method initialize", "method server/discover"]
+
+
+def test_protocol_mode_is_checked() -> None:
+    with pytest.raises(ValueError, match=r"invalid protocol_mode 'modern'.*'fast', 'auto'"):
+        McpClient(["x"], protocol_mode="modern")

@@ -34,7 +34,7 @@ import anyio
 import anyio.abc
 import httpx2
 import mcp_types as types
-from mcp import Client, StdioServerParameters
+from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server import Server
@@ -60,6 +60,7 @@ from toolbench._limits import (
 )
 from toolbench._loop import get_loop, twins
 from toolbench._mcp_errors import (
+    REFUSED_CODES,
     TICKET,
     CallTicket,
     ReadWrapper,
@@ -68,6 +69,7 @@ from toolbench._mcp_errors import (
     describe,
     display_url,
     is_transport_failure,
+    leaves,
     map_call_error,
     refused_connect,
     tracked,
@@ -95,6 +97,16 @@ BACKOFF_MAX_S = 30.0
 """...and the wait doubles with each failure up to this (a server that is back is found)."""
 REFUSAL_WAIT_S = 2.0
 """How long a failed HTTP call waits for its transport to report why it ended."""
+
+PROTOCOL_MODES = ("fast", "auto", "legacy")
+"""How a stdio or HTTP connection picks its protocol (``protocol_mode``). ``"fast"`` (the
+default): the 2025 ``initialize`` handshake, and the SDK's ``auto`` (``server/discover``,
+2026-07-28 where offered) only if the server refuses it with an error reply. Measured on the
+SDK's own Python server over stdio (issue 17, BENCHMARKS.md), a call costs ~25 % more on a
+2026 connection (per-request stamps and result validation), and nothing toolbench does needs
+2026: ``tools/list_changed`` arrives as a notification there. ``"auto"`` and ``"legacy"``
+are the SDK's modes, as they are. The ``protocol`` column of ``bench.servers`` shows what was
+negotiated. In process, the SDK's direct dispatch stays (``_INPROCESS_MODE``)."""
 
 _URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 _TRANSPORTS = ("stdio", "http", "sse", "in-process")
@@ -195,8 +207,13 @@ class McpClient:
         secrets: Iterable[str] = (),
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         max_tools: int = DEFAULT_MAX_TOOLS,
+        protocol_mode: str = "fast",
     ) -> None:
         self.name = check_server_name(name)
+        if protocol_mode not in PROTOCOL_MODES:
+            raise ValueError(f"invalid protocol_mode {protocol_mode!r}: use one of "
+                             f"{list(PROTOCOL_MODES)}")
+        self._protocol_mode = protocol_mode
         if transport is not None and transport not in _TRANSPORTS:
             raise ValueError(f"invalid transport {transport!r}: use one of {list(_TRANSPORTS)}")
         self._timeout = _positive("timeout", timeout)
@@ -419,33 +436,15 @@ class McpClient:
         task_status.started()
         try:
             with conn.scope:
-                async with AsyncExitStack() as stack:
-                    target = await self._transport_object(stack, conn)
-                    if self._server is None:  # a stream transport: watch what leaves and returns
-                        target = tracked(target, conn.tracker)
-                    client = Client(
-                        target,
-                        mode=self._INPROCESS_MODE if self._server is not None else "auto",
-                        cache=None,
-                        message_handler=lambda message: self._on_message(conn, message),
-                        client_info=types.Implementation(name="toolbench", version="0.1.0"),
-                    )
-                    await stack.enter_async_context(client)
-                    # The SDK re-checks structured content with stock jsonschema (Python's
-                    # backtracking ``re``, no size limits) and re-lists tools it has not seen;
-                    # a hostile output schema could stall the shared loop there. Our bounded
-                    # check replaces it on this session (the SDK has no public switch).
-                    client.session.validate_tool_result = self._check_output  # type: ignore[method-assign]
-                    self._record_server_info(client)
-                    async with anyio.create_task_group() as task_group:
-                        conn.task_group = task_group
-                        conn.client = client
-                        conn.ready = True
-                        conn.poke()
-                        if self._listens(client):
-                            task_group.start_soon(self._listen, conn, client)
-                        await conn.stop.wait()
-                        task_group.cancel_scope.cancel()
+                modes = self._wire_modes()
+                for attempt, mode in enumerate(modes):
+                    async with AsyncExitStack() as stack:
+                        client = await self._enter(stack, conn, mode,
+                                                   last=attempt == len(modes) - 1)
+                        if client is None:  # refused this handshake: the next mode, anew
+                            continue
+                        await self._serve(conn, client)
+                        break
         except anyio.get_cancelled_exc_class():
             raise
         except BaseException as exc:  # the owner must never take the shared loop down
@@ -459,6 +458,56 @@ class McpClient:
                 self._lost(conn, "the connection ended")
             conn.done.set()
             conn.poke()
+
+    def _wire_modes(self) -> tuple[str, ...]:
+        """The SDK connect modes to try, in order (see ``protocol_mode``)."""
+        if self._server is not None:
+            return (self._INPROCESS_MODE,)
+        if self._protocol_mode == "fast":
+            return ("legacy", "auto")
+        return (self._protocol_mode,)
+
+    async def _enter(self, stack: AsyncExitStack, conn: _Conn, mode: str, *,
+                     last: bool) -> Client | None:
+        """Enter the SDK client in ``mode``; None when the server refused that handshake
+        (an error reply to ``initialize``) and another mode is left to try."""
+        target = await self._transport_object(stack, conn)
+        if self._server is None:  # a stream transport: watch what leaves and returns
+            target = tracked(target, conn.tracker)
+        client = Client(
+            target,
+            mode=mode,
+            cache=None,
+            message_handler=lambda message: self._on_message(conn, message),
+            client_info=types.Implementation(name="toolbench", version="0.1.0"),
+        )
+        try:
+            await stack.enter_async_context(client)
+        except Exception as exc:
+            if last or not _handshake_refused(exc):
+                raise
+            logger.debug("%s refused the %s handshake (%r); trying the next mode",
+                         self.name, mode, exc)
+            return None
+        return client
+
+    async def _serve(self, conn: _Conn, client: Client) -> None:
+        """Hold the entered client open for calls until the connection is asked to stop."""
+        # The SDK re-checks structured content with stock jsonschema (Python's backtracking
+        # ``re``, no size limits) and re-lists tools it has not seen; a hostile output schema
+        # could stall the shared loop there. Our bounded check replaces it on this session
+        # (the SDK has no public switch).
+        client.session.validate_tool_result = self._check_output  # type: ignore[method-assign]
+        self._record_server_info(client)
+        async with anyio.create_task_group() as task_group:
+            conn.task_group = task_group
+            conn.client = client
+            conn.ready = True
+            conn.poke()
+            if self._listens(client):
+                task_group.start_soon(self._listen, conn, client)
+            await conn.stop.wait()
+            task_group.cancel_scope.cancel()
 
     async def _transport_object(self, stack: AsyncExitStack, conn: _Conn) -> Any:
         if self._server is not None:
@@ -867,7 +916,12 @@ class McpClient:
     def _result(self, raw: Any, tool: ToolId, latency: float) -> Result:
         try:
             content = [
-                block.model_dump(by_alias=True, exclude_none=True, mode="json")
+                # A plain text block (the usual answer) as pydantic would dump it, without
+                # pydantic's ~3 µs per block.
+                {"type": "text", "text": block.text}
+                if type(block) is types.TextContent and block.annotations is None
+                and block.meta is None
+                else block.model_dump(by_alias=True, exclude_none=True, mode="json")
                 for block in raw.content
             ]
             structured = raw.structured_content
@@ -886,6 +940,17 @@ class McpClient:
     """The ToolClient face is async; ``list_tools_sync`` is its blocking twin."""
     call = acall
     """The ToolClient face is async; ``call_sync`` is its blocking twin."""
+
+
+def _handshake_refused(exc: BaseException) -> bool:
+    """Whether entering the client failed because the server answered the handshake with an
+    error (so another mode may work), not because the transport or the process failed."""
+    for leaf in leaves(exc):
+        if isinstance(leaf, MCPError) and leaf.code in REFUSED_CODES:
+            return True
+        if isinstance(leaf, RuntimeError | MCPError) and "protocol version" in str(leaf).lower():
+            return True
+    return False
 
 
 def _abandon(conn: _Conn) -> None:
