@@ -272,6 +272,14 @@ def one_stdio(figures: common.Figures, quick: bool, fm: Any, errlog: TextIO) -> 
     with Bench() as bench:
         bench.connect("s", argv)
         protocol = bench.servers.set_index("name").loc["s", "protocol"]
+        try:  # the other protocol, for comparison (toolbench picks one by default)
+            from toolbench._mcp import McpClient
+
+            other: Any = McpClient(argv, name="a", protocol_mode="auto")
+            bench.connect("a", other)
+            other_protocol = bench.servers.set_index("name").loc["a", "protocol"]
+        except TypeError:  # a toolbench without protocol_mode
+            other_protocol = None
 
         async def main() -> None:
             async with AsyncExitStack() as stack:
@@ -289,6 +297,9 @@ def one_stdio(figures: common.Figures, quick: bool, fm: Any, errlog: TextIO) -> 
                         lambda i: legacy.call_tool("add", {"a": i, "b": 2}), calls)),
                     (f"{TB_CALL}, protocol {protocol}",
                      lambda: _sync(_bench_seq(bench, "s-add", calls))),
+                    *([(f"{TB_CALL}, protocol {other_protocol} (override)",
+                        lambda: _sync(_bench_seq(bench, "a-add", calls)))]
+                      if other_protocol is not None else []),
                     (CSG_ONE, lambda: _seq(lambda i: csg.call_tool("one_add", {"a": i, "b": 2}),
                                            calls)),
                 ]
