@@ -8,7 +8,7 @@ their order alternating, and the ratio is taken within the round (a drifting loa
 on the pair alike). The cluster's first map (workers importing toolbench and starting their
 servers) is a warm-up, not measured.
 
-    python bench/bench_cluster.py [--quick] [--cases N] [--rounds R]
+    python bench/bench_cluster.py [--quick] [--cases N] [--rounds R] [--ms MS]
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from toolbench._bench import Bench
 CPU_SERVER = common.REPO / "tests" / "servers" / "cpu_server.py"
 CPU_MS = 20.0
 CONCURRENCY = 8
-W_RATE = f"issue 18: Bench.map of a {CPU_MS:g} ms-CPU stdio tool, cap {CONCURRENCY}, calls/s"
+W_RATE = "issue 18: Bench.map of a {ms:g} ms-CPU stdio tool, cap " + f"{CONCURRENCY}, calls/s"
 W_SPEEDUP = "issue 18: Bench.map on a LocalCluster of 2 workers / local (same round, paired)"
 LOCAL = "toolbench, local (one server)"
 CLUSTER = "toolbench, LocalCluster 2 worker processes (a server each)"
@@ -45,8 +45,8 @@ def _rate(bench: Bench, cases: list[dict[str, Any]], cluster: Any) -> float:
     return len(cases) / elapsed
 
 
-def run(quick: bool = False, cases: int | None = None,
-        rounds: int | None = None) -> dict[str, Any]:
+def run(quick: bool = False, cases: int | None = None, rounds: int | None = None,
+        ms: float = CPU_MS) -> dict[str, Any]:
     figures = common.Figures()
     try:
         from distributed import Client, LocalCluster
@@ -55,8 +55,9 @@ def run(quick: bool = False, cases: int | None = None,
         return figures.as_dict()
     count = cases if cases is not None else (120 if quick else 5000)
     rounds = rounds if rounds is not None else common.rounds_for(quick, full=3, small=2)
-    work = [{"i": i, "ms": CPU_MS} for i in range(count)]
-    common.progress(f"{W_RATE}: {rounds} rounds x {count} cases, local and on the cluster")
+    work = [{"i": i, "ms": ms} for i in range(count)]
+    w_rate = W_RATE.format(ms=ms)
+    common.progress(f"{w_rate}: {rounds} rounds x {count} cases, local and on the cluster")
     cluster = LocalCluster(processes=True, n_workers=2, threads_per_worker=1,
                            dashboard_address=":0")
     client = Client(cluster)
@@ -69,7 +70,7 @@ def run(quick: bool = False, cases: int | None = None,
             pair: dict[str, float] = {}
             for subject in ((LOCAL, CLUSTER) if n % 2 == 0 else (CLUSTER, LOCAL)):
                 pair[subject] = _rate(bench, work, client if subject == CLUSTER else None)
-                figures.add(W_RATE, subject, "calls/s", pair[subject])
+                figures.add(w_rate, subject, "calls/s", pair[subject])
             figures.add(W_SPEEDUP, CLUSTER, "x local", pair[CLUSTER] / pair[LOCAL],
                         note="ideal about 2 on 2 cores")
             common.progress(f"round {n + 1}: local {pair[LOCAL]:.1f}/s, cluster "
@@ -91,5 +92,7 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="small and fast (a smoke test)")
     parser.add_argument("--cases", type=int, default=None, help="cases per map (default 5000)")
     parser.add_argument("--rounds", type=int, default=None, help="paired rounds (default 3)")
+    parser.add_argument("--ms", type=float, default=CPU_MS,
+                        help="CPU per call (default 20; 0 measures the cluster's own overhead)")
     args = parser.parse_args()
-    print(json.dumps(run(args.quick, args.cases, args.rounds), indent=1, default=str))
+    print(json.dumps(run(args.quick, args.cases, args.rounds, args.ms), indent=1, default=str))
