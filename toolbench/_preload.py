@@ -21,6 +21,7 @@ from concurrent.futures import Future, InvalidStateError
 WAIT_S = 120.0
 """The most a call waits for the import; past it, the call imports (or fails) by itself."""
 
+_THREAD = "toolbench-preload"
 _lock = threading.Lock()
 _done: Future[None] | None = None
 
@@ -34,7 +35,7 @@ def start() -> Future[None]:
             if "jsonschema.validators" in sys.modules and "referencing" in sys.modules:
                 _done.set_result(None)
             else:
-                threading.Thread(target=_run, args=(_done,), name="toolbench-preload",
+                threading.Thread(target=_run, args=(_done,), name=_THREAD,
                                  daemon=True).start()
         return _done
 
@@ -55,6 +56,19 @@ def _run(done: Future[None]) -> None:
 def ready() -> bool:
     """True once the import has finished (a check cheap enough for every call)."""
     return _done is not None and _done.done()
+
+
+def imported() -> None:
+    """Block until the import has finished, if a thread is importing (bounded by WAIT_S).
+
+    Every place in toolbench that imports jsonschema calls this first: a second thread
+    importing it meanwhile would find it half initialised ("cannot import name ... from
+    partially initialized module").
+    """
+    done = _done
+    if done is not None and not done.done() and threading.current_thread().name != _THREAD:
+        with contextlib.suppress(TimeoutError):
+            done.result(WAIT_S)
 
 
 async def wait() -> None:

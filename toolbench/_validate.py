@@ -50,7 +50,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from toolbench import _html
+from toolbench import _html, _preload
 from toolbench._errors import Malformed, Refused
 from toolbench._ids import ToolId
 
@@ -388,7 +388,9 @@ def _built(entry: _Compiled) -> Any | None:
 def _build(schema: Mapping[str, Any], skip_unevaluated: bool) -> tuple[Any | None, str | None]:
     """(validator, None), or (None, why the schema itself is invalid)."""
     # Imported on first use: with its optional format checkers installed, importing
-    # jsonschema can take seconds, which every stdio demo child would pay at start.
+    # jsonschema can take seconds, which every stdio demo child would pay at start. A Bench
+    # imports it on a thread of its own; two threads importing it at once break it.
+    _preload.imported()
     import jsonschema
     import jsonschema.exceptions
     import jsonschema.validators
