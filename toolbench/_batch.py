@@ -86,6 +86,22 @@ async def run_jobs(jobs: Sequence[Job], *, overall: int | None, per_server: int 
         if bar is not None:
             bar.update(1)
 
+    if overall and not per_server:
+        # One cap only (a map): ``overall`` workers take the jobs in order. The same order
+        # and cap as a task per job behind a limiter, for 2 µs of CPU per job instead of
+        # 58 (3,000 jobs; issue 17's profile), which decided a map on a fast server.
+        pending = iter(enumerate(jobs))
+
+        async def worker() -> None:
+            for index, job in pending:
+                results[index] = await job.run()
+                if bar is not None:
+                    bar.update(1)
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(min(overall, len(jobs))):
+                tg.start_soon(worker)
+        return results
     async with anyio.create_task_group() as tg:
         for index, job in enumerate(jobs):
             tg.start_soon(one, index, job)
