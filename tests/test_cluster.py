@@ -245,10 +245,19 @@ def test_a_killed_driver_resumes_without_running_anything_twice(client: Any,
     log, journal = tmp_path / "calls.log", tmp_path / "calls.sqlite"
     script = tmp_path / "driver.py"
     script.write_text(DRIVER)
-    driver = subprocess.Popen([sys.executable, str(script), str(journal), str(log), CPU_SERVER,
-                               SECRET], stdout=subprocess.DEVNULL)
+    errors = tmp_path / "driver.err"
+    with errors.open("wb") as stderr:
+        driver = subprocess.Popen([sys.executable, str(script), str(journal), str(log),
+                                   CPU_SERVER, SECRET], stdout=subprocess.DEVNULL, stderr=stderr)
+
+    def running() -> bool:
+        if driver.poll() is not None:
+            tail = errors.read_text(errors="replace")[-3000:]
+            raise AssertionError(f"the driver ended by itself ({driver.returncode}): {tail}")
+        return sum(_ran(log).values()) >= 100
+
     try:
-        _wait_for(lambda: sum(_ran(log).values()) >= 100, 300, "the driver's calls")
+        _wait_for(running, 300, "the driver's calls")
         tree = psutil.Process(driver.pid).children(recursive=True)
         driver.send_signal(signal.SIGKILL)
         driver.wait(30)
