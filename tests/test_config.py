@@ -185,3 +185,29 @@ def test_message_and_tool_caps_are_checked_and_reach_the_connection(tmp_path: Pa
         with pytest.raises(tb.Malformed, match="max_message_bytes=4,096"):
             bench.call("echo-echo", text="x" * 10_000)
         assert bench.call("echo-echo", text="again").text == "again"  # restarted, works
+
+
+@pytest.mark.slow
+def test_protocol_mode_is_a_checked_key_that_reaches_the_connection() -> None:
+    """``protocol_mode`` overrides the default ("fast": the 2025 handshake first) per server,
+    and ``servers`` shows what each negotiated."""
+    import sys
+
+    import toolbench as tb
+
+    for bad in ("quick", 1, None):
+        with pytest.raises(ConfigError, match=r"\$\.mcpServers\.a\.protocol_mode"):
+            read({"mcpServers": {"a": {"command": "x", "protocol_mode": bad}}}, environ={})
+    echo = Path(__file__).parent / "servers" / "echo_server.py"
+    config = {"mcpServers": {
+        "fast": {"command": sys.executable, "args": [str(echo)]},
+        "auto": {"command": sys.executable, "args": [str(echo)], "protocol_mode": "auto"},
+    }}
+    with tb.Bench() as bench:
+        servers = bench.load_config(config).set_index("name")
+        assert list(servers["status"]) == ["connected", "connected"], servers["error"].tolist()
+        assert bench.call("auto-echo", text="hi").text == "hi"
+        assert bench.call("fast-echo", text="hi").text == "hi"
+        # The SDK's own server speaks both: "auto" takes 2026, the default the 2025 handshake.
+        assert servers.loc["auto", "protocol"] > servers.loc["fast", "protocol"]
+        assert servers.loc["fast", "protocol"].startswith("2025-")

@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import math
 import os
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -111,17 +109,6 @@ def _cell_number() -> int | None:
         return None
 
 
-def _warm_up_validation() -> None:
-    """Import jsonschema in the background now, so the first call does not pay for it.
-
-    With its optional format checkers installed (JupyterLab brings them), the import takes
-    seconds, which would otherwise land on the shared loop inside the first call.
-    """
-    if "jsonschema.validators" not in sys.modules:
-        threading.Thread(target=importlib.import_module, args=("jsonschema.validators",),
-                         name="toolbench-warm-up", daemon=True).start()
-
-
 @dataclass
 class _Target:
     """A resolved name: the pegboard name, the tool it routes to and its declared spec."""
@@ -208,11 +195,10 @@ class Bench:
         self.pegboard = PegBoard(self.router, separator)
         self._rows: dict[str, _Row] = {}
         self._store = RecordStore(Journal(journal) if journal is not None else None)
-        _preload.start()  # jsonschema's slow import, done before the first call needs it
         self._closed = False
         self.tools = ToolHandles(self)
         get_loop().track(self)
-        _warm_up_validation()
+        _preload.start()  # jsonschema's slow import, done before the first call needs it
 
     @classmethod
     def demo(cls, **options: Any) -> Bench:
@@ -235,7 +221,9 @@ class Bench:
         A failure raises ``Unreachable`` and leaves a ``failed`` row in ``servers``; a later
         ``connect`` under the same name replaces a failed (or lost) row. ``secrets=[...]``
         names further values (besides env and header values, always hidden) that must never
-        appear in the servers table, a record or an error message.
+        appear in the servers table, a record or an error message. ``protocol_mode="auto"``
+        (or ``"legacy"``) overrides how a stdio or HTTP connection picks its protocol
+        (default ``"fast"``: see ``toolbench._mcp.PROTOCOL_MODES``; ``servers`` shows it).
         """
         self._check_open()
         check_server_name(name)

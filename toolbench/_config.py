@@ -42,7 +42,7 @@ TYPES = ("stdio", "http", "sse")
 _VAR_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 SERVER_KEYS = frozenset({"type", "transport", "command", "args", "env", "cwd", "url", "headers",
                          "timeout", "connect_timeout", "max_concurrent", "namespace",
-                         "disabled", "max_message_bytes", "max_tools"})
+                         "disabled", "max_message_bytes", "max_tools", "protocol_mode"})
 _STDIO_ONLY = ("command", "args", "env", "cwd")
 _HTTP_ONLY = ("url", "headers")
 
@@ -320,6 +320,14 @@ def _server(name: str, entry: dict[str, Any], source: str, path: str,
                 options[key] = check(entry[key])
             except ValueError as exc:
                 raise ConfigError(source, f"{path}.{key}", str(exc)) from None
+    if "protocol_mode" in entry:
+        from toolbench._mcp import PROTOCOL_MODES
+
+        if entry["protocol_mode"] not in PROTOCOL_MODES:
+            raise ConfigError(source, f"{path}.protocol_mode",
+                              f"invalid protocol_mode {_describe(entry['protocol_mode'])}: "
+                              f"use one of {', '.join(map(repr, PROTOCOL_MODES))}")
+        options["protocol_mode"] = entry["protocol_mode"]
     if "namespace" in entry:
         namespace = entry["namespace"]
         if namespace is not None and namespace != "" and not is_server_name(namespace):

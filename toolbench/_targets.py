@@ -16,7 +16,7 @@ from toolbench._router import call_client
 
 MCP_OPTIONS = frozenset({"env", "cwd", "headers", "timeout", "connect_timeout",
                          "max_concurrent", "transport", "secrets", "max_message_bytes",
-                         "max_tools"})
+                         "max_tools", "protocol_mode"})
 SECRET_OPTIONS = ("env", "headers")
 """Options whose every value is a secret (never shown), wherever it came from."""
 CLIENT_OPTIONS = frozenset({"timeout", "connect_timeout"})
