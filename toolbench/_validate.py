@@ -67,6 +67,10 @@ MAX_STEPS = 100_000
 """Steps (evaluations of a keyword that descends: ``$ref``, ``anyOf``, ``properties``, ...)
 one check may make."""
 MAX_CHECK_SECONDS = 0.25
+SLOW_CHECKS = 3
+"""Checks of one schema that may run out of time before it is skipped for good. The step
+budget is exact, so running out of steps marks the schema at once; time depends on how busy
+the machine is, and one slow check of a harmless schema must not end its local checks."""
 """Time one check may take (the clock is read every 32 steps)."""
 MAX_PROBLEMS = 10
 _MAX_ERRORS = 100  # errors collected from one failing check
@@ -91,7 +95,11 @@ _budget = _Budget()
 
 
 class _OverBudget(Exception):
-    """Raised from inside jsonschema when a check has used up ``MAX_STEPS``."""
+    """Raised from inside jsonschema when a check has used up ``MAX_STEPS`` or its time."""
+
+    def __init__(self, timed: bool) -> None:
+        super().__init__(timed)
+        self.timed = timed  # steps were left: the clock ran out (a busy machine can do that)
 
 
 @dataclass(slots=True)
@@ -107,6 +115,8 @@ class _Compiled:
     skip_unevaluated: bool = False
     invalid: str | None = None  # the schema breaks its own metaschema
     failure: str | None = None  # the validator itself failed once; later calls skip it
+    slow: int = 0  # checks that ran out of time (steps left): skipped for good at SLOW_CHECKS
+    slow_note: str | None = None  # what schema_problems says meanwhile
     fast: Callable[[Any], bool] | None = None  # the compiled fast path (see _fast), if any
 
     def note(self, problem: str) -> None:
@@ -237,7 +247,7 @@ def _counted(keyword: Callable[..., Any]) -> Callable[..., Any]:
         budget = _budget
         left = budget.left = budget.left - 1
         if (left & 31) == 0 and (left < 0 or time.perf_counter() > budget.deadline):
-            raise _OverBudget
+            raise _OverBudget(left >= 0)
         return keyword(validator, value, instance, schema)
 
     return counted
@@ -638,9 +648,15 @@ def _errors(entry: _Compiled, instance: dict[str, Any],
             return []
         _budget.start()
         return list(itertools.islice(validator.iter_errors(instance), _MAX_ERRORS))
-    except _OverBudget:
+    except _OverBudget as exc:
         why = (f"a check needed more than {MAX_STEPS:,} steps or {MAX_CHECK_SECONDS} s (a schema "
                "whose local $refs multiply the work, or very large arguments)")
+        if exc.timed and not strict:
+            entry.slow += 1
+            if entry.slow < SLOW_CHECKS:  # this call only: the next is checked again
+                entry.slow_note = (f"not checked locally on {entry.slow} of the calls so far: "
+                                   f"{why}")
+                return f"not checked locally: {why}"
     except RecursionError:
         why = "a check recursed without end (a $ref cycle, or arguments nested too deep)"
     except Exception as exc:
@@ -685,7 +701,8 @@ def schema_problems(schema: object, *, check_metaschema: bool = False) -> list[s
     entry = _entry(schema)
     if check_metaschema:
         _built(entry)
-    return entry.problems + ([entry.failure] if entry.failure else [])
+    late = entry.failure or entry.slow_note
+    return entry.problems + ([late] if late else [])
 
 
 def validate_arguments(tool: ToolId | None, schema: object, arguments: Mapping[str, Any],
