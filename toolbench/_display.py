@@ -247,11 +247,13 @@ def bundle(obj: Any, *, max_rows: int = MAX_ROWS) -> dict[str, Any]:
             out["text/plain"] = frame_text(obj)
             out["text/html"] = frame_html(obj, max_rows=max_rows)
             return out
-        from toolbench._bench import Bench
         from toolbench._client import Result
 
-        if isinstance(obj, Bench):
-            return bench_bundle(obj)
+        own = getattr(obj, "_repr_mimebundle_", None)
+        if callable(own) and not isinstance(obj, Shown):  # a Bench, a widget: as they show
+            found = own()
+            if isinstance(found, dict) and "text/plain" in found:
+                return found
         if isinstance(obj, Result):
             out["text/plain"] = repr(obj)
             out["text/html"] = result_html(obj)
