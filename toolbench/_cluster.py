@@ -50,7 +50,6 @@ import asyncio
 import contextlib
 import dataclasses
 import hashlib
-import importlib
 import math
 import pickle
 import re
@@ -174,9 +173,6 @@ class BenchPlugin(WorkerPlugin):
         with self._lock:  # one connect at a time per worker: tasks share what it makes
             bench = self._benches.get(spec.key)
             if bench is None:
-                # Imported here, whole, before the Bench's background warm-up could race
-                # this task's own first validation into a half-imported jsonschema.
-                importlib.import_module("jsonschema.validators")
                 opts = spec.bench_options
                 bench = Bench(timeout=opts["timeout"], connect_timeout=opts["connect_timeout"],
                               separator=opts["separator"], egress=opts["egress"])
