@@ -15,7 +15,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from toolbench import _html
-from toolbench._display import MAX_ROWS, _cell, _column_class, _plain
+from toolbench._cells import MAX_ROWS, TABLE_STYLE, cell, column_class, plain
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -35,7 +35,7 @@ def answer_key(row: Any) -> str:
             return "json:" + json.dumps(structured, sort_keys=True, default=str)
         except (TypeError, ValueError):
             return "repr:" + repr(structured)
-    return "text:" + str(_plain(row.get("text")))
+    return "text:" + str(plain(row.get("text")))
 
 
 def disagreements(df: pd.DataFrame) -> dict[int, int]:
@@ -83,7 +83,7 @@ def _compare_html(df: pd.DataFrame, max_rows: int, max_cell: int) -> str:
             style = ""
             if column == "answer":
                 text = row.get("text") if row.get("ok") else row.get("error_type")
-                value = _cell(text, max_cell)
+                value = cell(text, max_cell)
                 if not row.get("ok"):
                     style = FAILED
                     value = _error_cell(text, row.get("error"), max_cell)
@@ -98,11 +98,11 @@ def _compare_html(df: pd.DataFrame, max_rows: int, max_cell: int) -> str:
             elif column == "error" and not row.get("ok"):
                 value = _error_cell(row.get("error"), row.get("error"), max_cell)
             else:
-                value = _cell(row.get(column), max_cell, column)
+                value = cell(row.get(column), max_cell, column)
                 if column in extra and len(column_sets[(case, column)]) > 1:
                     style = DIFFER
             attr = f" style='{style}'" if style else ""
-            attr += " class='tb-nowrap'" if column == "latency_ms" else _column_class(column)
+            attr += " class='tb-nowrap'" if column == "latency_ms" else column_class(column)
             cells.append(f"<td{attr}>{value}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     total = len(rows)
@@ -111,9 +111,8 @@ def _compare_html(df: pd.DataFrame, max_rows: int, max_cell: int) -> str:
     split = sum(1 for n in counts.values() if n > 1)
     summary = (f"<p><small>{note}; servers disagree on {split} of {len(counts)} case(s)"
                f"</small></p>")
-    from toolbench._display import _STYLE
 
-    return (f"{_STYLE}<div class='toolbench-scroll'><table class='toolbench-table "
+    return (f"{TABLE_STYLE}<div class='toolbench-scroll'><table class='toolbench-table "
             f"toolbench-compare'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody>"
             f"</table></div>{summary}"
             f"{latency_summary(df, slowest)}")
@@ -124,8 +123,8 @@ MAX_ERROR_TITLE = 8000
 
 def _error_cell(value: Any, error: Any, limit: int) -> str:
     """``value`` shortened, with the whole error (escaped, capped) as its tooltip."""
-    full = _html.to_text(_plain(error))
-    shown = _html.escape(_html.shorten(_html.to_text(_plain(value)), limit))
+    full = _html.to_text(plain(error))
+    shown = _html.escape(_html.shorten(_html.to_text(plain(value)), limit))
     if not full:
         return shown
     title = _html.escape(_html.shorten(full, MAX_ERROR_TITLE))
@@ -140,7 +139,7 @@ def _majority(group: list[dict[str, Any]]) -> str | None:
 
 
 def _json(value: Any) -> str:
-    value = _plain(value)
+    value = plain(value)
     try:
         return json.dumps(value, sort_keys=True, default=str)
     except (TypeError, ValueError):
@@ -148,7 +147,7 @@ def _json(value: Any) -> str:
 
 
 def _latency_cell(value: Any, slowest: float) -> str:
-    value = _plain(value)
+    value = plain(value)
     if not isinstance(value, (int, float)) or not math.isfinite(float(value)):
         return ""
     width = max(1, round(80 * float(value) / slowest))

@@ -13,6 +13,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolbench import _html
+from toolbench._cells import (
+    MAX_CELL,
+    MAX_ROWS,
+    TABLE_STYLE,
+    cell,
+    column_class,
+    plain,
+)
 from toolbench._html import result_html as result_html
 
 if TYPE_CHECKING:
@@ -20,28 +28,6 @@ if TYPE_CHECKING:
 
     from toolbench._bench import Bench
 
-MAX_ROWS = 50
-MAX_CELL = 80
-
-# Cells wrap (long text breaks anywhere rather than widening the table past the page), but
-# never wider than a readable measure, and text columns never narrower than one; dates,
-# flags, names and numbers stay on one line. A table wider than its box scrolls sideways.
-_STYLE = (
-    "<style>.toolbench-table{border-collapse:collapse;font-size:12px;line-height:1.35}"
-    ".toolbench-table td,.toolbench-table th{border:1px solid #ddd;padding:2px 6px;"
-    "text-align:left;vertical-align:top;white-space:pre-wrap;max-width:32em;"
-    "overflow-wrap:anywhere}"
-    ".toolbench-table th{background:#f4f4f4;white-space:nowrap}"
-    ".toolbench-table td.tb-nowrap{white-space:nowrap;overflow-wrap:normal}"
-    ".toolbench-table td.tb-wide{min-width:12em}"
-    ".toolbench-table td.tb-number{white-space:nowrap;text-align:right}"
-    ".toolbench-scroll{overflow-x:auto;max-width:100%}</style>"
-)
-NOWRAP_COLUMNS = frozenset({"started", "time", "ok", "case", "status", "transport",
-                            "disposition", "error_type", "name", "server"})
-WIDE_COLUMNS = frozenset({"arguments", "text", "error", "description", "structured", "content",
-                          "provenance", "stderr_tail", "warnings", "answer", "destination"})
-NUMBER_COLUMNS = frozenset({"latency_ms", "tools"})
 _DISPOSITION_NOTE = {
     "did_not_happen": "nothing ran on the server: safe to retry",
     "in_doubt": "it may or may not have run: do not retry blindly",
@@ -62,67 +48,17 @@ def html_table(df: pd.DataFrame, *, max_rows: int = MAX_ROWS, max_cell: int = MA
     total = len(df)
     shown = df.head(max_rows)
     head = "".join(f"<th>{_html.cell(c, 40)}</th>" for c in shown.columns)
-    classes = [_column_class(c) for c in shown.columns]
+    classes = [column_class(c) for c in shown.columns]
     body = []
     for values in shown.itertuples(index=False, name=None):
-        cells = "".join(f"<td{k}>{_cell(v, max_cell, c)}</td>"
+        cells = "".join(f"<td{k}>{cell(v, max_cell, c)}</td>"
                         for k, v, c in zip(classes, values, shown.columns, strict=True))
         body.append(f"<tr>{cells}</tr>")
     note = f"<p><small>{total} rows</small></p>" if total <= max_rows else (
         f"<p><small>showing {max_rows} of {total} rows</small></p>")
     cap = f"<caption>{_html.escape(caption)}</caption>" if caption else ""
-    return (f"{_STYLE}<div class='toolbench-scroll'><table class='toolbench-table'>{cap}"
+    return (f"{TABLE_STYLE}<div class='toolbench-scroll'><table class='toolbench-table'>{cap}"
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>{note}")
-
-
-def _column_class(column: object) -> str:
-    """The CSS class of a column's cells: numbers right-aligned, short fields on one line."""
-    if column in NUMBER_COLUMNS:
-        return " class='tb-number'"
-    if column in NOWRAP_COLUMNS:
-        return " class='tb-nowrap'"
-    if column in WIDE_COLUMNS:
-        return " class='tb-wide'"
-    return ""
-
-
-def _cell(value: Any, limit: int, column: object = None) -> str:
-    """One escaped cell. Latency is rounded to 0.1 ms here, for the eye only (the data keep
-    every digit); other numbers keep their digits (answers that differ in the third decimal
-    must look different)."""
-    value = _plain(value)
-    if isinstance(value, bool):
-        return "<span style='color:#1b7f1b'>✓</span>" if value else (
-            "<span style='color:#b00020'>✗</span>")
-    if isinstance(value, float):
-        if str(column).endswith("_ms") and abs(value) < 1e9:
-            return f"{value:.1f}"
-        return _html.escape(f"{value:.12g}")
-    if column == "warnings" and isinstance(value, list):  # reasons, read as sentences
-        value = "; ".join(str(v) for v in value[:20])
-    if isinstance(value, (list, dict)):
-        value = _html.bounded_json(value, 4000)
-    return _html.cell(value if isinstance(value, str) else str(value), limit)
-
-
-def _plain(value: Any) -> Any:
-    if value is None:
-        return ""
-    try:
-        import pandas as pd
-
-        if not isinstance(value, (list, dict, tuple)) and pd.isna(value):
-            return ""
-    except (TypeError, ValueError):
-        pass
-    if hasattr(value, "isoformat") and hasattr(value, "strftime"):
-        return value.strftime("%Y-%m-%d %H:%M:%S")
-    if hasattr(value, "item") and not isinstance(value, (list, dict, str)):
-        try:
-            return value.item()  # a numpy scalar
-        except Exception:
-            return value
-    return value
 
 
 # -- results and errors ---------------------------------------------------------------------
@@ -209,7 +145,7 @@ def frame_html(df: pd.DataFrame, *, max_rows: int = MAX_ROWS) -> str:
 def frame_text(df: pd.DataFrame, *, max_rows: int = 20, width: int = 40) -> str:
     """A capped text rendering: each cell cut to ``width`` so no cell floods a terminal."""
     try:
-        head = df.head(max_rows).map(lambda v: _html.shorten(_html.to_text(_plain(v)), width))
+        head = df.head(max_rows).map(lambda v: _html.shorten(_html.to_text(plain(v)), width))
         text = head.to_string(max_cols=12)
         if len(df) > max_rows:
             text += f"\n[showing {max_rows} of {len(df)} rows]"
