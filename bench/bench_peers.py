@@ -41,6 +41,7 @@ from mcp import Client, ClientSessionGroup, StdioServerParameters, stdio_client
 
 from toolbench._bench import Bench
 from toolbench._ids import ToolId
+from toolbench._loop import get_loop
 from toolbench._mcp import McpClient
 
 LATENCIES = (50, 100, 150, 200, 250)
@@ -135,7 +136,7 @@ def inprocess(figures: common.Figures, quick: bool, fm: Any) -> None:
     mc = McpClient(server, name="inproc")
     try:
         bench.connect("inproc", server)
-        mc.connect()
+        get_loop().run(mc.aconnect)  # McpClient is async: the shared loop's hop, as before
         tid = ToolId("inproc", "add")
 
         def bench_round() -> float:
@@ -143,7 +144,7 @@ def inprocess(figures: common.Figures, quick: bool, fm: Any) -> None:
                                         for i in range(calls)])
 
         def mc_round() -> float:
-            return _timed_sync(lambda: [mc.call_sync(tid, {"a": i, "b": 2})
+            return _timed_sync(lambda: [get_loop().run(mc.acall, tid, {"a": i, "b": 2})
                                         for i in range(calls)])
 
         async def main() -> None:
@@ -175,7 +176,7 @@ def inprocess(figures: common.Figures, quick: bool, fm: Any) -> None:
 
         anyio.run(main)
     finally:
-        mc.close()
+        get_loop().run(mc.aclose)
         bench.close()
     figures.ratio("Bench.call / mcp.Client, in process (auto mode)", W1_IN, BENCH + ".call", SDK)
     figures.ratio("McpClient.call_sync / mcp.Client, in process", W1_IN, MCPC, SDK)
@@ -200,7 +201,7 @@ def stdio(figures: common.Figures, quick: bool, fm: Any, errlog: TextIO) -> None
         bad = table[table["status"] != "connected"]
         if len(bad):
             raise RuntimeError(f"servers failed to connect: {bad[['name', 'error']]}")
-        mc.connect()
+        get_loop().run(mc.aconnect)  # McpClient is async: the shared loop's hop, as before
         tid = ToolId(first, "add")
         work = [{"x": i, "delay_ms": CONC_DELAY_MS} for i in range(conc_calls)]
 
@@ -209,7 +210,7 @@ def stdio(figures: common.Figures, quick: bool, fm: Any, errlog: TextIO) -> None
                                         for i in range(seq_calls)])
 
         def mc_seq() -> float:
-            return _timed_sync(lambda: [mc.call_sync(tid, {"a": i, "b": 2})
+            return _timed_sync(lambda: [get_loop().run(mc.acall, tid, {"a": i, "b": 2})
                                         for i in range(seq_calls)])
 
         def bench_map() -> float:
@@ -311,7 +312,7 @@ def stdio(figures: common.Figures, quick: bool, fm: Any, errlog: TextIO) -> None
 
         anyio.run(main)
     finally:
-        mc.close()
+        get_loop().run(mc.aclose)
         bench.close()
     _mcp1(figures, quick, servers, rounds, seq_calls, conc_calls, (w2, w3, w30))
     _stdio_ratios(figures, (w2, w3, w30), ideal)

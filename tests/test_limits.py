@@ -23,13 +23,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from loop_client import LoopClient
 
 import toolbench as tb
 from toolbench._errors import Malformed, TimedOut, ToolError, Unreachable
 from toolbench._ids import ToolId
 from toolbench._limits import TAG, oversize, too_large_message
 from toolbench._loop import get_loop
-from toolbench._mcp import McpClient
 from toolbench._stdio import sniff_head, sniff_tail
 
 SERVERS = Path(__file__).parent / "servers"
@@ -81,11 +81,11 @@ def test_only_our_tag_marks_an_oversize_error() -> None:
 )
 def test_bad_limits_raise_naming_the_value(kwargs: dict[str, object], words: str) -> None:
     with pytest.raises(ValueError, match=words):
-        McpClient(BIG, name="big", **kwargs)  # type: ignore[arg-type]
+        LoopClient(BIG, name="big", **kwargs)  # type: ignore[arg-type]
 
 
 # -- oversized messages over stdio -------------------------------------------------------------
-def _pid(client: McpClient) -> str:
+def _pid(client: LoopClient) -> str:
     return client.call_sync(ToolId("big", "pid"), {}).text
 
 
@@ -95,7 +95,7 @@ def test_50mb_reply_is_malformed_restarts_and_spares_the_neighbour() -> None:
     """The measured case of issue 13: 50 MB took 24 s, slowed the loop, broke the next call."""
     latencies: list[float] = []
     stop = threading.Event()
-    with McpClient(BIG, name="big", timeout=60) as big, McpClient(ECHO, name="echo") as echo:
+    with LoopClient(BIG, name="big", timeout=60) as big, LoopClient(ECHO, name="echo") as echo:
         before = _pid(big)
         for _ in range(5):  # warm: the first calls pay for schema caches
             echo.call_sync(ToolId("echo", "echo"), {"text": "warm"})
@@ -130,7 +130,7 @@ def test_50mb_reply_is_malformed_restarts_and_spares_the_neighbour() -> None:
 
 @pytest.mark.slow
 def test_reply_under_the_cap_is_read_in_linear_time() -> None:
-    with McpClient(BIG, name="big", timeout=60) as big:
+    with LoopClient(BIG, name="big", timeout=60) as big:
         started = time.monotonic()
         result = big.call_sync(ToolId("big", "big"), {"size": 20 * MB})
         took = time.monotonic() - started
@@ -142,7 +142,7 @@ def test_reply_under_the_cap_is_read_in_linear_time() -> None:
 def test_id_at_the_end_finds_its_call_among_several(caplog: pytest.LogCaptureFixture) -> None:
     """TypeScript servers write the id last; with two calls waiting, the tail decides."""
     caplog.set_level(logging.INFO, logger="toolbench._stdio")
-    with McpClient(BIG, name="big", timeout=30, max_message_bytes=MB) as big:
+    with LoopClient(BIG, name="big", timeout=30, max_message_bytes=MB) as big:
         outcomes: dict[str, BaseException | str] = {}
 
         async def both() -> None:
@@ -171,7 +171,7 @@ def test_id_at_the_end_finds_its_call_among_several(caplog: pytest.LogCaptureFix
 
 @pytest.mark.slow
 def test_oversized_notification_restarts_and_the_waiting_call_is_in_doubt() -> None:
-    with McpClient(BIG, name="big", timeout=30, max_message_bytes=MB) as big:
+    with LoopClient(BIG, name="big", timeout=30, max_message_bytes=MB) as big:
         before = _pid(big)
         started = time.monotonic()
         with pytest.raises(TimedOut, match="connection was lost"):
@@ -223,7 +223,7 @@ def sse_url() -> Iterator[str]:
 @pytest.mark.slow
 def test_sse_event_over_the_cap_ends_the_stream_and_the_next_call_works(sse_url: str) -> None:
     """Legacy SSE has no per-request hook: the capped stream ends, so the call is in doubt."""
-    with McpClient(sse_url, name="echo", max_message_bytes=MB, timeout=30) as client:
+    with LoopClient(sse_url, name="echo", max_message_bytes=MB, timeout=30) as client:
         assert client.call_sync(ToolId("echo", "echo"), {"text": "hi"}).text == "hi"
         started = time.monotonic()
         with pytest.raises(TimedOut):
@@ -234,7 +234,7 @@ def test_sse_event_over_the_cap_ends_the_stream_and_the_next_call_works(sse_url:
 
 @pytest.mark.slow
 def test_http_reply_over_the_cap_is_malformed_and_restarts(http_url: str) -> None:
-    with McpClient(http_url, name="echo", max_message_bytes=MB, timeout=30) as client:
+    with LoopClient(http_url, name="echo", max_message_bytes=MB, timeout=30) as client:
         assert client.call_sync(ToolId("echo", "echo"), {"text": "hi"}).text == "hi"
         started = time.monotonic()
         with pytest.raises(Malformed, match="max_message_bytes=1,048,576"):
@@ -243,7 +243,7 @@ def test_http_reply_over_the_cap_is_malformed_and_restarts(http_url: str) -> Non
         assert client.status == "lost"
         assert client.call_sync(ToolId("echo", "echo"), {"text": "again"}).text == "again"
     # Under the default cap, a 3 MB reply is fine: the SDK's own 1 MiB SSE limit is lifted.
-    with McpClient(http_url, name="echo", timeout=30) as client:
+    with LoopClient(http_url, name="echo", timeout=30) as client:
         big = client.call_sync(ToolId("echo", "echo"), {"text": "y" * (3 * MB)})
         assert len(big.text) == 3 * MB
 
@@ -264,10 +264,10 @@ def test_10001_tools_is_unreachable_at_connect_and_the_row_is_kept() -> None:
 
 @pytest.mark.slow
 def test_max_tools_is_configurable() -> None:
-    with McpClient(catalog("--tools", "30", "--page-size", "7"), name="cat",
+    with LoopClient(catalog("--tools", "30", "--page-size", "7"), name="cat",
                    max_tools=29) as client, pytest.raises(Unreachable, match="max_tools=29"):
         client.list_tools_sync("cat")
-    with McpClient(catalog("--tools", "30", "--page-size", "7"), name="cat",
+    with LoopClient(catalog("--tools", "30", "--page-size", "7"), name="cat",
                    max_tools=30) as client:
         assert len(client.list_tools_sync("cat")) == 30
 
@@ -275,7 +275,7 @@ def test_max_tools_is_configurable() -> None:
 @pytest.mark.slow
 def test_never_ending_paginator_is_bounded_by_connect_timeout() -> None:
     # 1 ms a page: 10,000 pages (MAX_PAGES) cannot fit in 3 s, so the timeout is what stops it.
-    client = McpClient(catalog("--endless", "--page-size", "1", "--page-delay", "0.001"),
+    client = LoopClient(catalog("--endless", "--page-size", "1", "--page-delay", "0.001"),
                        name="cat", connect_timeout=3, max_tools=10**9)
     with client:
         started = time.monotonic()
@@ -288,7 +288,7 @@ def test_never_ending_paginator_is_bounded_by_connect_timeout() -> None:
 
 @pytest.mark.slow
 def test_never_ending_paginator_hits_the_tool_cap() -> None:
-    with (McpClient(catalog("--endless", "--page-size", "50"), name="cat") as client,
+    with (LoopClient(catalog("--endless", "--page-size", "50"), name="cat") as client,
           pytest.raises(Unreachable, match="more than max_tools=10,000")):
         client.list_tools_sync("cat")
 
@@ -296,7 +296,7 @@ def test_never_ending_paginator_hits_the_tool_cap() -> None:
 @pytest.mark.slow
 def test_one_page_over_the_message_cap_is_unreachable() -> None:
     """10,000 tools with 10 KB descriptions on one page: 100 MB (was 162 s and 635 MB)."""
-    client = McpClient(catalog("--tools", "10000", "--desc-bytes", "10240"), name="cat",
+    client = LoopClient(catalog("--tools", "10000", "--desc-bytes", "10240"), name="cat",
                        connect_timeout=20)
     with client:
         started = time.monotonic()
@@ -311,7 +311,7 @@ def test_one_page_over_the_message_cap_is_unreachable() -> None:
 def test_a_log_flood_is_paced_and_the_neighbour_stays_fast() -> None:
     """3,000 log messages cannot pass faster than the burst (1,000) plus 1,000/s: >= 2 s."""
     latencies: list[float] = []
-    with McpClient(FLOOD, name="flood") as flood, McpClient(ECHO, name="echo") as echo:
+    with LoopClient(FLOOD, name="flood") as flood, LoopClient(ECHO, name="echo") as echo:
         echo.call_sync(ToolId("echo", "echo"), {"text": "warm"})
         done = threading.Event()
 

@@ -1,4 +1,5 @@
-"""The shared loop as McpClient uses it: threads, foreign loops, interrupts, a real kernel."""
+"""The shared loop as the Bench uses it for an McpClient: threads, foreign loops, interrupts,
+a real kernel (McpClient itself is async; tests/loop_client.py drives it through the loop)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,11 @@ from typing import Any
 
 import anyio
 import pytest
+from loop_client import LoopClient
 from servers.memory import make_mem_server
 
 from toolbench._ids import ToolId
 from toolbench._loop import THREAD_NAME, get_loop
-from toolbench._mcp import McpClient
 
 ROOT = Path(__file__).parent.parent
 ECHO = [sys.executable, str(ROOT / "tests" / "servers" / "echo_server.py")]
@@ -28,14 +29,14 @@ ADD = ToolId("mem", "add")
 
 
 @pytest.fixture
-def mem() -> Iterator[McpClient]:
-    client = McpClient(make_mem_server(), name="mem")
+def mem() -> Iterator[LoopClient]:
+    client = LoopClient(make_mem_server(), name="mem")
     client.connect()
     yield client
     client.close()
 
 
-def test_sync_twin_from_plain_threads(mem: McpClient) -> None:
+def test_sync_twin_from_plain_threads(mem: LoopClient) -> None:
     results: list[Any] = []
     errors: list[BaseException] = []
 
@@ -54,7 +55,7 @@ def test_sync_twin_from_plain_threads(mem: McpClient) -> None:
     assert sorted(r["result"] for r in results) == list(range(1, 9))
 
 
-def test_sync_method_on_the_loop_thread_raises_clearly(mem: McpClient) -> None:
+def test_sync_method_on_the_loop_thread_raises_clearly(mem: LoopClient) -> None:
     async def inside() -> Any:
         return mem.call_sync(ADD, {"a": 1, "b": 2})
 
@@ -63,25 +64,26 @@ def test_sync_method_on_the_loop_thread_raises_clearly(mem: McpClient) -> None:
     assert mem.call_sync(ADD, {"a": 1, "b": 2}).structured == {"result": 3}
 
 
-def test_async_face_from_a_foreign_asyncio_loop(mem: McpClient) -> None:
+def test_async_face_from_a_foreign_asyncio_loop(mem: LoopClient) -> None:
     async def main() -> tuple[Any, str]:
-        result = await mem.acall(ADD, {"a": 20, "b": 22})
-        specs = await mem.alist_tools("mem")
+        result = await get_loop().arun(mem.acall, ADD, {"a": 20, "b": 22})
+        specs = await get_loop().arun(mem.alist_tools, "mem")
         return result.structured, ",".join(sorted(s.name for s in specs))
 
     assert asyncio.run(main()) == ({"result": 42}, "add,slow")
 
 
 def test_connection_opened_in_one_foreign_loop_used_in_another() -> None:
-    client = McpClient(make_mem_server(), name="mem")
-    asyncio.run(client.aconnect())  # this loop ends; the connection lives on
-    assert asyncio.run(client.acall(ADD, {"a": 1, "b": 1})).structured == {"result": 2}
-    asyncio.run(client.aclose())
+    client = LoopClient(make_mem_server(), name="mem")
+    asyncio.run(get_loop().arun(client.aconnect))  # this loop ends; the connection lives on
+    assert asyncio.run(get_loop().arun(client.acall, ADD, {"a": 1, "b": 1})).structured == {
+        "result": 2}
+    asyncio.run(get_loop().arun(client.aclose))
     assert client.status == "closed"
 
 
-def test_one_loop_thread_for_every_connection(mem: McpClient) -> None:
-    with McpClient(make_mem_server(), name="other") as other:
+def test_one_loop_thread_for_every_connection(mem: LoopClient) -> None:
+    with LoopClient(make_mem_server(), name="other") as other:
         other.call_sync(ToolId("other", "add"), {"a": 1, "b": 1})
         named = [t for t in threading.enumerate() if t.name == THREAD_NAME]
         assert THREAD_NAME == "toolbench-loop"
@@ -90,7 +92,7 @@ def test_one_loop_thread_for_every_connection(mem: McpClient) -> None:
 
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
                     reason="SIGINT reaches the main thread only")
-def test_interrupt_cancels_on_the_loop_and_everything_stays_usable(mem: McpClient) -> None:
+def test_interrupt_cancels_on_the_loop_and_everything_stays_usable(mem: LoopClient) -> None:
     cancelled = threading.Event()
 
     async def long_wait() -> None:
@@ -121,11 +123,13 @@ def test_jupyter_kernel_keeps_a_connection_across_cells() -> None:
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     cells = [
-        f"import sys; sys.path.insert(0, {str(ROOT)!r}); print(sys.executable)\n"
-        "from toolbench._mcp import McpClient\nfrom toolbench._ids import ToolId\n"
-        f"c = McpClient({ECHO!r}, name='echo')\nc.connect()\nprint('status', c.status)",
+        f"import sys; sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / 'tests')!r}]\n"
+        "print(sys.executable)\nfrom loop_client import LoopClient\n"
+        "from toolbench._ids import ToolId\nfrom toolbench._loop import get_loop\n"
+        f"c = LoopClient({ECHO!r}, name='echo')\nc.connect()\nprint('status', c.status)",
         "print('sync', c.call_sync(ToolId('echo', 'echo'), {'text': 'from cell 2'}).text)",
-        "r = await c.acall(ToolId('echo', 'add'), {'a': 3, 'b': 4})\nprint('async', r.structured)",
+        "r = await get_loop().arun(c.acall, ToolId('echo', 'add'), {'a': 3, 'b': 4})\n"
+        "print('async', r.structured)",
         "c.close()\nprint('closed', c.status)",
     ]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(src) for src in cells])

@@ -18,6 +18,7 @@ import anyio
 import mcp_types as types
 import psutil
 import pytest
+from loop_client import LoopClient
 from mcp.server import Server
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
@@ -45,8 +46,8 @@ def tid(tool: str, server: str = "echo") -> ToolId:
 
 # -- fixtures --------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def echo() -> Iterator[McpClient]:
-    client = McpClient(ECHO, name="echo", env={"TOOLBENCH_TEST_SECRET": SECRET})
+def echo() -> Iterator[LoopClient]:
+    client = LoopClient(ECHO, name="echo", env={"TOOLBENCH_TEST_SECRET": SECRET})
     client.connect()
     yield client
     client.close()
@@ -161,7 +162,7 @@ def test_secrets_absent_from_repr_and_errors() -> None:
 
 
 # -- stdio: the echo server ------------------------------------------------------------------
-def test_stdio_lists_and_calls(echo: McpClient) -> None:
+def test_stdio_lists_and_calls(echo: LoopClient) -> None:
     assert echo.status == "connected"
     assert echo.server_info["server_name"] == "echo-server"
     assert echo.server_info["server_version"] == "9.8.7"
@@ -176,7 +177,7 @@ def test_stdio_lists_and_calls(echo: McpClient) -> None:
     assert result.tool == tid("add") and result.latency_s is not None and result.latency_s > 0
 
 
-def test_provenance_travels_in_meta(echo: McpClient) -> None:
+def test_provenance_travels_in_meta(echo: LoopClient) -> None:
     prov = Provenance(run="r1", case=3, cell=7)
     data = echo.call_sync(tid("whoami"), {}, prov).structured
     assert data is not None
@@ -184,7 +185,7 @@ def test_provenance_travels_in_meta(echo: McpClient) -> None:
     assert data["secret_len"] == len(SECRET)  # env reached the child
 
 
-def test_progress_callback_receives_updates(echo: McpClient) -> None:
+def test_progress_callback_receives_updates(echo: LoopClient) -> None:
     seen: list[tuple[float, float | None, str | None]] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -194,14 +195,14 @@ def test_progress_callback_receives_updates(echo: McpClient) -> None:
     assert [s[0] for s in seen] == [1, 2, 3] and seen[-1][2] == "step 3"
 
 
-def test_is_error_raises_toolfailed_with_result(echo: McpClient) -> None:
+def test_is_error_raises_toolfailed_with_result(echo: LoopClient) -> None:
     with pytest.raises(ToolFailed, match="failed on purpose: xyz") as info:
         echo.call_sync(tid("fail"), {"reason": "xyz"})
     assert info.value.result is not None and "xyz" in info.value.result.text
     assert info.value.tool == tid("fail")
 
 
-def test_per_call_timeout_is_timedout_and_connection_survives(echo: McpClient) -> None:
+def test_per_call_timeout_is_timedout_and_connection_survives(echo: LoopClient) -> None:
     started = time.monotonic()
     with pytest.raises(TimedOut, match=r"within 0\.3 s"):
         echo.call_sync(tid("slow"), {"seconds": 5}, timeout=0.3)
@@ -209,7 +210,7 @@ def test_per_call_timeout_is_timedout_and_connection_survives(echo: McpClient) -
     assert echo.call_sync(tid("echo"), {"text": "still here"}).text == "still here"
 
 
-def test_non_object_arguments_refused_before_sending(echo: McpClient) -> None:
+def test_non_object_arguments_refused_before_sending(echo: LoopClient) -> None:
     for bad in ([1, 2], "text", 5):
         with pytest.raises(Refused, match="must be an object"):
             echo.call_sync(tid("echo"), bad)  # type: ignore[arg-type]
@@ -217,12 +218,12 @@ def test_non_object_arguments_refused_before_sending(echo: McpClient) -> None:
     assert echo.call_sync(tid("echo"), {"text": "ok"}).text == "ok"
 
 
-def test_wrong_server_name_is_unreachable(echo: McpClient) -> None:
+def test_wrong_server_name_is_unreachable(echo: LoopClient) -> None:
     with pytest.raises(Unreachable, match="serves 'echo', not 'other'"):
         echo.call_sync(ToolId("other", "echo"), {"text": "x"})
 
 
-def test_stderr_tail_hides_secret_values(echo: McpClient) -> None:
+def test_stderr_tail_hides_secret_values(echo: LoopClient) -> None:
     echo.call_sync(tid("leak_to_stderr"), {})
     tail = echo.stderr_tail()
     assert "echo_server starting" in tail and "the secret is [redacted]" in tail
@@ -245,7 +246,7 @@ def test_max_concurrent_caps_in_flight_calls() -> None:
 # -- a real third-party server ---------------------------------------------------------------
 def test_mcp_server_time() -> None:
     exe = Path(sys.executable).parent / "mcp-server-time"
-    with McpClient(f"{exe} --local-timezone UTC", name="time") as client:
+    with LoopClient(f"{exe} --local-timezone UTC", name="time") as client:
         names = {s.name for s in client.list_tools_sync("time")}
         assert {"get_current_time", "convert_time"} <= names
         result = client.call_sync(ToolId("time", "get_current_time"), {"timezone": "UTC"})
@@ -257,7 +258,7 @@ def test_mcp_server_time() -> None:
 # -- HTTP and SSE ----------------------------------------------------------------------------
 def test_streamable_http(http_server: tuple[str, Any]) -> None:
     url, _ = http_server
-    with McpClient(url, name="web", headers={"X-Test": "header-secret-value"}) as client:
+    with LoopClient(url, name="web", headers={"X-Test": "header-secret-value"}) as client:
         assert client.transport == "http"
         assert client.destination(tid("add", "web")) == Destination.remote("127.0.0.1")
         assert "add" in {s.name for s in client.list_tools_sync("web")}
@@ -267,14 +268,14 @@ def test_streamable_http(http_server: tuple[str, Any]) -> None:
 
 def test_sse(sse_server: tuple[str, Any]) -> None:
     url, _ = sse_server
-    with McpClient(url, name="web") as client:
+    with LoopClient(url, name="web") as client:
         assert client.transport == "sse"
         assert client.call_sync(tid("echo", "web"), {"text": "over sse"}).text == "over sse"
 
 
 def test_http_server_down_is_unreachable_fast() -> None:
     port = _free_port()
-    client = McpClient(f"http://127.0.0.1:{port}/mcp", name="web", connect_timeout=10)
+    client = LoopClient(f"http://127.0.0.1:{port}/mcp", name="web", connect_timeout=10)
     started = time.monotonic()
     with pytest.raises(Unreachable, match="failed to start"):
         client.connect()
@@ -299,7 +300,7 @@ def test_start_failures_are_unreachable_within_connect_timeout(
     # Only the silent server needs the timeout; the others fail on their own, and a generous
     # bound keeps a slow interpreter start on a loaded machine from timing them out first.
     limit = 3.0 if "silent" in command[-1] else 30.0
-    client = McpClient(command, name="broken", connect_timeout=limit)
+    client = LoopClient(command, name="broken", connect_timeout=limit)
     started = time.monotonic()
     with pytest.raises(Unreachable) as info:
         client.connect()
@@ -321,7 +322,7 @@ def test_start_failures_are_unreachable_within_connect_timeout(
 
 
 def test_call_after_close_is_unreachable() -> None:
-    client = McpClient(make_mem_server(), name="mem")
+    client = LoopClient(make_mem_server(), name="mem")
     client.connect()
     client.close()
     with pytest.raises(Unreachable, match="closed"):
@@ -331,7 +332,7 @@ def test_call_after_close_is_unreachable() -> None:
 
 # -- lost connection -------------------------------------------------------------------------
 def test_lost_connection_then_one_reconnect() -> None:
-    with McpClient(ECHO, name="echo") as client:
+    with LoopClient(ECHO, name="echo") as client:
         first = client.call_sync(tid("whoami"), {}).structured
         with pytest.raises(TimedOut, match="connection was lost"):
             client.call_sync(tid("die"), {})
@@ -355,7 +356,7 @@ def test_lost_connection_reconnect_failure_is_unreachable(tmp_path: Path) -> Non
         sys.argv = [{str(SERVERS / "echo_server.py")!r}]
         runpy.run_path(sys.argv[0], run_name="__main__")
     """))
-    with McpClient([sys.executable, str(wrapper)], name="echo", connect_timeout=30) as client:
+    with LoopClient([sys.executable, str(wrapper)], name="echo", connect_timeout=30) as client:
         with pytest.raises(TimedOut):
             client.call_sync(tid("die"), {})
         with pytest.raises(Unreachable, match="lost and reconnecting failed") as info:
@@ -366,7 +367,7 @@ def test_lost_connection_reconnect_failure_is_unreachable(tmp_path: Path) -> Non
 
 # -- in process ------------------------------------------------------------------------------
 def test_in_process_call_and_info() -> None:
-    with McpClient(make_mem_server(), name="mem") as client:
+    with LoopClient(make_mem_server(), name="mem") as client:
         assert client.server_info["server_name"] == "mem"
         assert client.call_sync(tid("add", "mem"), {"a": 1, "b": 1}).structured == {"result": 2}
         with pytest.raises(TimedOut):
@@ -379,14 +380,14 @@ def test_in_process_call_and_info() -> None:
      (-32603, TimedOut), (-1, TimedOut)],
 )
 def test_mcp_error_codes_map_to_the_table(code: int, error: type[Exception]) -> None:
-    with McpClient(code_server(), name="codes") as client:
+    with LoopClient(code_server(), name="codes") as client:
         with pytest.raises(error, match=f"code for c_{code}"):
             client.call_sync(ToolId("codes", f"c_{code}"), {})
         assert client.status == "connected"
 
 
 def test_lying_server_is_malformed() -> None:
-    with McpClient(script("liar_server.py"), name="liar") as client:
+    with LoopClient(script("liar_server.py"), name="liar") as client:
         assert client.server_info == {
             "protocol": "2025-06-18", "server_name": "liar", "server_version": "0.0.1"
         }
@@ -409,7 +410,7 @@ def test_pagination_follows_every_cursor() -> None:
         tools = [types.Tool(name=n, input_schema={"type": "object"}) for n in names]
         return types.ListToolsResult(tools=tools, next_cursor=nxt)
 
-    with McpClient(Server("pager", on_list_tools=list_tools), name="pager") as client:
+    with LoopClient(Server("pager", on_list_tools=list_tools), name="pager") as client:
         assert [s.name for s in client.list_tools_sync("pager")] == ["a", "b", "c", "d", "e"]
         assert [s.name for s in client.list_tools_sync("pager")] == ["a", "b", "c", "d", "e"]
     assert requests == [None, "p2", "p3", None, "p2", "p3"]  # no cache served the second list
@@ -419,7 +420,7 @@ def test_endless_cursor_is_malformed() -> None:
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[], next_cursor="again")
 
-    client = McpClient(Server("loop", on_list_tools=list_tools), name="loop")
+    client = LoopClient(Server("loop", on_list_tools=list_tools), name="loop")
     with client, pytest.raises(Malformed, match="repeated"):
         client.list_tools_sync("loop")
 
@@ -427,7 +428,7 @@ def test_endless_cursor_is_malformed() -> None:
 @pytest.mark.parametrize("where", ["in-process", "stdio"])
 def test_tools_list_changed_triggers_listener(where: str) -> None:
     target: Any = make_echo_inprocess() if where == "in-process" else ECHO
-    with McpClient(target, name="echo") as client:
+    with LoopClient(target, name="echo") as client:
         changed = threading.Event()
         fresh: list[list[str]] = []
 
@@ -457,7 +458,7 @@ def make_echo_inprocess() -> MCPServer:
 # -- interrupts and shutdown -----------------------------------------------------------------
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
                     reason="SIGINT reaches the main thread only")
-def test_sigint_during_sync_call_cancels_and_connection_survives(echo: McpClient) -> None:
+def test_sigint_during_sync_call_cancels_and_connection_survives(echo: LoopClient) -> None:
     timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
     started = time.monotonic()
     timer.start()
@@ -475,11 +476,10 @@ def test_interpreter_exit_ends_stdio_children(tmp_path: Path) -> None:
     code = textwrap.dedent(f"""
         import os, sys
         sys.path.insert(0, {str(Path(__file__).parent.parent)!r})
-        from toolbench._mcp import McpClient
-        from toolbench._ids import ToolId
-        c = McpClient({ECHO!r}, name="echo")
-        c.connect()
-        print(c.call_sync(ToolId("echo", "whoami"), {{}}).structured["pid"], flush=True)
+        import toolbench as tb
+        bench = tb.Bench()  # McpClient is async; the Bench is the face closed at exit
+        bench.connect("echo", {ECHO!r})
+        print(bench.call("tool://echo/whoami", {{}}).structured["pid"], flush=True)
     """)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60)
@@ -517,7 +517,7 @@ def test_hostile_output_schema_pattern_cannot_stall_the_loop() -> None:
                                     structured_content={"s": text})
 
     server = Server("patterns", on_list_tools=list_tools, on_call_tool=call_tool)
-    with McpClient(server, name="patterns", timeout=10) as client:
+    with LoopClient(server, name="patterns", timeout=10) as client:
         started = time.perf_counter()
         with pytest.raises(Malformed, match="output schema") as caught:
             client.call_sync(ToolId("patterns", "say"), {"s": "a" * 40 + "b"})

@@ -20,13 +20,14 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
+from loop_client import LoopClient
 from mcp.server import Server
 from mcp.shared.exceptions import MCPError
 
 import toolbench as tb
 from toolbench._errors import Disposition, Malformed, Refused, TimedOut, Unreachable
 from toolbench._ids import ToolId
-from toolbench._mcp import BACKOFF_FIRST_S, McpClient
+from toolbench._mcp import BACKOFF_FIRST_S
 
 pytestmark = pytest.mark.slow
 
@@ -39,22 +40,22 @@ def rpc_tool(name: str) -> ToolId:
     return ToolId("rpc", name)
 
 
-def state(client: McpClient) -> dict[str, Any]:
+def state(client: LoopClient) -> dict[str, Any]:
     result = client.call_sync(rpc_tool("count"), {})
     assert result.structured is not None
     return result.structured
 
 
 @pytest.fixture
-def rpc() -> Iterator[McpClient]:
-    with McpClient(RPC, name="rpc", timeout=30) as client:
+def rpc() -> Iterator[LoopClient]:
+    with LoopClient(RPC, name="rpc", timeout=30) as client:
         client.list_tools_sync("rpc")
         yield client
 
 
 # -- item 5: an error reply is an answer, not a lost connection ------------------------------
 @pytest.mark.parametrize("code", [-32000, -32001, -32603, -1, 7])
-def test_error_reply_keeps_the_connection(rpc: McpClient, code: int) -> None:
+def test_error_reply_keeps_the_connection(rpc: LoopClient, code: int) -> None:
     before = state(rpc)
     started = time.monotonic()
     with pytest.raises(TimedOut) as info:
@@ -70,7 +71,7 @@ def test_error_reply_keeps_the_connection(rpc: McpClient, code: int) -> None:
 
 
 @pytest.mark.parametrize("code", [-32601, -32602, -32600, -32700])
-def test_refusing_reply_is_refused_and_keeps_the_connection(rpc: McpClient, code: int) -> None:
+def test_refusing_reply_is_refused_and_keeps_the_connection(rpc: LoopClient, code: int) -> None:
     before = state(rpc)
     with pytest.raises(Refused, match=f"code {code}") as info:
         rpc.call_sync(rpc_tool("err"), {"code": code})
@@ -78,7 +79,7 @@ def test_refusing_reply_is_refused_and_keeps_the_connection(rpc: McpClient, code
     assert state(rpc) == {"count": before["count"] + 2, "pid": before["pid"]}
 
 
-def test_no_answer_is_our_timeout_and_the_connection_survives(rpc: McpClient) -> None:
+def test_no_answer_is_our_timeout_and_the_connection_survives(rpc: LoopClient) -> None:
     before = state(rpc)
     started = time.monotonic()
     with pytest.raises(TimedOut, match=r"no answer to the call within 0\.5 s") as info:
@@ -109,7 +110,7 @@ def _inprocess_server() -> Server[Any]:
 
 
 def test_in_process_error_replies_and_bad_output() -> None:
-    with McpClient(_inprocess_server(), name="inproc") as client:
+    with LoopClient(_inprocess_server(), name="inproc") as client:
         client.list_tools_sync("inproc")
         for code in (-32000, -32001):
             with pytest.raises(TimedOut, match=f"error {code}: raised err_{code}"):
@@ -124,7 +125,7 @@ def test_in_process_error_replies_and_bad_output() -> None:
 # -- item 6: a call that never left did not happen -------------------------------------------
 def test_queued_past_its_timeout_did_not_happen() -> None:
     async def main() -> tuple[BaseException, float, dict[str, Any], dict[str, Any]]:
-        async with McpClient(RPC, name="rpc", timeout=30, max_concurrent=1) as client:
+        async with LoopClient(RPC, name="rpc", timeout=30, max_concurrent=1) as client:
             await client.alist_tools("rpc")
             before = (await client.acall(rpc_tool("count"), {})).structured
             errors: list[BaseException] = []
@@ -180,7 +181,7 @@ async def _expect(bench: tb.Bench, name: str, timeout: float, error: type[Except
 
 def test_close_while_queued_did_not_happen() -> None:
     async def main() -> tuple[BaseException, BaseException]:
-        client = McpClient(RPC, name="rpc", timeout=30, max_concurrent=1)
+        client = LoopClient(RPC, name="rpc", timeout=30, max_concurrent=1)
         await client.aconnect()
         await client.alist_tools("rpc")
         found: dict[str, BaseException] = {}
@@ -242,7 +243,7 @@ def test_http_server_refused_then_back_on_the_same_port() -> None:
     port = _free_port()
     proc = _start_http(port)
     try:
-        with McpClient(f"http://127.0.0.1:{port}/mcp", name="web", timeout=30,
+        with LoopClient(f"http://127.0.0.1:{port}/mcp", name="web", timeout=30,
                        connect_timeout=10) as client:
             add = ToolId("web", "add")
             assert client.call_sync(add, {"a": 1, "b": 2}).structured == {"result": 3}
@@ -295,7 +296,7 @@ def test_stdio_server_retried_after_backoff_once_it_can_start(tmp_path: Path) ->
         runpy.run_path(sys.argv[0], run_name="__main__")
     """))
     whoami = ToolId("echo", "whoami")
-    with McpClient([sys.executable, str(wrapper)], name="echo", connect_timeout=30) as client:
+    with LoopClient([sys.executable, str(wrapper)], name="echo", connect_timeout=30) as client:
         first = client.call_sync(whoami, {}).structured
         block.touch()
         with pytest.raises(TimedOut, match="connection was lost"):
@@ -325,7 +326,7 @@ def test_call_timeout_during_a_slow_reconnect_did_not_happen(tmp_path: Path) -> 
         runpy.run_path(sys.argv[0], run_name="__main__")
     """))
     whoami = ToolId("echo", "whoami")
-    with McpClient([sys.executable, str(wrapper)], name="echo", connect_timeout=30) as client:
+    with LoopClient([sys.executable, str(wrapper)], name="echo", connect_timeout=30) as client:
         first = client.call_sync(whoami, {}).structured
         slow.touch()
         with pytest.raises(TimedOut, match="connection was lost"):
@@ -357,7 +358,7 @@ def _stdio_reports_unwritten() -> bool:
 
 @pytest.mark.skipif(not _stdio_reports_unwritten(),
                     reason="the stdio transport does not report failed writes (on_unwritten)")
-def test_stdio_write_that_fails_did_not_happen(rpc: McpClient) -> None:
+def test_stdio_write_that_fails_did_not_happen(rpc: LoopClient) -> None:
     before = state(rpc)
     assert rpc.call_sync(rpc_tool("deafen"), {}).text == "deaf now"  # it closed its stdin
     started = time.monotonic()

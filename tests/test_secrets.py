@@ -21,6 +21,7 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 import toolbench as tb
@@ -391,10 +392,13 @@ def test_public_host_checks_host_and_origin_headers(serve_toolset: Callable[...,
     assert _status(port, f"127.0.0.1:{port}") == 421  # not listed, so not allowed
     assert _status(port, f"tools.example.org:{port}", "https://evil.example") == 403
     # A real MCP client that sends the allowed Host reaches the tools.
-    client = tb.McpClient(f"http://127.0.0.1:{port}/mcp", name="exposed",
-                          headers={"Host": f"tools.example.org:{port}"}, connect_timeout=30)
-    with client:
-        assert client.call_sync(tb.ToolId("exposed", "ping"), {}).text == "pong"
+    async def ping() -> str:
+        async with tb.McpClient(f"http://127.0.0.1:{port}/mcp", name="exposed",
+                                headers={"Host": f"tools.example.org:{port}"},
+                                connect_timeout=30) as client:
+            return (await client.call(tb.ToolId("exposed", "ping"), {})).text
+
+    assert anyio.run(ping) == "pong"
 
 
 @pytest.mark.slow

@@ -3,9 +3,13 @@
 The SDK's ``mcp.Client`` is an async context manager full of anyio cancel scopes, which must
 be entered and exited by the same task (python-sdk #79, #922). A notebook runs each cell in a
 new task, so the client cannot live in the caller's task. Each connection therefore has one
-*owner task* on the shared loop: it enters the client, reports ready, waits for a close
-request, and exits the client itself. Calls run in other tasks on the same loop and use the
-entered client, which anyio allows.
+*owner task* on the event loop the client runs on: it enters the client, reports ready, waits
+for a close request, and exits the client itself. Calls run in other tasks on the same loop
+and use the entered client, which anyio allows.
+
+``McpClient`` is purely async, as httpx's ``AsyncClient`` is, and starts no thread: it works
+from any asyncio program (``anyio.run``, ``asyncio.run``). The synchronous face, and the
+shared loop that keeps connections alive between notebook cells, belong to the ``Bench``.
 
 In-process servers connect in the SDK's default ``auto`` mode (direct dispatch): the same
 server over stdio also negotiates the 2026 protocol, so behaviour matches, it needs no
@@ -24,7 +28,15 @@ import os
 import re
 import shlex
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from contextlib import AsyncExitStack, asynccontextmanager
 from types import TracebackType
 from typing import Any, Literal, cast
@@ -58,7 +70,6 @@ from toolbench._limits import (
     oversize,
     oversize_text,
 )
-from toolbench._loop import get_loop, twins
 from toolbench._mcp_errors import (
     REFUSED_CODES,
     TICKET,
@@ -157,6 +168,7 @@ class _Conn:
         self.error: BaseException | None = None
         self.garbage: str | None = None
         self.tracker = Tracker()  # (M1) what each call's request went through
+        self.task: asyncio.Task[None] | None = None  # the owner task
 
     def poke(self) -> None:
         self.wake.set()
@@ -178,7 +190,12 @@ class _Conn:
 
 
 class McpClient:
-    """A connection to one MCP server, named locally, usable from sync and async code.
+    """A connection to one MCP server, named locally; async, bound to the loop it first runs on.
+
+    ``async with McpClient(...) as client`` connects and closes; ``await client.call(...)``
+    and ``await client.list_tools(server)`` are the ``ToolClient`` face (``acall`` and
+    ``alist_tools`` are the same methods). A notebook user wanting blocking calls connects it
+    to a ``Bench``, which runs it on the shared loop.
 
     What one server may send is bounded (DESIGN.md, "The trust boundary"):
     ``max_message_bytes`` (default 32 MiB) caps each message; a bigger one is dropped unread,
@@ -257,7 +274,8 @@ class McpClient:
         self._backoff = 0.0  # (M1) seconds of the current retry window; 0 after a success
         self._retry_at = 0.0  # loop time before which a failed/lost server is not retried
         self._attempt: anyio.Event | None = None  # set when the reconnect under way ends
-        get_loop().track(self)
+        self._attempt_task: asyncio.Task[None] | None = None
+        self._bound: asyncio.AbstractEventLoop | None = None  # the loop its primitives live on
 
     # -- target -----------------------------------------------------------------------------
     def _resolve(self, target: object, transport: TransportName | None) -> TransportName:
@@ -355,7 +373,19 @@ class McpClient:
 
     # -- lifecycle --------------------------------------------------------------------------
     def _primitives(self) -> anyio.Lock:
-        """anyio primitives must be made on the loop, so they are made on first use there."""
+        """anyio primitives must be made on the loop, so they are made on first use there.
+
+        A client belongs to the event loop it first ran on, as httpx's ``AsyncClient`` does
+        (its connection's tasks live there); a Bench runs it on its shared loop.
+        """
+        loop = asyncio.get_running_loop()
+        if self._bound is not loop:
+            if self._bound is not None and not self._bound.is_closed():
+                raise RuntimeError(
+                    f"McpClient {self.name!r} is in use on another event loop; use it on the loop "
+                    "it first ran on (a Bench runs its connections on its own shared loop)"
+                )
+            self._bound, self._lock, self._limiter = loop, None, None
         if self._lock is None:
             self._lock = anyio.Lock()
             if self._max_concurrent is not None:
@@ -369,16 +399,12 @@ class McpClient:
                 return
             await self._retire()
             await self._open()
-        get_loop().track(self)
 
     async def _open(self) -> None:
         conn = _Conn(self)
         self._conn = conn
         mark = self._stderr.mark()
-        await get_loop().start_background(
-            lambda task_status: self._own(conn, task_status=task_status),
-            name=f"toolbench-mcp-{self.name}",
-        )
+        conn.task = _spawn(self._own(conn), f"toolbench-mcp-{self.name}")
         deadline = anyio.current_time() + self._connect_timeout
         garbage_seen = False
         try:
@@ -431,9 +457,8 @@ class McpClient:
         self._backoff = min(BACKOFF_MAX_S, self._backoff * 2) if self._backoff else BACKOFF_FIRST_S
         self._retry_at = anyio.current_time() + self._backoff
 
-    async def _own(self, conn: _Conn, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+    async def _own(self, conn: _Conn) -> None:
         """The owner task: enter the SDK client, wait, and exit it in this same task."""
-        task_status.started()
         try:
             with conn.scope:
                 modes = self._wire_modes()
@@ -584,17 +609,9 @@ class McpClient:
             await self._retire()
             self._status = "closed"
             self._stderr.delete()
-        get_loop().untrack(self)
 
-    aconnect, connect = twins(_connect)
-    aclose, close = twins(_close)
-
-    def __enter__(self) -> McpClient:
-        self.connect()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    aconnect = _connect
+    aclose = _close
 
     async def __aenter__(self) -> McpClient:
         await self.aconnect()
@@ -703,10 +720,8 @@ class McpClient:
                 )
             attempt = self._attempt = anyio.Event()
             self._primitives()
-            await get_loop().start_background(
-                lambda task_status: self._reconnect(attempt, task_status=task_status),
-                name=f"toolbench-reconnect-{self.name}",
-            )
+            self._attempt_task = _spawn(self._reconnect(attempt),
+                                        f"toolbench-reconnect-{self.name}")
         with anyio.move_on_at(deadline):
             await attempt.wait()
         if not attempt.is_set():
@@ -718,11 +733,8 @@ class McpClient:
             why = self._last_error or f"server {self.name!r} is {self._status}"
             raise Unreachable(why, tool=tool)
 
-    async def _reconnect(
-        self, attempt: anyio.Event, *, task_status: anyio.abc.TaskStatus[None]
-    ) -> None:
+    async def _reconnect(self, attempt: anyio.Event) -> None:
         """One (re)connect attempt, in its own task so no caller's timeout can cut it short."""
-        task_status.started()
         try:
             async with self._primitives():
                 if self._status not in ("new", "lost", "failed"):
@@ -742,6 +754,7 @@ class McpClient:
                     self._note_failure()
         finally:
             self._attempt = None
+            self._attempt_task = None
             attempt.set()
 
     async def _list_tools(self, server: str) -> list[ToolSpec]:
@@ -810,6 +823,8 @@ class McpClient:
         # The shared loop is asyncio: its clock is anyio's, read without anyio's backend
         # lookup (a few µs per read, twice per call).
         loop = asyncio.get_running_loop()
+        if loop is not self._bound:
+            self._primitives()  # binds a new client; refuses a second live loop
         deadline = loop.time() + limit
         conn, client = await self._session(tool, deadline, limit)
         # (M1) The timeout covers connecting, queueing and the request. What runs out before
@@ -934,12 +949,19 @@ class McpClient:
             )
         return Result(content, structured, bool(raw.is_error), latency, tool)
 
-    alist_tools, list_tools_sync = twins(_list_tools)
-    acall, call_sync = twins(_call)
-    list_tools = alist_tools
-    """The ToolClient face is async; ``list_tools_sync`` is its blocking twin."""
-    call = acall
-    """The ToolClient face is async; ``call_sync`` is its blocking twin."""
+    list_tools = alist_tools = _list_tools
+    call = acall = _call
+
+
+def _spawn(coroutine: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
+    """A task that outlives the caller's task: a connection's owner, a reconnect attempt.
+
+    Plain asyncio, not a task group: the caller may be a notebook cell's task, which ends long
+    before the connection does. The core needs no loop thread of its own (DESIGN.md,
+    "Layers"); whoever opens a client closes it (a Bench does, for its connections). asyncio
+    keeps only weak references to tasks, so the caller keeps the one returned.
+    """
+    return asyncio.get_running_loop().create_task(coroutine, name=name)
 
 
 def _handshake_refused(exc: BaseException) -> bool:
