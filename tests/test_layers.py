@@ -34,7 +34,6 @@ STILL_UPWARD = {
     ("_bench", "_display"),  # Bench's own HTML repr
     ("_bench", "_widgets"),  # Bench.explore()
     ("_bench", "demo"),  # Bench.demo() starts the bundled servers
-    ("_mcp", "_loop"),  # McpClient tracks itself on the shared loop
 }
 """Arrows from a lower layer to a higher one that are still to be removed."""
 
