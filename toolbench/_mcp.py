@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import json
 import logging
 import math
@@ -92,7 +93,6 @@ from toolbench._validate import validate_output
 logger = logging.getLogger(__name__)
 
 TransportName = Literal["stdio", "http", "sse", "in-process"]
-Status = Literal["new", "connected", "failed", "lost", "closed"]
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 ToolsChangedFn = Callable[[str], Awaitable[None]]
 
@@ -119,6 +119,22 @@ SDK's own Python server over stdio (issue 17, BENCHMARKS.md), a call costs ~25 %
 are the SDK's modes, as they are. The ``protocol`` column of ``bench.servers`` shows what was
 negotiated. In process, the SDK's direct dispatch stays (``_INPROCESS_MODE``)."""
 
+
+
+class Status(enum.StrEnum):
+    """Where a connection stands; the values are what ``status`` and ``bench.servers`` show."""
+
+    NEW = "new"
+    """Never connected: the first call connects."""
+    CONNECTED = "connected"
+    LOST = "lost"
+    """It was connected and the connection ended: the next call reconnects once."""
+    FAILED = "failed"
+    """The last (re)connect failed: retried by a call after the backoff window."""
+    CLOSED = "closed"
+
+
+_RECONNECTABLE = frozenset({Status.NEW, Status.LOST, Status.FAILED})
 _URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 _TRANSPORTS = ("stdio", "http", "sse", "in-process")
 
@@ -160,7 +176,7 @@ class _Conn:
         self.scope = anyio.CancelScope()
         self.stop = anyio.Event()
         self.done = anyio.Event()
-        self.wake = anyio.Event()
+        self.starting: anyio.CancelScope | None = None  # connect_timeout, until ready
         self.ready = False
         self.closing = False
         self.client: Client | None = None
@@ -170,13 +186,9 @@ class _Conn:
         self.tracker = Tracker()  # (M1) what each call's request went through
         self.task: asyncio.Task[None] | None = None  # the owner task
 
-    def poke(self) -> None:
-        self.wake.set()
-
     def on_eof(self) -> None:
         if not self.closing and self.ready:
             self.owner._lost(self, "the server closed the connection")
-        self.poke()
 
     def on_garbage(self, exc: Exception) -> None:
         if self.garbage is None:
@@ -186,7 +198,9 @@ class _Conn:
             except Exception:
                 line = str(exc)
             self.garbage = _html.shorten(line.replace("\n", " "), 200)
-            self.poke()
+            if self.starting is not None:  # a server writing garbage gets a short grace
+                self.starting.deadline = min(self.starting.deadline,
+                                             anyio.current_time() + GARBAGE_GRACE_S)
 
 
 class McpClient:
@@ -261,7 +275,7 @@ class McpClient:
         self._url = ""
         self._server: MCPServer | Server[Any] | None = None
         self.transport: TransportName = self._resolve(target, transport)
-        self._status: Status = "new"
+        self._status = Status.NEW
         self._last_error: str | None = None
         self._server_info: dict[str, Any] = {
             "protocol": None, "server_name": None, "server_version": None
@@ -368,7 +382,7 @@ class McpClient:
         extra += f", header keys={sorted(self._headers)}" if self._headers else ""
         return (
             f"McpClient(name={self.name!r}, transport={self.transport!r}, "
-            f"target={self.target_text!r}, status={self._status!r}{extra})"
+            f"target={self.target_text!r}, status={self._status.value!r}{extra})"
         )
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -395,44 +409,45 @@ class McpClient:
     async def _connect(self) -> None:
         """Connect (or reconnect after a failure, a loss or a close); no-op when connected."""
         async with self._primitives():
-            if self._status == "connected":
+            if self._status is Status.CONNECTED:
                 return
             await self._retire()
             await self._open()
 
     async def _open(self) -> None:
+        """Start the owner task and wait, within ``connect_timeout``, until it is ready.
+
+        The owner reports ready with ``task_status.started()``; the wait is shortened to
+        ``GARBAGE_GRACE_S`` once a stdio server writes non-protocol output (``on_garbage``).
+        """
         conn = _Conn(self)
         self._conn = conn
         mark = self._stderr.mark()
-        conn.task = _spawn(self._own(conn), f"toolbench-mcp-{self.name}")
-        deadline = anyio.current_time() + self._connect_timeout
-        garbage_seen = False
+        started = _Started()
         try:
-            while not conn.ready and not conn.done.is_set():
-                if conn.garbage is not None and not garbage_seen:
-                    garbage_seen = True
-                    deadline = min(deadline, anyio.current_time() + GARBAGE_GRACE_S)
-                remaining = deadline - anyio.current_time()
-                if remaining <= 0:
-                    break
-                with anyio.move_on_after(remaining):
-                    await conn.wake.wait()
-                conn.wake = anyio.Event()
+            with anyio.fail_after(self._connect_timeout) as conn.starting:
+                conn.task = _spawn(self._own(conn, task_status=started),
+                                   f"toolbench-mcp-{self.name}")
+                ready = await started.future
+            timed_out = False
+        except TimeoutError:
+            ready, timed_out = False, True
         except BaseException:
             _abandon(conn)
-            self._status = "failed"
+            self._status = Status.FAILED
             self._note_failure()
             raise
-        if conn.ready:
-            self._status = "connected"
+        finally:
+            conn.starting = None
+        if ready:
+            self._status = Status.CONNECTED
             self._last_error = None
             self._backoff = self._retry_at = 0.0
             return
-        timed_out = not conn.done.is_set()
         # Not awaited: stopping a hung child takes the SDK seconds, and the caller was promised
         # an answer within connect_timeout. _retire (next connect, or close) waits for it.
         _abandon(conn)
-        if timed_out and garbage_seen:
+        if timed_out and conn.garbage is not None:
             reason = f"no protocol answer within {GARBAGE_GRACE_S:g} s of unreadable output"
         elif timed_out:
             reason = f"no answer within connect_timeout={self._connect_timeout:g} s"
@@ -447,7 +462,7 @@ class McpClient:
         tail = self._redact(self._stderr.tail(20, since=mark))
         if tail:
             message += f"\n--- stderr (last lines) ---\n{tail}"
-        self._status = "failed"
+        self._status = Status.FAILED
         self._last_error = message
         self._note_failure()
         raise Unreachable(message) from conn.error
@@ -457,8 +472,8 @@ class McpClient:
         self._backoff = min(BACKOFF_MAX_S, self._backoff * 2) if self._backoff else BACKOFF_FIRST_S
         self._retry_at = anyio.current_time() + self._backoff
 
-    async def _own(self, conn: _Conn) -> None:
-        """The owner task: enter the SDK client, wait, and exit it in this same task."""
+    async def _own(self, conn: _Conn, *, task_status: _Started) -> None:
+        """The owner task: enter the SDK client, report ready, wait, and exit it in this task."""
         try:
             with conn.scope:
                 modes = self._wire_modes()
@@ -468,7 +483,7 @@ class McpClient:
                                                    last=attempt == len(modes) - 1)
                         if client is None:  # refused this handshake: the next mode, anew
                             continue
-                        await self._serve(conn, client)
+                        await self._serve(conn, client, task_status)
                         break
         except anyio.get_cancelled_exc_class():
             raise
@@ -482,7 +497,7 @@ class McpClient:
             if conn.ready and not conn.closing and self._conn is conn:
                 self._lost(conn, "the connection ended")
             conn.done.set()
-            conn.poke()
+            task_status.ended()
 
     def _wire_modes(self) -> tuple[str, ...]:
         """The SDK connect modes to try, in order (see ``protocol_mode``)."""
@@ -516,7 +531,7 @@ class McpClient:
             return None
         return client
 
-    async def _serve(self, conn: _Conn, client: Client) -> None:
+    async def _serve(self, conn: _Conn, client: Client, task_status: _Started) -> None:
         """Hold the entered client open for calls until the connection is asked to stop."""
         # The SDK re-checks structured content with stock jsonschema (Python's backtracking
         # ``re``, no size limits) and re-lists tools it has not seen; a hostile output schema
@@ -528,7 +543,7 @@ class McpClient:
             conn.task_group = task_group
             conn.client = client
             conn.ready = True
-            conn.poke()
+            task_status.started()
             if self._listens(client):
                 task_group.start_soon(self._listen, conn, client)
             await conn.stop.wait()
@@ -576,8 +591,8 @@ class McpClient:
         }
 
     def _lost(self, conn: _Conn, why: str) -> None:
-        if self._conn is conn and self._status == "connected":
-            self._status = "lost"
+        if self._conn is conn and self._status is Status.CONNECTED:
+            self._status = Status.LOST
             self._last_error = f"connection to {self.name!r} lost: {why}"
         conn.stop.set()
 
@@ -607,7 +622,7 @@ class McpClient:
             conn.scope.cancel()  # a close must not wait out a hanging connect
         async with self._primitives():
             await self._retire()
-            self._status = "closed"
+            self._status = Status.CLOSED
             self._stderr.delete()
 
     aconnect = _connect
@@ -700,10 +715,10 @@ class McpClient:
         ``connect_timeout``, so a caller whose ``deadline`` passes first gives up waiting
         (nothing was sent) while the attempt goes on for the next call.
         """
-        if self._status in ("new", "lost", "failed"):
+        if self._status in _RECONNECTABLE:
             await self._recover(tool, deadline, limit)
         conn = self._conn
-        if self._status != "connected" or conn is None or conn.client is None:
+        if self._status is not Status.CONNECTED or conn is None or conn.client is None:
             why = self._last_error or "it is not connected"
             raise Unreachable(f"server {self.name!r} is {self._status}: {why}", tool=tool)
         return conn, conn.client
@@ -712,7 +727,7 @@ class McpClient:
         attempt = self._attempt
         if attempt is None:
             wait = self._retry_at - anyio.current_time()
-            if self._status != "new" and wait > 0:
+            if self._status is not Status.NEW and wait > 0:
                 why = self._last_error or "it is not connected"
                 raise Unreachable(
                     f"server {self.name!r} is {self._status}: {why}\n(nothing was sent; the "
@@ -729,7 +744,7 @@ class McpClient:
                 f"server {self.name!r} is still connecting after the call's timeout of "
                 f"{limit:g} s; nothing was sent (the attempt goes on)", tool=tool
             )
-        if self._status != "connected":
+        if self._status is not Status.CONNECTED:
             why = self._last_error or f"server {self.name!r} is {self._status}"
             raise Unreachable(why, tool=tool)
 
@@ -737,9 +752,9 @@ class McpClient:
         """One (re)connect attempt, in its own task so no caller's timeout can cut it short."""
         try:
             async with self._primitives():
-                if self._status not in ("new", "lost", "failed"):
+                if self._status not in _RECONNECTABLE:
                     return  # connected by someone else meanwhile, or closed
-                was_lost = self._status == "lost"
+                was_lost = self._status is Status.LOST
                 await self._retire()
                 try:
                     await self._open()
@@ -748,7 +763,7 @@ class McpClient:
                         self._last_error = (f"the connection to {self.name!r} was lost and "
                                             f"reconnecting failed: {exc.detail}")
                 except Exception as exc:  # the shared loop must not lose its task group
-                    self._status = "failed"
+                    self._status = Status.FAILED
                     self._last_error = (f"reconnecting to {self.name!r} failed: "
                                         f"{describe(exc, self._redact)}")
                     self._note_failure()
@@ -909,7 +924,7 @@ class McpClient:
             return Malformed(f"the {action} failed: {too_large}", tool=tool)
         # (M1) Only a transport failure restarts the connection; an error reply never does.
         conn = conn if conn is not None else self._conn
-        up = (conn is not None and conn is self._conn and self._status == "connected"
+        up = (conn is not None and conn is self._conn and self._status is Status.CONNECTED
               and not conn.done.is_set())
         if not isinstance(exc, ToolError) and conn is not None and is_transport_failure(
             exc, ticket, up
@@ -951,6 +966,30 @@ class McpClient:
 
     list_tools = alist_tools = _list_tools
     call = acall = _call
+
+
+class _Started:
+    """``task_status`` for an owner task that outlives its starter (see :func:`_spawn`).
+
+    anyio's ``TaskGroup.start`` does the same handshake, but ties the owner to a task group
+    and, when the starter's ``connect_timeout`` runs out first, waits (shielded, unbounded) for
+    the owner to wind down: a hung child takes the SDK seconds to stop, and connecting promised
+    an answer within ``connect_timeout``. Here the starter awaits ``future``: ``True`` once
+    the owner is ready, ``False`` if it ended first.
+    """
+
+    __slots__ = ("future",)
+
+    def __init__(self) -> None:
+        self.future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+
+    def started(self, value: None = None) -> None:
+        if not self.future.done():
+            self.future.set_result(True)
+
+    def ended(self) -> None:
+        if not self.future.done():
+            self.future.set_result(False)
 
 
 def _spawn(coroutine: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
