@@ -1,9 +1,16 @@
 """One background event loop per process, so connections outlive notebook cells.
 
 Jupyter runs each cell in its own asyncio task, and the SDK's cancel scopes must be entered
-and exited by one task. So every connection is owned by a task on this loop, which lives in a
-named daemon thread. Public coroutines run here; their synchronous twins submit and wait
-(the design of anyio's blocking portal, which does the real work).
+and exited by one task. So every bench and its connections live on this loop, in a named
+daemon thread, and their owner tasks outlive any cell. Public coroutines run here; their
+synchronous twins submit and wait.
+
+The loop is asyncio (run by ``anyio.run``, so anyio works on it), and the hops to it are
+plain asyncio: the design of anyio's ``BlockingPortal``, without the portal. A sync call
+crosses with ``call_soon_threadsafe`` and a lock its task releases (:class:`_Hop`); the
+async face and ``submit`` use ``run_coroutine_threadsafe``. Issue 17 measured the portal's
+round trip at about twice ``run_coroutine_threadsafe``'s, and the lock at 0.59 of that
+(BENCHMARKS.md, "Per-call cost"); a call's overhead is mostly this hop.
 """
 
 from __future__ import annotations
@@ -20,8 +27,6 @@ from concurrent.futures import Future
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 import anyio
-import anyio.abc
-from anyio.from_thread import BlockingPortal
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -43,9 +48,7 @@ class SharedLoop:
 
     def __init__(self) -> None:
         self._ready = threading.Event()
-        self._portal: BlockingPortal | None = None
-        self._task_group: anyio.abc.TaskGroup | None = None
-        self._stop: anyio.Event | None = None
+        self._stop: asyncio.Event | None = None
         self._thread_id: int | None = None
         self._closables: weakref.WeakSet[Any] = weakref.WeakSet()
         self._failure: BaseException | None = None
@@ -65,14 +68,10 @@ class SharedLoop:
 
     async def _main(self) -> None:
         self._thread_id = threading.get_ident()
-        self._stop = anyio.Event()
+        self._stop = asyncio.Event()
         self._asyncio_loop = asyncio.get_running_loop()
-        async with BlockingPortal() as portal, anyio.create_task_group() as task_group:
-            self._portal = portal
-            self._task_group = task_group
-            self._ready.set()
-            await self._stop.wait()
-            task_group.cancel_scope.cancel()
+        self._ready.set()
+        await self._stop.wait()  # then anyio.run cancels whatever is left, and closes the loop
 
     # -- where am I -------------------------------------------------------------------------
     def in_loop_thread(self) -> bool:
@@ -82,18 +81,13 @@ class SharedLoop:
     def alive(self) -> bool:
         return self._thread.is_alive() and self._stop is not None and not self._stop.is_set()
 
-    def _portal_or_raise(self) -> BlockingPortal:
-        if self._portal is None or not self.alive:
+    def _check_alive(self) -> None:
+        if not self.alive:
             raise RuntimeError("toolbench's event loop has shut down (interpreter exit?)")
-        return self._portal
 
     def _schedule(self, coroutine: Coroutine[Any, Any, R]) -> Future[R]:
-        """Hand a coroutine to the loop thread.
-
-        ``asyncio.run_coroutine_threadsafe`` costs about half of a portal round trip, and a
-        call's overhead is mostly this hop; cancelling the returned future cancels the task.
-        """
-        self._portal_or_raise()
+        """Hand a coroutine to the loop thread; cancelling the returned future cancels it."""
+        self._check_alive()
         return asyncio.run_coroutine_threadsafe(coroutine, self._asyncio_loop)
 
     # -- running work -----------------------------------------------------------------------
@@ -104,7 +98,7 @@ class SharedLoop:
                 "a synchronous toolbench method was called from toolbench's own event loop, "
                 "where it would deadlock; await its async twin (the a-prefixed method) instead"
             )
-        self._portal_or_raise()
+        self._check_alive()
         hop = _Hop(functools.partial(fn, *args, **kwargs))
         loop = self._asyncio_loop
         loop.call_soon_threadsafe(hop.start, loop)
@@ -141,18 +135,6 @@ class SharedLoop:
         """Start ``fn`` on the loop without waiting (widgets use this to keep the kernel free)."""
         return self._schedule(_awaited(fn))
 
-    async def start_background(
-        self, fn: Callable[..., Coroutine[Any, Any, Any]], name: str | None = None
-    ) -> Any:
-        """Start a long-lived task (a connection owner) that outlives the caller's task.
-
-        ``fn`` receives ``task_status=`` and reports readiness with ``task_status.started()``.
-        Must be awaited on the loop itself.
-        """
-        if not self.in_loop_thread() or self._task_group is None:
-            raise RuntimeError("start_background must be awaited on toolbench's event loop")
-        return await self._task_group.start(fn, name=name)
-
     # -- shutdown ---------------------------------------------------------------------------
     def track(self, closable: Closable) -> None:
         """Close ``closable`` at interpreter exit if nobody closed it before."""
@@ -170,11 +152,10 @@ class SharedLoop:
             # Exit must go on even if a close fails; children die with their pipes anyway.
             with contextlib.suppress(Exception):
                 self.run(_close_all, pending)
-        portal = self._portal
         stop = self._stop
-        if portal is not None and stop is not None:
-            with contextlib.suppress(Exception):
-                portal.call(stop.set)
+        if stop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                self._asyncio_loop.call_soon_threadsafe(stop.set)
         self._thread.join(SHUTDOWN_GRACE_S)
 
 
