@@ -321,6 +321,29 @@ def test_start_failures_are_unreachable_within_connect_timeout(
     assert client.status == "closed"
 
 
+@pytest.mark.parametrize(("mode", "methods"), [
+    ("fast", ["method initialize", "method server/discover"]),
+    ("legacy", ["method initialize"]),
+])
+def test_sdk_version_check_is_a_refused_handshake(mode: str, methods: list[str]) -> None:
+    """The SDK rejects an unknown version in ``initialize`` (a RuntimeError raised there):
+    fast mode then tries the SDK's auto mode; a single mode reports it."""
+    async def main() -> tuple[str, str]:
+        client = McpClient(script("old_version_server.py"), name="old", protocol_mode=mode)
+        try:
+            with pytest.raises(Unreachable) as info:
+                await client.aconnect()
+            return str(info.value), client.stderr_tail()
+        finally:
+            await client.aclose()
+
+    message, log = anyio.run(main)
+    assert "Unsupported protocol version" in message and "1999-01-01" in message
+    assert log.splitlines()[:len(methods)] == methods
+    if mode == "legacy":
+        assert "server/discover" not in log
+
+
 def test_call_after_close_is_unreachable() -> None:
     client = LoopClient(make_mem_server(), name="mem")
     client.connect()

@@ -35,6 +35,7 @@ from toolbench._mcp_errors import (
     CallTicket,
     Redactor,
     Tracker,
+    handshake_refused,
     is_transport_failure,
     map_call_error,
     refused_connect,
@@ -346,3 +347,25 @@ async def _elapsed(router: ToolRouter) -> float:
     with pytest.raises(TimeoutError):
         await router.call(TOOL, {}, None, timeout=0.2)
     return anyio.current_time() - began
+
+
+# -- a handshake the server declined (so the next protocol mode is tried) ----------------------
+@pytest.mark.parametrize("code", [-32601, -32602, -32600, -32700])
+def test_refusing_reply_to_the_handshake_is_a_refused_handshake(code: int) -> None:
+    assert handshake_refused(MCPError(code, "no"))
+    assert handshake_refused(BaseExceptionGroup("wrapped", [MCPError(code, "no")]))
+
+
+def test_reply_naming_the_protocol_version_is_a_refused_handshake() -> None:
+    assert handshake_refused(MCPError(-32000, "Unsupported Protocol Version: 2025-11-25"))
+
+
+def test_other_failures_are_not_a_refused_handshake() -> None:
+    assert not handshake_refused(MCPError(-32603, "internal error"))
+    assert not handshake_refused(MCPError(CONNECTION_CLOSED, "Connection closed"))
+    assert not handshake_refused(ConnectionResetError("gone"))
+    # The SDK's wording raised anywhere but its own version check is not the check.
+    try:
+        raise RuntimeError("Unsupported protocol version from the server: 1999-01-01")
+    except RuntimeError as exc:
+        assert not handshake_refused(exc)

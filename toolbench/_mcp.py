@@ -47,12 +47,11 @@ import anyio
 import anyio.abc
 import httpx2
 import mcp_types as types
-from mcp import Client, MCPError, StdioServerParameters
+from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server import Server
 from mcp.server.mcpserver import MCPServer
-from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.message import SessionMessage
 from mcp_types import RequestParamsMeta
@@ -72,7 +71,6 @@ from toolbench._limits import (
     oversize_text,
 )
 from toolbench._mcp_errors import (
-    REFUSED_CODES,
     TICKET,
     CallTicket,
     ReadWrapper,
@@ -80,8 +78,8 @@ from toolbench._mcp_errors import (
     Tracker,
     describe,
     display_url,
+    handshake_refused,
     is_transport_failure,
-    leaves,
     map_call_error,
     refused_connect,
     tracked,
@@ -108,6 +106,12 @@ BACKOFF_MAX_S = 30.0
 """...and the wait doubles with each failure up to this (a server that is back is found)."""
 REFUSAL_WAIT_S = 2.0
 """How long a failed HTTP call waits for its transport to report why it ended."""
+HTTP_TIMEOUT_S = 30.0
+"""The HTTP client's connect, write and pool timeouts (the SDK's own default; a call's
+``timeout`` is our own clock, so this only bounds the transport's single operations)."""
+HTTP_READ_TIMEOUT_S = 300.0
+"""The HTTP client's read timeout: an SSE stream may stay quiet this long (the SDK's own
+default; its constant lives in a private module, so the value is written here)."""
 
 PROTOCOL_MODES = ("fast", "auto", "legacy")
 """How a stdio or HTTP connection picks its protocol (``protocol_mode``). ``"fast"`` (the
@@ -524,7 +528,7 @@ class McpClient:
         try:
             await stack.enter_async_context(client)
         except Exception as exc:
-            if last or not _handshake_refused(exc):
+            if last or not handshake_refused(exc):
                 raise
             logger.debug("%s refused the %s handshake (%r); trying the next mode",
                          self.name, mode, exc)
@@ -578,7 +582,7 @@ class McpClient:
                      auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
         """The SDK's HTTP client, but every response body capped at max_message_bytes."""
         if timeout is None:
-            timeout = httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT)
+            timeout = httpx2.Timeout(HTTP_TIMEOUT_S, read=HTTP_READ_TIMEOUT_S)
         return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth,
                                   transport=CappedTransport(self._max_message_bytes))
 
@@ -1001,17 +1005,6 @@ def _spawn(coroutine: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None
     keeps only weak references to tasks, so the caller keeps the one returned.
     """
     return asyncio.get_running_loop().create_task(coroutine, name=name)
-
-
-def _handshake_refused(exc: BaseException) -> bool:
-    """Whether entering the client failed because the server answered the handshake with an
-    error (so another mode may work), not because the transport or the process failed."""
-    for leaf in leaves(exc):
-        if isinstance(leaf, MCPError) and leaf.code in REFUSED_CODES:
-            return True
-        if isinstance(leaf, RuntimeError | MCPError) and "protocol version" in str(leaf).lower():
-            return True
-    return False
 
 
 def _abandon(conn: _Conn) -> None:

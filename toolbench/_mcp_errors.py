@@ -350,6 +350,32 @@ def _raised_in(exc: BaseException, functions: frozenset[str], module: str) -> bo
     return frame.f_code.co_name in functions and frame.f_globals.get("__name__") == module
 
 
+_HANDSHAKE_CHECKS = frozenset({"initialize"})
+"""``ClientSession.initialize`` raises a plain ``RuntimeError`` when the server answers the
+2025 handshake with a protocol version the SDK does not speak."""
+
+
+def handshake_refused(exc: BaseException) -> bool:
+    """Whether entering the client failed because the server answered the handshake but
+    declined it (so another protocol mode may work), not because the transport or the process
+    failed.
+
+    By origin, not by the SDK's wording: an error reply with a refusing code; the SDK's own
+    version check in ``initialize``; or an error reply whose message names the protocol
+    version (the server's own words: JSON-RPC has no code for "unsupported version", and
+    servers that refuse one use assorted codes).
+    """
+    for leaf in leaves(exc):
+        if isinstance(leaf, MCPError) and (
+            leaf.code in REFUSED_CODES or "protocol version" in leaf.message.lower()
+        ):
+            return True
+        if isinstance(leaf, RuntimeError) and _raised_in(leaf, _HANDSHAKE_CHECKS,
+                                                         "mcp.client.session"):
+            return True
+    return False
+
+
 def is_result_error(leaf: BaseException, ticket: CallTicket | None) -> bool:
     """Whether ``leaf`` says the server's answer arrived but cannot be used (``Malformed``)."""
     if isinstance(leaf, _RESULT_TYPES):
