@@ -23,14 +23,13 @@ LAYERS: dict[int, tuple[str, ...]] = {
     3: ("_router", "_pegboard", "_targets"),  # routing
     4: ("_loop",),  # the shared loop
     5: ("_bench", "_batch", "_records", "_journal", "_journal_file", "_intent_log",
-        "_sqlite_pages", "_config", "_handles", "_accessor", "_cluster"),  # the bench
-    6: ("_cells", "_display", "_compare_view", "_widgets", "_form"),  # display and widgets
+        "_sqlite_pages", "_config", "_handles", "_cluster"),  # the bench
+    6: ("_cells", "_display", "_compare_view", "_widgets", "_form", "_accessor"),  # display
     7: ("_cli", "__main__", "demo"),  # the command and the demo servers
 }
 """Module → layer, bottom-up, as DESIGN.md's "Layers" draws them."""
 
 STILL_UPWARD = {
-    ("_accessor", "_display"),  # the DataFrame accessor renders with display
     ("_bench", "_display"),  # Bench's own HTML repr
     ("_bench", "_widgets"),  # Bench.explore()
     ("_bench", "demo"),  # Bench.demo() starts the bundled servers

@@ -33,7 +33,8 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from toolbench._display import MAX_ROWS, Shown, kind_of
+from toolbench._cells import MAX_ROWS
+from toolbench._display import Shown, kind_of
 
 if TYPE_CHECKING:
     import pandas as pd
