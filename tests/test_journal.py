@@ -286,7 +286,7 @@ def test_a_lock_held_by_another_process_costs_no_record_and_stalls_nobody(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A long lock wait makes a stalled loop unmistakable: before, SQLite's busy wait ran on
     # the shared loop and stalled every bench in the process for as long.
-    monkeypatch.setattr(_journal, "BUSY_S", 1.0)
+    monkeypatch.setattr(_journal, "BUSY_S", 2.0)
     path = tmp_path / "calls.sqlite"
     ran: list[int] = []
     bench = tb.Bench(journal=path)
@@ -313,13 +313,15 @@ def test_a_lock_held_by_another_process_costs_no_record_and_stalls_nobody(
                 # neither waits for the lock nor knows yet that its outcome will not commit.
                 result = bench.call("w-square", n=3)
                 took = time.perf_counter() - started
-                time.sleep(1.5)  # the writer's commit waits out BUSY_S meanwhile
+                time.sleep(2.5)  # the writer's commit waits out BUSY_S meanwhile
             finally:
                 stop.set()
                 neighbour.join(30)
             assert result.data["square"] == 9 and ran[-1] == 3
-            assert took < 0.9, took  # less than the lock wait; before, 5 s per write
-            assert len(worst) > 5 and max(worst) < 0.5, worst  # the neighbour kept going
+            assert took < 1.8, took  # less than the lock wait; before, 5 s per write
+            # The neighbour kept going: a loop held by the lock wait would show a call of 2 s
+            # or more; 1 s leaves room for a loaded machine's own hiccups.
+            assert len(worst) > 5 and max(worst) < 1.0, max(worst)
             with pytest.warns(tb.JournalWarning, match="database is locked") as caught:
                 df = bench.map("w-square", [{"n": i} for i in range(40)], progress=False)
             assert len(caught) == 1  # one warning for the whole map
