@@ -96,10 +96,6 @@ class IntentLog:
         if not self.append(header):
             raise OSError(f"could not write {self.path!r}")
 
-    @property
-    def usable(self) -> bool:
-        return self._fd is not None
-
     def append(self, line: bytes) -> bool:
         """One write(2); False (and the file is given up) if it did not all land."""
         fd = self._fd
@@ -187,7 +183,8 @@ def dead_logs(journal_path: str, live_sessions: Sequence[str] | set[str]) -> lis
         try:
             header = json.loads(lines[0])
             pid, proc, session = header["pid"], header["proc"], header["session"]
-            if header[_HEADER_KEY] != _FORMAT or not isinstance(pid, int):
+            if (header[_HEADER_KEY] != _FORMAT or not isinstance(pid, int)
+                    or not isinstance(session, str)):
                 continue
         except (ValueError, KeyError, TypeError, IndexError):
             continue  # not ours, or a header torn by a full disk: nothing was appended

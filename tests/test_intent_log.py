@@ -1,0 +1,48 @@
+"""The intent log: what reopening reads from a dead session's file, and what it leaves alone."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+from toolbench._intent_log import IntentLog, dead_logs, intent_line, started_text
+
+
+def test_a_line_round_trips_any_value_as_ascii(tmp_path: Path) -> None:
+    started = datetime(2026, 12, 3, 9, 8, 7, 654321, tzinfo=UTC)
+    cycle: list[object] = []
+    cycle.append(cycle)
+    line = intent_line("id1", "b1", started, "s", "t", "s-t",
+                       {"text": 'quote " newline \n é \udc80', "when": started}, {"cycle": cycle})
+    assert line.endswith(b"\n") and line.count(b"\n") == 1 and line.isascii()
+    row = json.loads(line)
+    assert row[:2] == ["id1", "b1"] and started_text(row[2]) == started.isoformat()
+    assert row[6]["text"] == 'quote " newline \n é \udc80'  # a lone surrogate survives too
+    assert row[6]["when"] == str(started)  # not JSON: kept as its text
+    assert "_unencodable" in row[7]  # a cycle cannot be written; it is not lost either
+
+
+def test_only_dead_sessions_files_with_a_toolbench_header_are_read(tmp_path: Path) -> None:
+    journal = str(tmp_path / "calls.sqlite")
+    live = IntentLog(journal, "live-session", os.getpid(), None)
+    assert live.append(intent_line("in-flight", None, datetime.now(UTC), "s", "t", "s-t",
+                                   {}, None))
+    foreign = [b"[1, 2]", b'"text"', b"\xff\xfe",
+               b'{"toolbench_intents": 1, "pid": 999999, "proc": null, "session": [1]}',
+               b'{"toolbench_intents": 2, "pid": 999999, "proc": null, "session": "s"}']
+    for i, header in enumerate(foreign):
+        Path(f"{journal}-intents-foreign{i}").write_bytes(header + b"\n")
+    ok = intent_line("lost", None, datetime.now(UTC), "s", "t", "s-t", {"n": 1}, None)
+    Path(f"{journal}-intents-dead").write_bytes(
+        b'{"toolbench_intents": 1, "pid": 999999, "proc": null, "session": "dead"}\n'
+        + ok + b"not json\n" + b'["torn by a full disk"')
+    found = dead_logs(journal, {"live-session"})
+    assert [Path(log.path).name for log in found] == ["calls.sqlite-intents-dead"]
+    assert [row[0] for row in found[0].rows] == ["lost"] and found[0].damaged == 1
+    # This pid, but a session that is not live (a journal of this process closed uncleanly).
+    assert live.path in [log.path for log in dead_logs(journal, set())]
+    live.close(remove=True)
+    assert not Path(live.path).exists()
+    assert len(list(tmp_path.iterdir())) == len(foreign) + 1  # nothing else was touched
