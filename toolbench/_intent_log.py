@@ -34,16 +34,18 @@ COMPACT_BYTES = 1 << 20
 """Past this size, the file is emptied as soon as all it holds is committed to SQLite."""
 _HEADER_KEY = "toolbench_intents"
 _FORMAT = 1
-_ENCODE = json.JSONEncoder(ensure_ascii=True).encode
-_C_ENCODER = getattr(json.encoder, "c_make_encoder", None)
 
 
-def _encode_with(make: Any) -> Callable[[Any], str]:
-    """ASCII JSON without JSONEncoder's per-call setup (it was a third of the line's cost)."""
+def json_encoder(ascii_only: bool) -> Callable[[Any], str]:
+    """``json.dumps(value, default=str, ensure_ascii=ascii_only)``, without JSONEncoder's
+    per-call setup (a third of an intent line's cost, and of a journaled map's writer time).
+    A cycle raises ``RecursionError`` (no circular check: the callers catch it)."""
+    make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:
-        return _ENCODE
-    encoder = make(None, str, json.encoder.encode_basestring_ascii, None, ": ", ", ", False,
-                   False, True)
+        return json.JSONEncoder(ensure_ascii=ascii_only, default=str).encode
+    escape = (json.encoder.encode_basestring_ascii if ascii_only
+              else json.encoder.encode_basestring)
+    encoder = make(None, str, escape, None, ": ", ", ", False, False, True)
 
     def encode(value: Any) -> str:
         return "".join(encoder(value, 0))
@@ -51,7 +53,7 @@ def _encode_with(make: Any) -> Callable[[Any], str]:
     return encode
 
 
-_encode = _encode_with(_C_ENCODER)
+_encode = json_encoder(ascii_only=True)
 
 
 def proc_tag(pid: int) -> str | None:
@@ -86,7 +88,7 @@ class IntentLog:
 
     def __init__(self, journal_path: str, session: str, pid: int, proc: str | None) -> None:
         self.path = f"{journal_path}{SUFFIX}{session}"
-        header = _ENCODE({_HEADER_KEY: _FORMAT, "pid": pid, "proc": proc,
+        header = _encode({_HEADER_KEY: _FORMAT, "pid": pid, "proc": proc,
                           "session": session}).encode() + b"\n"
         self._fd: int | None = os.open(
             self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC,

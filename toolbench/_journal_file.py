@@ -22,6 +22,7 @@ from typing import Any
 
 from toolbench._intent_log import (
     dead_logs,
+    json_encoder,
     process_alive,
     started_text,
 )
@@ -52,25 +53,7 @@ _INTENTS_DDL = (  # only calls in flight live here: tiny, keyed by call, no rowi
     + ", ".join(f"{c} {'INTEGER' if c == 'pid' else 'TEXT'}" for c in INTENT_COLUMNS[1:])
     + ") WITHOUT ROWID"
 )
-_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
-_C_ENCODER = getattr(json.encoder, "c_make_encoder", None)
-
-
-def _encode_with(make: Any) -> Callable[[Any], str]:
-    """JSON text without JSONEncoder's per-call setup (a third of a journaled map's writer
-    time went there); the same output as ``_ENCODER.encode``."""
-    if make is None:
-        return _ENCODER.encode
-    encoder = make(None, str, json.encoder.encode_basestring, None, ": ", ", ", False, False,
-                   True)
-
-    def encode(value: Any) -> str:
-        return "".join(encoder(value, 0))
-
-    return encode
-
-
-_encode = _encode_with(_C_ENCODER)
+_encode = json_encoder(ascii_only=False)
 
 ORPHAN_ERROR = ("the process ended while the call was in flight (pid {pid}); found on "
                 "reopening the journal, so whether the tool ran is unknown")
@@ -182,9 +165,15 @@ def inspect_file(path: str) -> Inspection:
 def _log_orphan(row: Sequence[Any], pid: int) -> Record:
     """An intent from a dead session's log, as the in_doubt record that replaces it."""
     call_id, batch, started, server, tool, name, args, prov = row
-    return _record((call_id, batch, started_text(started), server, tool, name, dump_json(args), 0,
-                    "in_doubt", "TimedOut", ORPHAN_ERROR.format(pid=pid), None, None, None,
-                    None, dump_json(prov)))
+    return _orphan(call_id, batch, started_text(started), server, tool, name, dump_json(args),
+                   dump_json(prov), pid)
+
+
+def _orphan(call_id: Any, batch: Any, started: Any, server: Any, tool: Any, name: Any,
+            args: Any, prov: Any, pid: int) -> Record:
+    """The in_doubt record that replaces an intent whose process is gone (JSON text in)."""
+    return _record((call_id, batch, started, server, tool, name, args, 0, "in_doubt",
+                    "TimedOut", ORPHAN_ERROR.format(pid=pid), None, None, None, None, prov))
 
 
 def _uri_path(path: str) -> str:
@@ -409,9 +398,7 @@ def _load_orphans(db: sqlite3.Connection) -> tuple[list[Record], int, str | None
                 live[key] = process_alive(pid, key[1])
             if live[key]:
                 return None  # another process's call, still in flight
-        return _record((call_id, batch, started, server, tool, name, args, 0, "in_doubt",
-                        "TimedOut", ORPHAN_ERROR.format(pid=pid), None, None, None, None,
-                        prov))
+        return _orphan(call_id, batch, started, server, tool, name, args, prov, pid)
 
     found, bad = _decode(rows, decode)
     return [f for f in found if f is not None], bad, None
