@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from toolbench._client import Result, ToolSpec
-from toolbench._ids import Provenance, ToolId
+from toolbench._core.client import Result, ToolSpec
+from toolbench._core.ids import Provenance, ToolId
 from toolbench._loop import get_loop
-from toolbench._mcp import McpClient
+from toolbench._transports.mcp import McpClient
 
 
 class LoopClient(McpClient):

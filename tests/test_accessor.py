@@ -18,7 +18,7 @@ from mcp.server.mcpserver.exceptions import ToolError as ServerToolError
 from test_display import SCRIPT, no_live_markup
 
 import toolbench as tb
-from toolbench._accessor import TableAccessor
+from toolbench._notebook.accessor import TableAccessor
 
 CASES = [{"x": 1.0}, {"x": 2.0}, {"x": 3.0}, {"x": -1.0}]
 CLOSE = 1.004  # "close" is 0.4 % off
@@ -117,7 +117,7 @@ print([str(w.message) for w in caught])
 def test_accessor_is_ours_in_this_process(table: pd.DataFrame) -> None:
     assert isinstance(table.tb, TableAccessor)
     assert table.tb.kind == "compare"
-    from toolbench import _accessor
+    from toolbench._notebook import accessor as _accessor
 
     _accessor.register()  # again: nothing changes, nothing warns
     assert pd.DataFrame.tb is TableAccessor

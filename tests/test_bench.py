@@ -18,7 +18,7 @@ import pytest
 from mcp.server.mcpserver import Context, MCPServer
 
 import toolbench as tb
-from toolbench._records import COLUMNS
+from toolbench._bench.records import COLUMNS
 
 RECORD_COLUMNS = ["call_id", "batch", "started", "server", "tool", "name", "arguments", "ok",
                   "disposition", "error_type", "error", "latency_ms", "text", "structured",

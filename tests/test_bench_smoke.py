@@ -1,4 +1,4 @@
-"""`python -m bench --quick` still runs end to end and covers every workload.
+"""`python -m benchmarks --quick` still runs end to end and covers every workload.
 
 A smoke test only: CI machines are noisy, so nothing here looks at how fast anything was.
 """
@@ -32,7 +32,7 @@ WORKLOADS = (
 @pytest.mark.timeout(420)
 def test_quick_run_writes_every_workload(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "bench", "--quick", "--out", str(tmp_path)],
+        [sys.executable, "-m", "benchmarks", "--quick", "--out", str(tmp_path)],
         cwd=REPO, capture_output=True, text=True, timeout=400,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -52,7 +52,7 @@ def test_quick_run_writes_every_workload(tmp_path: Path) -> None:
     assert "Bench.compare / slowest server alone (Bench.call), 50–250 ms" in names
     # The single-topic scripts are included (when present) and the machine is described.
     for script in ("bench_mcp", "bench_pegboard"):
-        if (REPO / "bench" / f"{script}.py").exists():
+        if (REPO / "benchmarks" / f"{script}.py").exists():
             assert script in results["scripts"]
     assert results["machine"]["cores"] >= 1 and results["machine"]["packages"]["mcp"]
     # --quick never builds the mcp<2 venv; it says so instead.

@@ -6,7 +6,7 @@ import json
 import pytest
 
 import toolbench as tb
-from toolbench._client import check_arguments, result_from_value
+from toolbench._core.client import check_arguments, result_from_value
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 16).decode()
 

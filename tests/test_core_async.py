@@ -20,9 +20,9 @@ import anyio
 import pytest
 from servers.memory import make_mem_server
 
-from toolbench._client import Result
-from toolbench._ids import ToolId
-from toolbench._mcp import McpClient
+from toolbench._core.client import Result
+from toolbench._core.ids import ToolId
+from toolbench._transports.mcp import McpClient
 
 ROOT = Path(__file__).parent.parent
 ECHO = [sys.executable, str(ROOT / "tests" / "servers" / "echo_server.py")]
@@ -33,12 +33,12 @@ def test_mcp_round_trip_in_anyio_run_starts_no_loop_thread() -> None:
     code = textwrap.dedent(f"""
         import sys, threading
         import anyio
-        import toolbench._mcp
-        from toolbench._ids import ToolId
-        from toolbench._router import ToolRouter
+        import toolbench._transports.mcp
+        from toolbench._core.ids import ToolId
+        from toolbench._routing.router import ToolRouter
 
         async def main():
-            async with toolbench._mcp.McpClient({ECHO!r}, name="echo") as client:
+            async with toolbench._transports.mcp.McpClient({ECHO!r}, name="echo") as client:
                 router = ToolRouter()
                 router.server("echo", client)
                 specs = await router.list_tools("echo")
@@ -65,42 +65,43 @@ def test_mcp_round_trip_in_anyio_run_starts_no_loop_thread() -> None:
     assert "toolbench-loop" not in lines["threads"], lines["threads"]
 
 
-ABOVE_THE_CORE = {"_loop", "_bench", "_display", "_widgets", "_compare_view", "_cluster",
-                  "_records", "_journal", "_cli", "_handles", "_accessor", "_batch", "_config"}
+ABOVE_THE_CORE = {"_loop", "_bench", "_notebook", "_cli", "demo"}
+"""The folders (layers) above transports and routing."""
 
 
 def _toolbench_imports(module: str) -> set[str]:
-    """The toolbench modules ``module`` imports anywhere in its source, lazily included."""
-    tree = ast.parse((ROOT / "toolbench" / f"{module}.py").read_text(encoding="utf-8"))
+    """The toolbench modules (``_transports/mcp.py`` → ``_transports.mcp``) that ``module``
+    imports anywhere in its source, lazily included."""
+    source = ROOT / "toolbench" / (module.replace(".", "/") + ".py")
+    tree = ast.parse(source.read_text(encoding="utf-8"))
     found: set[str] = set()
     for node in ast.walk(tree):
+        names: list[str] = []
         if isinstance(node, ast.ImportFrom) and node.module:
-            parts = node.module.split(".")
-            if parts[0] == "toolbench" and len(parts) > 1:
-                found.add(parts[1])
-            elif parts == ["toolbench"]:
-                found.update(alias.name for alias in node.names)
+            names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
         elif isinstance(node, ast.Import):
-            for alias in node.names:
-                parts = alias.name.split(".")
-                if parts[0] == "toolbench" and len(parts) > 1:
-                    found.add(parts[1])
+            names = [alias.name for alias in node.names]
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "toolbench" and len(parts) > 1:
+                found.add(".".join(parts[1:]))
     return found
 
 
 def test_transports_and_routing_never_import_the_loop_or_above() -> None:
     """DESIGN.md, "Layers": lower layers never import higher ones, not even lazily."""
     seen: set[str] = set()
-    todo = ["_mcp", "_router"]
+    todo = ["_transports.mcp", "_routing.router"]
     while todo:
         module = todo.pop()
         if module in seen:
             continue
         seen.add(module)
         todo.extend(m for m in _toolbench_imports(module)
-                    if (ROOT / "toolbench" / f"{m}.py").exists())
-    assert "_mcp" in seen and "_stdio" in seen and "_mcp_errors" in seen
-    assert not seen & ABOVE_THE_CORE, sorted(seen & ABOVE_THE_CORE)
+                    if (ROOT / "toolbench" / (m.replace(".", "/") + ".py")).exists())
+    assert {"_transports.mcp", "_transports.stdio", "_transports.mcp_errors"} <= seen
+    above = {m for m in seen if m.split(".")[0] in ABOVE_THE_CORE}
+    assert not above, sorted(above)
 
 
 def test_client_refuses_a_second_event_loop() -> None:

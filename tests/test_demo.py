@@ -25,7 +25,7 @@ from mcp import Client, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult, ImageContent, TextContent
 
 from toolbench import demo
-from toolbench._ids import check_server_name, check_tool_name
+from toolbench._core.ids import check_server_name, check_tool_name
 from toolbench.demo import _geodesy, _settings
 from toolbench.demo._cities import table
 from toolbench.demo._png import PNG_SIGNATURE, Canvas

@@ -14,8 +14,8 @@ from mcp.server.mcpserver import Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError as ServerToolError
 
 import toolbench as tb
-from toolbench._compare_view import DIFFER, compare_html, disagreements
-from toolbench._display import (
+from toolbench._notebook.compare_view import DIFFER, compare_html, disagreements
+from toolbench._notebook.display import (
     bundle,
     error_html,
     frame_html,
@@ -338,7 +338,7 @@ def test_compare_failure_carries_the_whole_error_on_hover() -> None:
 
 
 def test_shortened_text_ends_after_a_word() -> None:
-    from toolbench._html import shorten
+    from toolbench._core.html import shorten
 
     hint = "unknown city 'Tokio' for argument 'to_city'. Did you mean 'Tokyo'? This demo knows"
     for limit in range(40, len(hint)):

@@ -45,7 +45,7 @@ def test_name_collision_is_not_a_tool_error() -> None:
 
 
 def test_module_docstring_draws_the_tree() -> None:
-    import toolbench._errors as errors
+    import toolbench._core.errors as errors
 
     doc = errors.__doc__ or ""
     for name in ["ToolError", "Unreachable", "Refused", "TimedOut", "ToolFailed", "Malformed"]:

@@ -25,12 +25,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toolbench as tb
-from toolbench import _validate
-from toolbench._ids import ToolId
+from toolbench._bench.records import new_call_id
+from toolbench._core import validate as _validate
+from toolbench._core.ids import ToolId
+from toolbench._core.validate import field_errors, validate_arguments
 from toolbench._loop import get_loop
-from toolbench._mcp import McpClient
-from toolbench._records import new_call_id
-from toolbench._validate import field_errors, validate_arguments
+from toolbench._transports.mcp import McpClient
 
 TID = ToolId("s", "t")
 _TYPES = ["string", "integer", "number", "boolean", "null", "object", "array"]

@@ -7,7 +7,7 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
-from toolbench._intent_log import IntentLog, dead_logs, intent_line, started_text
+from toolbench._bench.intent_log import IntentLog, dead_logs, intent_line, started_text
 
 
 def test_a_line_round_trips_any_value_as_ascii(tmp_path: Path) -> None:

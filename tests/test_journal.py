@@ -23,8 +23,9 @@ import anyio
 import pytest
 
 import toolbench as tb
-from toolbench import _journal, _journal_file
-from toolbench._records import COLUMNS
+from toolbench._bench import journal as _journal
+from toolbench._bench import journal_file as _journal_file
+from toolbench._bench.records import COLUMNS
 
 
 def _digest(path: Path) -> str:

@@ -1,10 +1,11 @@
-"""The import graph follows DESIGN.md's layers: lower layers never import higher ones.
+"""The import graph follows DESIGN.md's layers, and the folders name them.
 
-Every ``import`` counts, including those inside functions (a lazy import is still an arrow);
-only imports under ``if TYPE_CHECKING:`` do not, since they never run. Arrows that still go
-the wrong way are listed in ``STILL_UPWARD`` and ``STILL_CYCLIC``; each must disappear, and
-the lists shrink with them (an entry that no longer exists fails the test, so the lists stay
-true).
+Each layer is a folder of ``toolbench/`` (or one module, for the shared loop), and a module's
+layer is the folder it lives in. Every ``import`` counts, including those inside functions (a
+lazy import is still an arrow); only imports under ``if TYPE_CHECKING:`` do not, since they
+never run. Arrows that still go the wrong way are listed in ``STILL_UPWARD`` and
+``STILL_CYCLIC``; each must disappear, and the lists shrink with them (an entry that no longer
+exists fails the test, so the lists stay true).
 """
 
 from __future__ import annotations
@@ -16,50 +17,55 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "toolbench"
 
 LAYERS: dict[int, tuple[str, ...]] = {
-    0: ("_ids", "_errors", "_html"),  # no I/O
-    1: ("_client", "_validate", "_preload"),  # the client protocol; checking arguments
-    2: ("_mcp", "_mcp_errors", "_stdio", "_limits", "_stderr", "_toolbox", "_toolset",
-        "_toolset_serve"),  # transports
-    3: ("_router", "_pegboard", "_targets"),  # routing
-    4: ("_loop",),  # the shared loop
-    5: ("_bench", "_batch", "_records", "_journal", "_journal_file", "_intent_log",
-        "_sqlite_pages", "_config", "_handles", "_cluster"),  # the bench
-    6: ("_cells", "_display", "_compare_view", "_widgets", "_form", "_accessor"),  # display
-    7: ("_cli", "__main__", "demo"),  # the command and the demo servers
+    0: ("_core",),  # ids, errors, escaping, the client protocol, schema checks: no I/O
+    1: ("_transports",),  # McpClient, ToolBox, Toolset
+    2: ("_routing",),  # ToolRouter, PegBoard, what a connect target opens
+    3: ("_loop",),  # the shared loop
+    4: ("_bench",),  # the bench: calls, records, the journal, config, the cluster
+    5: ("_notebook", "_cli", "__main__", "demo"),  # display and widgets; the command; demos
 }
-"""Module → layer, bottom-up, as DESIGN.md's "Layers" draws them."""
+"""Top-level folder or module → layer, bottom-up, as DESIGN.md's "Layers" draws them."""
 
-STILL_UPWARD = {
-    ("_bench", "_display"),  # Bench's own HTML repr
-    ("_bench", "_widgets"),  # Bench.explore()
-    ("_bench", "demo"),  # Bench.demo() starts the bundled servers
+STILL_UPWARD: set[tuple[str, str]] = {
+    ("_bench.bench", "_notebook.display"),  # Bench's own HTML repr
+    ("_bench.bench", "_notebook.widgets"),  # Bench.explore()
+    ("_bench.bench", "demo"),  # Bench.demo() starts the bundled servers
 }
 """Arrows from a lower layer to a higher one that are still to be removed."""
 
-STILL_CYCLIC = {
-    frozenset({"_bench", "_cluster"}),  # map(cluster=) hands off; a worker builds a Bench
+STILL_CYCLIC: set[frozenset[str]] = {
+    frozenset({"_bench.bench", "_bench.cluster"}),  # map(cluster=); a worker builds a Bench
 }
 """Import cycles still to be broken (each as the set of modules in it)."""
 
 
-def _short(module: str) -> str:
-    name = module.removeprefix("toolbench.")
-    return "demo" if name == "demo" or name.startswith("demo.") else name
+def _module_name(path: Path) -> str:
+    """``toolbench/_core/ids.py`` → ``_core.ids``; a package is named by its folder."""
+    parts = [p for p in path.relative_to(PACKAGE).with_suffix("").parts if p != "__init__"]
+    if parts and parts[0] == "demo":
+        return "demo"  # the bundled servers count as one unit
+    return ".".join(parts) or "toolbench"
+
+
+def _is_module(name: str) -> bool:
+    base = PACKAGE.joinpath(*name.split("."))
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
 
 
 def _layer(name: str) -> int:
+    top = name.split(".")[0]
     for layer, names in LAYERS.items():
-        if name in names:
+        if top in names:
             return layer
-    raise AssertionError(f"toolbench.{name} has no layer: add it to LAYERS in {__file__}")
+    raise AssertionError(f"toolbench.{name} has no layer: add its folder to LAYERS in "
+                         f"{__file__}")
 
 
 def _imports() -> dict[str, set[str]]:
-    """module → the toolbench modules it imports at run time (short names)."""
+    """module → the toolbench modules it imports at run time."""
     found: dict[str, set[str]] = collections.defaultdict(set)
     for path in PACKAGE.rglob("*.py"):
-        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-        module = _short(".".join(p for p in parts if p != "__init__"))
+        module = _module_name(path)
         if module == "toolbench":
             continue  # the package's front door imports everything, by design
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -78,10 +84,11 @@ def _imports() -> dict[str, set[str]]:
                 parts = name.split(".")
                 if parts[0] != "toolbench" or len(parts) < 2:
                     continue
-                target = "demo" if parts[1] == "demo" else parts[1]
-                if target != module and (target == "demo"
-                                         or (PACKAGE / f"{target}.py").exists()):
-                    found[module].add(target)
+                target = "demo" if parts[1] == "demo" else ".".join(parts[1:])
+                if target == "demo" or (_is_module(target) and "." in target
+                                        or target in ("_loop", "_cli")):
+                    if target != module:
+                        found[module].add(target)
     return found
 
 
@@ -120,12 +127,14 @@ def _cycles(edges: dict[str, set[str]]) -> set[frozenset[str]]:
     return cycles
 
 
-def test_every_module_has_a_layer() -> None:
-    modules = {_short(".".join(p for p in path.relative_to(PACKAGE.parent).with_suffix("")
-                               .parts if p != "__init__"))
-               for path in PACKAGE.rglob("*.py")}
-    for module in modules - {"toolbench"}:
+def test_every_module_lives_in_a_layer_folder() -> None:
+    modules = {_module_name(path) for path in PACKAGE.rglob("*.py")} - {"toolbench"}
+    for module in modules:
         _layer(module)
+    flat = sorted(p.name for p in PACKAGE.glob("_*.py")
+                  if p.stem not in ("_loop", "_cli") and p.name != "__init__.py"
+                  and p.name != "__main__.py")
+    assert flat == [], f"modules outside a layer folder: {flat}"
 
 
 def test_no_new_upward_arrow() -> None:
@@ -142,8 +151,9 @@ def test_no_new_import_cycle() -> None:
 
 
 def test_the_graph_is_read_the_way_python_runs_it() -> None:
-    """The parser sees lazy imports and skips typing-only ones: checked on known modules."""
+    """The parser sees every import form and skips typing-only ones: checked on known modules."""
     edges = _imports()
-    assert "_loop" in edges["_bench"]  # a module-level import
-    assert "_display" in edges["_bench"]  # an import inside a method
-    assert "_journal" not in edges["_records"]  # only under TYPE_CHECKING
+    assert "_loop" in edges["_bench.bench"]  # `from toolbench._loop import ...`
+    assert "_core.validate" in edges["_bench.bench"]  # `from toolbench._core import validate`
+    assert "_core.client" in edges["_notebook.display"]  # an import inside a method
+    assert "_bench.journal" not in edges["_bench.records"]  # only under TYPE_CHECKING

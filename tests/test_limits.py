@@ -26,11 +26,11 @@ import pytest
 from loop_client import LoopClient
 
 import toolbench as tb
-from toolbench._errors import Malformed, TimedOut, ToolError, Unreachable
-from toolbench._ids import ToolId
-from toolbench._limits import TAG, oversize, too_large_message
+from toolbench._core.errors import Malformed, TimedOut, ToolError, Unreachable
+from toolbench._core.ids import ToolId
 from toolbench._loop import get_loop
-from toolbench._stdio import sniff_head, sniff_tail
+from toolbench._transports.limits import TAG, oversize, too_large_message
+from toolbench._transports.stdio import sniff_head, sniff_tail
 
 SERVERS = Path(__file__).parent / "servers"
 BIG = [sys.executable, str(SERVERS / "big_reply_server.py")]
@@ -141,7 +141,7 @@ def test_reply_under_the_cap_is_read_in_linear_time() -> None:
 @pytest.mark.slow
 def test_id_at_the_end_finds_its_call_among_several(caplog: pytest.LogCaptureFixture) -> None:
     """TypeScript servers write the id last; with two calls waiting, the tail decides."""
-    caplog.set_level(logging.INFO, logger="toolbench._stdio")
+    caplog.set_level(logging.INFO, logger="toolbench._transports.stdio")
     with LoopClient(BIG, name="big", timeout=30, max_message_bytes=MB) as big:
         outcomes: dict[str, BaseException | str] = {}
 

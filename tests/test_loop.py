@@ -18,7 +18,7 @@ import pytest
 from loop_client import LoopClient
 from servers.memory import make_mem_server
 
-from toolbench._ids import ToolId
+from toolbench._core.ids import ToolId
 from toolbench._loop import THREAD_NAME, get_loop
 
 ROOT = Path(__file__).parent.parent
@@ -125,7 +125,7 @@ def test_jupyter_kernel_keeps_a_connection_across_cells() -> None:
     cells = [
         f"import sys; sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / 'tests')!r}]\n"
         "print(sys.executable)\nfrom loop_client import LoopClient\n"
-        "from toolbench._ids import ToolId\nfrom toolbench._loop import get_loop\n"
+        "from toolbench._core.ids import ToolId\nfrom toolbench._loop import get_loop\n"
         f"c = LoopClient({ECHO!r}, name='echo')\nc.connect()\nprint('status', c.status)",
         "print('sync', c.call_sync(ToolId('echo', 'echo'), {'text': 'from cell 2'}).text)",
         "r = await get_loop().arun(c.acall, ToolId('echo', 'add'), {'a': 3, 'b': 4})\n"

@@ -24,10 +24,17 @@ from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 from servers.memory import make_mem_server
 
-from toolbench._client import ToolClient
-from toolbench._errors import Disposition, Malformed, Refused, TimedOut, ToolFailed, Unreachable
-from toolbench._ids import Destination, Provenance, ToolId
-from toolbench._mcp import McpClient
+from toolbench._core.client import ToolClient
+from toolbench._core.errors import (
+    Disposition,
+    Malformed,
+    Refused,
+    TimedOut,
+    ToolFailed,
+    Unreachable,
+)
+from toolbench._core.ids import Destination, Provenance, ToolId
+from toolbench._transports.mcp import McpClient
 
 SERVERS = Path(__file__).parent / "servers"
 ECHO = [sys.executable, str(SERVERS / "echo_server.py")]

@@ -27,10 +27,11 @@ from mcp_types import (
     JSONRPCResponse,
 )
 
-from toolbench._client import Result, ToolSpec
-from toolbench._errors import Malformed, Refused, TimedOut, Unreachable
-from toolbench._ids import Destination, Provenance, ToolId
-from toolbench._mcp_errors import (
+from toolbench._core.client import Result, ToolSpec
+from toolbench._core.errors import Malformed, Refused, TimedOut, Unreachable
+from toolbench._core.ids import Destination, Provenance, ToolId
+from toolbench._routing.router import ToolRouter, takes_timeout
+from toolbench._transports.mcp_errors import (
     TICKET,
     CallTicket,
     Redactor,
@@ -41,7 +42,6 @@ from toolbench._mcp_errors import (
     refused_connect,
     tracked,
 )
-from toolbench._router import ToolRouter, takes_timeout
 
 TOOL = ToolId("srv", "t")
 NO_SECRETS = Redactor(())

@@ -14,7 +14,7 @@ import pytest
 
 import toolbench as tb
 from toolbench import Destination, Egress, NameCollision, ToolId, ToolSpec, Unreachable
-from toolbench._pegboard import PegBoard
+from toolbench._routing.pegboard import PegBoard
 
 Listener = Callable[[str], Awaitable[None]]
 
@@ -157,7 +157,7 @@ def test_invalid_tool_names_are_skipped_and_the_rest_registered() -> None:
     assert sorted(skipped) == sorted(["get weather", "a::b", "x" * 129])
     assert all("MCP tool-name rule" in why for why in skipped.values())
     assert run(lambda: pb.call_tool("web-fine")).text == "web:fine"
-    from toolbench._pegboard import describe_skipped
+    from toolbench._routing.pegboard import describe_skipped
 
     [line] = describe_skipped(pb.skipped("web"))
     assert line.startswith("skipped 3 tools") and "'get weather'" in line
@@ -255,7 +255,7 @@ def test_works_with_a_toolbox_serving_several_servers() -> None:
 
 
 def test_works_with_toolsets_in_process() -> None:
-    from toolbench._toolset import Toolset
+    from toolbench._transports.toolset import Toolset
 
     docs, code = Toolset("docs"), Toolset("code")
 
@@ -808,9 +808,9 @@ WHOAMI = Path(__file__).parent / "servers" / "whoami_server.py"
 @pytest.mark.slow
 def test_two_processes_of_one_server_each_reached_by_its_own_name() -> None:
     try:
-        from toolbench._mcp import McpClient
+        from toolbench._transports.mcp import McpClient
     except ImportError as exc:  # pragma: no cover - only while _mcp.py is being written
-        pytest.skip(f"toolbench._mcp.McpClient is not available yet ({exc})")
+        pytest.skip(f"toolbench._transports.mcp.McpClient is not available yet ({exc})")
 
     async def main() -> dict[str, Any]:
         pb = PegBoard()

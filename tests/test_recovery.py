@@ -25,9 +25,9 @@ from mcp.server import Server
 from mcp.shared.exceptions import MCPError
 
 import toolbench as tb
-from toolbench._errors import Disposition, Malformed, Refused, TimedOut, Unreachable
-from toolbench._ids import ToolId
-from toolbench._mcp import BACKOFF_FIRST_S
+from toolbench._core.errors import Disposition, Malformed, Refused, TimedOut, Unreachable
+from toolbench._core.ids import ToolId
+from toolbench._transports.mcp import BACKOFF_FIRST_S
 
 pytestmark = pytest.mark.slow
 
@@ -348,7 +348,7 @@ def test_call_timeout_during_a_slow_reconnect_did_not_happen(tmp_path: Path) -> 
 def _stdio_reports_unwritten() -> bool:
     """Whether the stdio transport tells the tracker about a request it failed to write."""
     try:
-        from toolbench._stdio import bounded_stdio_client
+        from toolbench._transports.stdio import bounded_stdio_client
     except ImportError:
         return False
     import inspect

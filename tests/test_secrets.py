@@ -25,8 +25,8 @@ import anyio
 import pytest
 
 import toolbench as tb
-from toolbench._config import parse
-from toolbench._toolset_serve import check_target, is_loopback
+from toolbench._bench.config import parse
+from toolbench._transports.toolset_serve import check_target, is_loopback
 
 BOUND = 60.0
 

@@ -23,11 +23,11 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
-from toolbench._client import Result, ToolClient
-from toolbench._errors import Malformed, Refused, ToolFailed, Unreachable
-from toolbench._ids import Destination, Provenance, ToolId
-from toolbench._router import ToolRouter
-from toolbench._toolset import ToolContext, Toolset
+from toolbench._core.client import Result, ToolClient
+from toolbench._core.errors import Malformed, Refused, ToolFailed, Unreachable
+from toolbench._core.ids import Destination, Provenance, ToolId
+from toolbench._routing.router import ToolRouter
+from toolbench._transports.toolset import ToolContext, Toolset
 
 pytestmark = pytest.mark.anyio
 

@@ -24,10 +24,10 @@ import pytest
 from mcp.server import Server
 
 import toolbench as tb
-from toolbench import _validate
-from toolbench._client import check_arguments
-from toolbench._form import FormError, build_form
-from toolbench._validate import field_errors, schema_problems, validate_arguments
+from toolbench._core import validate as _validate
+from toolbench._core.client import check_arguments
+from toolbench._core.validate import field_errors, schema_problems, validate_arguments
+from toolbench._notebook.form import FormError, build_form
 
 TID = tb.ToolId("s", "t")
 

@@ -14,7 +14,7 @@ from mcp.server.mcpserver.exceptions import ToolError as ServerToolError
 from test_display import BIG, HOSTILE, SCRIPT, hostile_server, no_live_markup
 
 import toolbench as tb
-from toolbench._widgets import (
+from toolbench._notebook.widgets import (
     BUSY_HTML,
     CLOSED_HTML,
     LIST_WIDTH,

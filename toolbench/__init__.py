@@ -1,11 +1,11 @@
 """toolbench: explore, call, record and compare tools from many MCP servers, in Jupyter."""
 
-from toolbench import _accessor
-from toolbench._bench import Bench
-from toolbench._client import Result, ToolClient, ToolSpec
-from toolbench._config import ConfigError, ConfigWarning
-from toolbench._display import show
-from toolbench._errors import (
+from toolbench._bench.bench import Bench
+from toolbench._bench.config import ConfigError, ConfigWarning
+from toolbench._bench.handles import ToolHandle
+from toolbench._bench.journal import JournalWarning
+from toolbench._core.client import Result, ToolClient, ToolSpec
+from toolbench._core.errors import (
     Disposition,
     Malformed,
     NameCollision,
@@ -15,14 +15,14 @@ from toolbench._errors import (
     ToolFailed,
     Unreachable,
 )
-from toolbench._handles import ToolHandle
-from toolbench._ids import Destination, Egress, Provenance, ToolId
-from toolbench._journal import JournalWarning
-from toolbench._mcp import McpClient
-from toolbench._pegboard import PegBoard
-from toolbench._router import ToolRouter
-from toolbench._toolbox import ToolBox, tool
-from toolbench._toolset import ToolContext, Toolset
+from toolbench._core.ids import Destination, Egress, Provenance, ToolId
+from toolbench._notebook import accessor as _accessor
+from toolbench._notebook.display import show
+from toolbench._routing.pegboard import PegBoard
+from toolbench._routing.router import ToolRouter
+from toolbench._transports.mcp import McpClient
+from toolbench._transports.toolbox import ToolBox, tool
+from toolbench._transports.toolset import ToolContext, Toolset
 
 __all__ = [
     "Bench",

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 if TYPE_CHECKING:
     import pandas as pd
 
-    from toolbench._bench import Bench
+    from toolbench._bench.bench import Bench
 
 WIDTH = 48
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUG = 0, 1, 2, 3
@@ -159,7 +159,7 @@ class _Source:
 
 def _source(config: str | None, use_demo: bool) -> _Source:
     """The demo servers, ``--config``, or ``./mcp.json``; a bad file is a usage error."""
-    from toolbench import _config
+    from toolbench._bench import config as _config
 
     if use_demo and config is not None:
         raise UsageError("--demo and --config exclude each other; give one")
@@ -191,7 +191,7 @@ def _owners(source: _Source, name: str) -> list[str]:
     ``geo-x-dist``) they are all started at once, and the pegboard, which refuses clashing
     names, settles which one owns the name exactly as it would with every server started.
     """
-    from toolbench._ids import ToolId
+    from toolbench._core.ids import ToolId
 
     if name.startswith("tool://"):
         tid = ToolId.parse(name)
@@ -224,7 +224,7 @@ def _start(source: _Source, names: Sequence[str] | None = None) -> tuple[Bench, 
 
     Returns the bench and how many servers failed to start.
     """
-    from toolbench._bench import Bench
+    from toolbench._bench.bench import Bench
 
     bench = Bench()
     try:
@@ -262,7 +262,7 @@ def _catalog(args: argparse.Namespace, source: _Source) -> int:
 
 
 def _resolvable(bench: Bench, name: str) -> bool:
-    from toolbench._ids import ToolId
+    from toolbench._core.ids import ToolId
 
     tid = ToolId.parse(name)
     if tid is not None:
@@ -287,8 +287,8 @@ def _call(args: argparse.Namespace, source: _Source) -> int:
 
 
 def _unknown_name(bench: Bench, name: str) -> str:
-    from toolbench._errors import ToolError
-    from toolbench._ids import ToolId
+    from toolbench._core.errors import ToolError
+    from toolbench._core.ids import ToolId
 
     tid = ToolId.parse(name)
     if tid is not None:
@@ -305,7 +305,7 @@ def _unknown_name(bench: Bench, name: str) -> str:
 
 
 def _compare(args: argparse.Namespace, source: _Source) -> int:
-    from toolbench._errors import Unreachable
+    from toolbench._core.errors import Unreachable
 
     arguments = _parse_args(args.arg, args.json)
     if args.name.startswith("tool://"):
@@ -490,7 +490,7 @@ def _leaves(exc: BaseException) -> list[BaseException]:
 
 def _status(exc: BaseException) -> int:
     """The exit status an exception means; anything unforeseen is a bug (3)."""
-    from toolbench._errors import ToolError
+    from toolbench._core.errors import ToolError
 
     if isinstance(exc, (UsageError, ValueError)):  # ConfigError, NameCollision, bad values
         return EXIT_USAGE
@@ -500,7 +500,7 @@ def _status(exc: BaseException) -> int:
 
 
 def _describe(exc: BaseException) -> str:
-    from toolbench._errors import ToolError
+    from toolbench._core.errors import ToolError
 
     if isinstance(exc, ToolError):
         return f"{type(exc).__name__} ({exc.disposition}): {exc}"

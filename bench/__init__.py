@@ -1,1 +1,0 @@
-"""toolbench's benchmarks: ``python -m bench [--quick]`` runs them all (see BENCHMARKS.md)."""

@@ -1,0 +1,1 @@
+"""toolbench's benchmarks: ``python -m benchmarks [--quick]`` runs them all (see BENCHMARKS.md)."""

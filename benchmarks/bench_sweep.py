@@ -1,0 +1,410 @@
+"""Per-call cost (issue 17): sweeps on a fast server, and single calls, beside the SDK.
+
+Where a server answers in tens of microseconds, the client's own per-call work decides
+throughput. Peers, in one process, alternating repetition by repetition (each round runs
+every subject once, in an order that flips every round, so drifting load weighs on all):
+
+1. ``map`` of 3,000 calls at concurrency 8 against a stdlib-only stdio server that answers in
+   ~50 µs (benchmarks/servers/fast_server.py): toolbench ``Bench.map(concurrency=8)`` against the
+   SDK's ``mcp.Client`` with an ``anyio.CapacityLimiter(8)``, ``ClientSessionGroup`` with the
+   same limiter, and fastmcp's ``Client`` with the same limiter.
+2. The same sweep against the SDK's own Python server (benchmarks/servers/latency_server.py):
+   there the server is the bottleneck, and every client should be alike.
+3. One synchronous ``Bench.call`` at a time, in process, against the SDK's ``call_tool``
+   awaited in its own loop (auto mode, direct dispatch: what ``Bench.connect(server)`` uses).
+4. One synchronous ``Bench.call`` at a time over stdio (the SDK's Python server), against
+   the SDK awaited in both protocol modes it offers: ``auto`` (negotiates 2026-07-28) and
+   ``legacy`` (the 2025 initialize handshake).
+5. In-process tools: ``ToolBox`` and ``Toolset``, through ``Bench.call`` and called directly.
+
+Ratios are the **median of per-round ratios** (paired: the two subjects of a ratio ran in the
+same round, seconds apart), with the goals of issue 17.
+
+    python benchmarks/bench_sweep.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from typing import Any, TextIO
+
+import anyio
+import anyio.to_thread
+
+try:
+    from benchmarks import common
+except ImportError:  # run as a script
+    import common  # type: ignore[no-redef]
+
+from mcp import Client, ClientSessionGroup, StdioServerParameters, stdio_client
+
+from toolbench._bench.bench import Bench
+from toolbench._core.ids import ToolId
+from toolbench._loop import get_loop
+from toolbench._transports.toolbox import ToolBox
+from toolbench._transports.toolset import Toolset
+
+FAST_SERVER = common.BENCH_DIR / "servers" / "fast_server.py"
+CAP = 8
+
+W_SWEEP = "issue 17: map of {n:,} calls, cap 8, fast stdlib stdio server (~50 µs)"
+W_SWEEP_SDK = "issue 17: map of {n:,} calls, cap 8, the SDK's Python stdio server"
+W_ONE_IN = "issue 17: one call at a time, in process"
+W_ONE_IO = "issue 17: one call at a time, stdio (the SDK's Python server)"
+W_LOCAL = "issue 17: one call at a time, in-process tools (ToolBox, Toolset)"
+
+SDK = "mcp.Client (SDK) + CapacityLimiter(8)"
+CSG = "ClientSessionGroup (SDK) + CapacityLimiter(8)"
+FAST = "fastmcp Client + CapacityLimiter(8)"
+TB_MAP = "toolbench Bench.map(concurrency=8)"
+SDK_AUTO = "mcp.Client.call_tool awaited, auto (2026 protocol)"
+SDK_LEGACY = "mcp.Client.call_tool awaited, legacy (2025 handshake)"
+SDK_IN = "mcp.Client.call_tool awaited (auto: direct dispatch)"
+TB_CALL = "toolbench Bench.call (sync face)"
+TB_ACALL = "toolbench Bench.acall on its own loop"
+FM_ONE = "fastmcp Client.call_tool awaited"
+CSG_ONE = "ClientSessionGroup.call_tool awaited (2025)"
+
+
+def fast_argv(name: str = "fast") -> list[str]:
+    return [sys.executable, str(FAST_SERVER), "--name", name]
+
+
+def _params(argv: list[str]) -> StdioServerParameters:
+    return StdioServerParameters(command=argv[0], args=argv[1:])
+
+
+def _fastmcp() -> Any:
+    try:
+        import fastmcp
+        from fastmcp.client import transports  # noqa: F401
+    except Exception as exc:
+        return exc
+    return fastmcp
+
+
+def _checked(result: Any) -> Any:
+    """A benchmark of errors measures nothing: every result must be a success."""
+    if getattr(result, "is_error", False):
+        raise RuntimeError(f"a benchmark call failed: {result!r}")
+    return result
+
+
+async def _capped(call: Callable[[int], Awaitable[Any]], n: int) -> float:
+    """``n`` calls, a task each, at most CAP at once: how an SDK user sweeps."""
+    limiter = anyio.CapacityLimiter(CAP)
+
+    async def one(i: int) -> None:
+        async with limiter:
+            _checked(await call(i))
+
+    started = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for i in range(n):
+            tg.start_soon(one, i)
+    return time.perf_counter() - started
+
+
+async def _seq(call: Callable[[int], Awaitable[Any]], n: int) -> float:
+    started = time.perf_counter()
+    for i in range(n):
+        _checked(await call(i))
+    return time.perf_counter() - started
+
+
+async def _sync(fn: Callable[[], float]) -> float:
+    """toolbench's sync face, from a plain thread (as a script or a notebook cell uses it)."""
+    return await anyio.to_thread.run_sync(fn)
+
+
+def _bench_seq(bench: Bench, name: str, n: int) -> Callable[[], float]:
+    def run() -> float:
+        started = time.perf_counter()
+        for i in range(n):
+            bench.call(name, {"a": i, "b": 2})
+        return time.perf_counter() - started
+    return run
+
+
+def _bench_on_loop(bench: Bench, name: str, n: int) -> Callable[[], float]:
+    async def body() -> float:
+        started = time.perf_counter()
+        for i in range(n):
+            await bench.acall(name, {"a": i, "b": 2})
+        return time.perf_counter() - started
+    return lambda: get_loop().run(body)
+
+
+def _bench_map(bench: Bench, name: str, n: int) -> Callable[[], float]:
+    work = [{"x": i} for i in range(n)]
+
+    def run() -> float:
+        started = time.perf_counter()
+        df = bench.map(name, work, concurrency=CAP, progress=False)
+        took = time.perf_counter() - started
+        if len(df) != n or not df["ok"].all():
+            raise RuntimeError(f"map had failures: {df[~df['ok']]['error'].head()}")
+        return took
+    return run
+
+
+Subject = tuple[str, Callable[[], Awaitable[float]]]
+
+
+async def _rounds(figures: common.Figures, workload: str, unit: str, scale: float,
+                  subjects: list[Subject], rounds: int) -> None:
+    """Warm each subject once, then ``rounds`` rounds; the order flips every round."""
+    for _, fn in subjects:
+        await fn()
+    for r in range(rounds):
+        order = subjects if r % 2 == 0 else subjects[::-1]
+        for subject, fn in order:
+            figures.add(workload, subject, unit, await fn() * scale)
+
+
+def paired(figures: common.Figures, name: str, workload: str, num: str,
+           den: str | tuple[str, ...], target: float | None = None) -> None:
+    """The median of per-round ratios (``den`` several subjects: the round's fastest)."""
+    dens = (den,) if isinstance(den, str) else den
+    keys = [(workload, num), *((workload, d) for d in dens)]
+    if not all(k in figures.measurements for k in keys):
+        return
+    top = figures.measurements[keys[0]].samples
+    bottoms = [figures.measurements[k].samples for k in keys[1:]]
+    ratios = [a / min(b[i] for b in bottoms) for i, a in enumerate(top)]
+    figures.ratios.append(common.Ratio(
+        name, statistics.median(ratios), target,
+        note=f"median of {len(ratios)} paired rounds, range {min(ratios):.3f}–{max(ratios):.3f}"))
+
+
+# -- 1, 2. sweeps -------------------------------------------------------------------------
+async def _sweep_subjects(stack: AsyncExitStack, argv: list[str], bench: Bench, fm: Any,
+                          errlog: TextIO, n: int) -> list[Subject]:
+    sdk = await stack.enter_async_context(Client(stdio_client(_params(argv), errlog=errlog)))
+    csg = await stack.enter_async_context(ClientSessionGroup(
+        component_name_hook=lambda tool, info: f"{info.name}_{tool}"))
+    session = await csg.connect_to_server(_params(argv))
+    assert session is not None
+    prefix = next(name for name in csg.tools if name.endswith("_work"))[: -len("work")]
+    subjects: list[Subject] = [
+        (SDK, lambda: _capped(lambda i: sdk.call_tool("work", {"x": i}), n)),
+        (TB_MAP, lambda: _sync(_bench_map(bench, "s-work", n))),
+        (CSG, lambda: _capped(lambda i: csg.call_tool(prefix + "work", {"x": i}), n)),
+    ]
+    if not isinstance(fm, BaseException):
+        from fastmcp.client.transports import StdioTransport
+
+        fast = await stack.enter_async_context(
+            fm.Client(StdioTransport(argv[0], argv[1:], log_file=errlog)))
+        subjects.append((FAST, lambda: _capped(lambda i: fast.call_tool("work", {"x": i}), n)))
+    return subjects
+
+
+def sweep(figures: common.Figures, quick: bool, fm: Any, errlog: TextIO, *,
+          sdk_server: bool) -> None:
+    if sdk_server:
+        n, rounds = (100, 2) if quick else (1000, 3)
+        argv, workload = common.server_argv(0, "sweep"), W_SWEEP_SDK.format(n=n)
+    else:
+        n, rounds = (300, 2) if quick else (3000, 7)
+        argv, workload = fast_argv("sweep"), W_SWEEP.format(n=n)
+    common.progress(f"{workload}: {rounds} rounds")
+    with Bench() as bench:
+        bench.connect("s", argv)
+
+        async def main() -> None:
+            async with AsyncExitStack() as stack:
+                subjects = await _sweep_subjects(stack, argv, bench, fm, errlog, n)
+                await _rounds(figures, workload, "s", 1.0, subjects, rounds)
+
+        anyio.run(main)
+    kind = "SDK's server" if sdk_server else "fast server"
+    paired(figures, f"map / SDK + CapacityLimiter, {kind}", workload, TB_MAP, SDK,
+           None if sdk_server else 1.10)
+    paired(figures, f"map / fastmcp + CapacityLimiter, {kind}", workload, TB_MAP, FAST,
+           None if sdk_server else 1.0)
+    paired(figures, f"map / ClientSessionGroup + CapacityLimiter, {kind}", workload, TB_MAP,
+           CSG)
+    paired(figures, f"fastmcp / SDK + CapacityLimiter, {kind}", workload, FAST, SDK)
+
+
+# -- 3. one call, in process ----------------------------------------------------------------
+def one_inprocess(figures: common.Figures, quick: bool, fm: Any) -> None:
+    rounds, calls = (2, 100) if quick else (9, 400)
+    common.progress(f"{W_ONE_IN}: {rounds} rounds x {calls} calls")
+    server = common.inprocess_server("inproc")
+    with Bench() as bench:
+        bench.connect("s", server)
+
+        async def main() -> None:
+            async with AsyncExitStack() as stack:
+                sdk = await stack.enter_async_context(Client(server))
+                subjects: list[Subject] = [
+                    (SDK_IN, lambda: _seq(lambda i: sdk.call_tool("add", {"a": i, "b": 2}),
+                                          calls)),
+                    (TB_CALL, lambda: _sync(_bench_seq(bench, "s-add", calls))),
+                    (TB_ACALL, lambda: _sync(_bench_on_loop(bench, "s-add", calls))),
+                ]
+                if not isinstance(fm, BaseException):
+                    fast = await stack.enter_async_context(fm.Client(server))
+                    subjects.append((FM_ONE + " (memory JSON-RPC)", lambda: _seq(
+                        lambda i: fast.call_tool("add", {"a": i, "b": 2}), calls)))
+                await _rounds(figures, W_ONE_IN, "µs/call", 1e6 / calls, subjects, rounds)
+
+        anyio.run(main)
+    paired(figures, "Bench.call / SDK awaited, in process", W_ONE_IN, TB_CALL, SDK_IN, 1.30)
+    paired(figures, "Bench.acall on its loop / SDK awaited, in process", W_ONE_IN, TB_ACALL,
+           SDK_IN)
+
+
+# -- 4. one call, stdio ---------------------------------------------------------------------
+def one_stdio(figures: common.Figures, quick: bool, fm: Any, errlog: TextIO) -> None:
+    rounds, calls = (2, 50) if quick else (9, 300)
+    common.progress(f"{W_ONE_IO}: {rounds} rounds x {calls} calls")
+    argv = common.server_argv(0, "one")
+    with Bench() as bench:
+        bench.connect("s", argv)
+        protocol = bench.servers.set_index("name").loc["s", "protocol"]
+        try:  # the other protocol, for comparison (toolbench picks one by default)
+            from toolbench._transports.mcp import McpClient
+
+            other: Any = McpClient(argv, name="a", protocol_mode="auto")
+            bench.connect("a", other)
+            other_protocol = bench.servers.set_index("name").loc["a", "protocol"]
+        except TypeError:  # a toolbench without protocol_mode
+            other_protocol = None
+
+        async def main() -> None:
+            async with AsyncExitStack() as stack:
+                auto = await stack.enter_async_context(
+                    Client(stdio_client(_params(argv), errlog=errlog), mode="auto"))
+                legacy = await stack.enter_async_context(
+                    Client(stdio_client(_params(argv), errlog=errlog), mode="legacy"))
+                csg = await stack.enter_async_context(ClientSessionGroup(
+                    component_name_hook=lambda tool, info: f"{info.name}_{tool}"))
+                await csg.connect_to_server(_params(argv))
+                subjects: list[Subject] = [
+                    (SDK_AUTO, lambda: _seq(lambda i: auto.call_tool("add", {"a": i, "b": 2}),
+                                            calls)),
+                    (SDK_LEGACY, lambda: _seq(
+                        lambda i: legacy.call_tool("add", {"a": i, "b": 2}), calls)),
+                    (f"{TB_CALL}, protocol {protocol}",
+                     lambda: _sync(_bench_seq(bench, "s-add", calls))),
+                    *([(f"{TB_CALL}, protocol {other_protocol} (override)",
+                        lambda: _sync(_bench_seq(bench, "a-add", calls)))]
+                      if other_protocol is not None else []),
+                    (CSG_ONE, lambda: _seq(lambda i: csg.call_tool("one_add", {"a": i, "b": 2}),
+                                           calls)),
+                ]
+                if not isinstance(fm, BaseException):
+                    from fastmcp.client.transports import StdioTransport
+
+                    fast = await stack.enter_async_context(
+                        fm.Client(StdioTransport(argv[0], argv[1:], log_file=errlog)))
+                    subjects.append((FM_ONE, lambda: _seq(
+                        lambda i: fast.call_tool("add", {"a": i, "b": 2}), calls)))
+                await _rounds(figures, W_ONE_IO, "µs/call", 1e6 / calls, subjects, rounds)
+
+        anyio.run(main)
+    tb = f"{TB_CALL}, protocol {protocol}"
+    paired(figures, "Bench.call / faster SDK mode, stdio", W_ONE_IO, tb,
+           (SDK_AUTO, SDK_LEGACY), 1.05)
+    paired(figures, "Bench.call / SDK auto (2026), stdio", W_ONE_IO, tb, SDK_AUTO)
+    paired(figures, "Bench.call / SDK legacy (2025), stdio", W_ONE_IO, tb, SDK_LEGACY)
+    paired(figures, "SDK auto (2026) / SDK legacy (2025), stdio", W_ONE_IO, SDK_AUTO,
+           SDK_LEGACY)
+
+
+# -- 5. in-process tools --------------------------------------------------------------------
+def one_local(figures: common.Figures, quick: bool) -> None:
+    rounds, calls = (2, 200) if quick else (7, 1000)
+    common.progress(f"{W_LOCAL}: {rounds} rounds x {calls} calls")
+    box = ToolBox()
+
+    @box.tool(server="box")
+    async def add(a: int, b: int) -> int:
+        return a + b
+
+    ts = Toolset("set", max_concurrent=None)
+
+    @ts.tool("add", input_schema={"type": "object", "required": ["a", "b"], "properties": {
+        "a": {"type": "integer"}, "b": {"type": "integer"}}})
+    async def ts_add(data: dict[str, Any]) -> dict[str, Any]:
+        return {"result": data["a"] + data["b"]}
+
+    box_id, ts_id = ToolId("box", "add"), ToolId("set", "add")
+
+    async def direct(client: Any, tid: ToolId) -> float:
+        started = time.perf_counter()
+        for i in range(calls):
+            await client.call(tid, {"a": i, "b": 2})
+        return time.perf_counter() - started
+
+    with Bench() as bench:
+        bench.add(box)
+        bench.connect("set", ts)
+
+        async def main() -> None:
+            subjects: list[Subject] = [
+                ("ToolBox.call awaited (no bench)", lambda: direct(box, box_id)),
+                ("Toolset.call awaited (no bench)", lambda: direct(ts, ts_id)),
+                ("toolbench Bench.call -> ToolBox", lambda: _sync(
+                    _bench_seq(bench, "box-add", calls))),
+                ("toolbench Bench.call -> Toolset", lambda: _sync(
+                    _bench_seq(bench, "set-add", calls))),
+            ]
+            await _rounds(figures, W_LOCAL, "µs/call", 1e6 / calls, subjects, rounds)
+
+        anyio.run(main)
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    figures = common.Figures()
+    fm = _fastmcp()
+    if isinstance(fm, BaseException):
+        figures.skip("fastmcp", f"not importable ({fm!r}); pip install 'fastmcp>=4,<5'")
+    with open(os.devnull, "w") as errlog:
+        sweep(figures, quick, fm, errlog, sdk_server=False)
+        one_inprocess(figures, quick, fm)
+        one_stdio(figures, quick, fm, errlog)
+        one_local(figures, quick)
+        sweep(figures, quick, fm, errlog, sdk_server=True)
+    return figures.as_dict()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small and fast (a smoke test)")
+    parser.add_argument("--json", default="", help="also write the figures to this file")
+    parser.add_argument("--only", default="", help="comma-separated: sweep, sdk_sweep, "
+                        "inprocess, stdio, local (default: all)")
+    ns = parser.parse_args()
+    if ns.only:
+        figs, fm_ = common.Figures(), _fastmcp()
+        with open(os.devnull, "w") as log:
+            for part in ns.only.split(","):
+                {"sweep": lambda: sweep(figs, ns.quick, fm_, log, sdk_server=False),
+                 "sdk_sweep": lambda: sweep(figs, ns.quick, fm_, log, sdk_server=True),
+                 "inprocess": lambda: one_inprocess(figs, ns.quick, fm_),
+                 "stdio": lambda: one_stdio(figs, ns.quick, fm_, log),
+                 "local": lambda: one_local(figs, ns.quick)}[part.strip()]()
+        data = figs.as_dict()
+    else:
+        data = run(ns.quick)
+    from benchmarks.run import table
+
+    print(table({"machine": {"cores": os.cpu_count(), "implementation": "", "python": "",
+                             "platform": "", "load_average_at_start": os.getloadavg(),
+                             "packages": {}},
+                 "measurements": data["measurements"], "ratios": data["ratios"],
+                 "scripts": {}, "skipped": data["skipped"], "missing": [], "failed": []}))
+    if ns.json:
+        with open(ns.json, "w") as f:
+            f.write(json.dumps(data, indent=1, default=str) + "\n")

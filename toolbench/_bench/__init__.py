@@ -1,0 +1,1 @@
+"""The bench: connect, catalog, call, compare, map, records, the journal and configuration."""

@@ -1,0 +1,784 @@
+"""The Bench: the notebook face over the router, the pegboard and the shared loop.
+
+Every public coroutine ``_x`` becomes ``ax`` and ``x`` through :func:`twins`, so the sync
+face a notebook cell uses and the async face are the same code. Every call, whatever its
+outcome, leaves one record; the single-call API raises only after that record exists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import os
+import sys
+import time
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from toolbench._bench import config as _config
+from toolbench._bench.batch import Job, bind, compare_frame, positive_count, progress_bar, run_jobs
+from toolbench._bench.handles import ToolHandles
+from toolbench._bench.journal import Journal, warn_not_durable, warn_unwritten
+from toolbench._bench.records import Record, RecordStore, frame, make_record, new_call_id, utcnow
+from toolbench._core import preload as _preload
+from toolbench._core import validate as _validate
+from toolbench._core.client import Result, ToolSpec, check_arguments
+from toolbench._core.errors import TimedOut, ToolError, Unreachable
+from toolbench._core.ids import Egress, Provenance, ToolId, check_server_name
+from toolbench._core.validate import validate_arguments
+from toolbench._loop import get_loop, twins
+from toolbench._routing.connections import Connection, open_connection, secret_values
+from toolbench._routing.pegboard import PegBoard, describe_skipped
+from toolbench._routing.router import ToolRouter
+from toolbench._transports.mcp_errors import Redactor
+from toolbench._transports.toolbox import ToolBox
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from distributed import Client as DaskClient
+
+CLOSE_BOUND_S = 15.0
+"""How long cleaning up after a failed connect may take (an McpClient needs up to 10 s)."""
+TIMEOUT_BACKSTOP_S = 2.0
+"""How long after a call's timeout the bench stops waiting for a client that did not."""
+SERVER_COLUMNS = ("name", "transport", "status", "tools", "protocol", "server_name",
+                  "server_version", "destination", "error", "stderr_tail", "warnings")
+CATALOG_COLUMNS = ("name", "server", "tool", "title", "description", "parameters", "required",
+                   "input_schema", "output_schema", "annotations", "destination", "warnings")
+REPLACEABLE = frozenset({"failed", "lost"})
+"""Row statuses that ``connect``/``add`` under the same name replace instead of refusing."""
+_NO_SECRETS = Redactor(())
+
+
+def _scrubbed(exc: BaseException, redact: Redactor) -> BaseException:
+    """``exc`` itself, or (when it or a cause would show a secret) a clean copy, unchained.
+
+    The chain is dropped, not redacted: a cause is some library's exception, and a
+    traceback prints it verbatim.
+    """
+    if not isinstance(exc, Exception) or redact.cause(exc) is not None:
+        return exc
+    clean: Exception
+    if isinstance(exc, ToolError):
+        clean = type(exc)(redact(exc.detail), tool=exc.tool)
+    else:
+        text = redact(str(exc))
+        try:
+            clean = type(exc)(text)
+            if str(clean) != text:
+                raise TypeError
+        except Exception:
+            clean = ValueError(f"{type(exc).__name__}: {text}")
+    clean.__suppress_context__ = True
+    return clean
+
+
+def _positive(value: Any, what: str, *, allow_none: bool = False) -> Any:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+        value > 0 and math.isfinite(value)
+    ):
+        raise ValueError(f"{what} must be a positive number of seconds, not {value!r}")
+    return value
+
+
+def _schema_warnings(schema: Any) -> list[str]:
+    """Why local argument checking is skipped for a tool (``_validate.schema_problems``)."""
+    try:
+        return [str(p) for p in _validate.schema_problems(schema)]
+    except Exception as exc:  # a catalog must render even if one schema upsets the checker
+        return [f"the schema could not be examined: {type(exc).__name__}: {exc}"]
+
+
+def _cell_number() -> int | None:
+    """The running IPython cell's own number (IPython 9 has already counted one ahead)."""
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return None
+    try:
+        shell = ipython.get_ipython()
+        count = getattr(shell, "execution_count", None)
+        if not isinstance(count, int):
+            return None
+        return count - 1 if int(ipython.version_info[0]) >= 9 else count
+    except Exception:
+        return None
+
+
+@dataclass
+class _Target:
+    """A resolved name: the pegboard name, the tool it routes to and its declared spec."""
+
+    name: str
+    tool: ToolId
+    spec: ToolSpec | None
+
+
+@dataclass
+class _Row:
+    name: str
+    transport: str
+    status: str
+    connection: Connection | None = None
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    stderr: str = ""
+    """The stderr tail as it was when the connect failed (closing deletes the live file)."""
+    redact: Redactor = field(default=_NO_SECRETS, repr=False)
+    """Hides this server's secrets (env, headers, config expansions) in every cell shown."""
+    given: tuple[Any, dict[str, Any], Any] | None = field(default=None, repr=False)
+    """What ``connect`` was given (target, options, namespace): what a Dask worker rebuilds
+    the server from (``map(..., cluster=)``). It holds secrets: never shown."""
+
+    def current_status(self) -> str:
+        """The row's status, or the connection's own once connected (it may fail or be lost)."""
+        if self.status == "connected" and self.connection is not None:
+            return self.connection.status()
+        return self.status
+
+
+class Bench:
+    """Connect many servers, browse their tools, call, compare and map them, keep records.
+
+    A bench owns its connections (stdio children end when it closes) and one record of every
+    call made through it; ``Bench.demo()`` is one with the bundled offline demo servers.
+
+    Example:
+        >>> import toolbench as tb
+        >>> with tb.Bench.demo() as bench:                          # doctest: +SKIP
+        ...     bench.call("geo-distance", from_city="London", to_city="Paris").data
+        {'result': 343.557}
+    """
+
+    def __init__(self, journal: str | os.PathLike[str] | None = None, separator: str = "-",
+                 egress: Egress | Iterable[str] | None = None, timeout: float = 60.0,
+                 connect_timeout: float = 30.0) -> None:
+        """Make an empty bench; connect servers with ``connect``, ``add`` or ``load_config``.
+
+        Args:
+            journal (str | PathLike | None): a SQLite file that keeps every call's record
+                durably, written before the call returns, so a dead kernel loses nothing.
+                An existing file's records are loaded back (``map(resume=True)`` uses
+                them). ``None`` keeps records in memory only. Example:
+                ``Bench(journal="calls.sqlite")``.
+            separator (str): what joins a server's namespace and a tool's own name in the
+                pegboard name (``geo-distance``). It must use the MCP tool-name alphabet
+                ``[A-Za-z0-9_.-]``, since the name is sent onward as a tool name; ``"::"``
+                is refused. Example: ``Bench(separator="__")`` names it ``geo__distance``.
+            egress (Egress | Iterable[str] | None): the only network hosts a call or a
+                connect may reach (exact, lowercase, no wildcards); anything else is
+                refused as ``Unreachable`` before a byte is sent. Local servers (stdio,
+                in-process) are not judged; ``None`` judges nothing. Example:
+                ``Bench(egress=["api.example.com"])``.
+            timeout (float): seconds each call may take before it fails as ``TimedOut``
+                (a positive, finite number); ``call(..., timeout=)`` and ``connect(...,
+                timeout=)`` override it per call or per server. Example:
+                ``Bench(timeout=10)``.
+            connect_timeout (float): seconds each server may take to start and list its
+                tools before its connect fails as ``Unreachable`` (its row stays, marked
+                ``failed``). Example: ``Bench(connect_timeout=60)`` for a slow ``npx``.
+
+        Example:
+            >>> bench = tb.Bench(journal="calls.sqlite", timeout=10)   # doctest: +SKIP
+            >>> bench.connect("time", "mcp-server-time --local-timezone UTC")  # doctest: +SKIP
+        """
+        self.timeout = _positive(timeout, "timeout")
+        self.connect_timeout = _positive(connect_timeout, "connect_timeout")
+        if egress is not None and not isinstance(egress, Egress):
+            egress = Egress(egress)
+        self.egress: Egress | None = egress
+        self.router = ToolRouter(egress)
+        self.pegboard = PegBoard(self.router, separator)
+        self._rows: dict[str, _Row] = {}
+        self._store = RecordStore(Journal(journal) if journal is not None else None)
+        self._closed = False
+        self.tools = ToolHandles(self)
+        get_loop().track(self)
+        _preload.start()  # jsonschema's slow import, done before the first call needs it
+
+    @classmethod
+    def demo(cls, **options: Any) -> Bench:
+        """A bench with the bundled offline demo servers connected (concurrently)."""
+        from toolbench import demo
+
+        bench = cls(**options)
+        try:
+            bench.load_config(demo.config())
+        except BaseException:
+            bench.close()
+            raise
+        return bench
+
+    # -- connecting -----------------------------------------------------------------------
+    async def _connect(self, name: str, target: Any, /, *, namespace: Any = ...,
+                       **options: Any) -> int:
+        """Connect ``target`` as server ``name``; its type picks the transport.
+
+        A failure raises ``Unreachable`` and leaves a ``failed`` row in ``servers``; a later
+        ``connect`` under the same name replaces a failed (or lost) row. ``secrets=[...]``
+        names further values (besides env and header values, always hidden) that must never
+        appear in the servers table, a record or an error message. ``protocol_mode="auto"``
+        (or ``"legacy"``) overrides how a stdio or HTTP connection picks its protocol
+        (default ``"fast"``: see ``toolbench._transports.mcp.PROTOCOL_MODES``; ``servers``
+        shows it).
+        """
+        self._check_open()
+        check_server_name(name)
+        redact = Redactor(secret_values(options))
+        existing = self._rows.get(name)
+        if existing is not None and existing.current_status() not in REPLACEABLE:
+            raise ValueError(f"server {name!r} is already connected; disconnect it first")
+        if "timeout" in options:
+            _positive(options["timeout"], "timeout")
+        options.setdefault("timeout", self.timeout)
+        options.setdefault("connect_timeout", self.connect_timeout)
+        try:
+            connection = open_connection(name, target, options)
+        except Exception as exc:
+            clean = _scrubbed(exc, redact)
+            if clean is exc:
+                raise
+            raise clean from None
+        if existing is not None:  # a failed or lost row: it goes only once the new one is valid
+            await self._disconnect(name)
+        row = _Row(name, connection.transport, "connecting", connection, redact=redact,
+                   given=(target, dict(options), namespace))
+        self._rows[name] = row
+        try:
+            if self.egress is not None and not self.egress.allows(connection.destination):
+                raise Unreachable(
+                    f"egress refused: host {connection.destination.host!r} is not in the "
+                    f"allowlist {sorted(self.egress.hosts)}; nothing was sent"
+                )
+            await connection.open()
+            ns = name if namespace is ... else namespace
+            count = await self.pegboard.add_service(name, connection.client, namespace=ns)
+        except BaseException as exc:
+            row.status, row.error = "failed", redact(str(exc))
+            with contextlib.suppress(Exception):  # read before closing deletes the file
+                row.stderr = redact(connection.stderr_tail())
+            # Shielded, so an interrupted connect still ends its child; bounded all the same.
+            with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_BOUND_S):
+                await connection.close()
+            if not isinstance(exc, ToolError):  # a config mistake (collision): no row kept
+                self._rows.pop(name, None)
+            clean = _scrubbed(exc, redact)
+            if clean is exc:
+                raise
+            raise clean from None
+        row.status, row.error = "connected", None
+        return count
+
+    aconnect, connect = twins(_connect)
+
+    async def _add(self, box: ToolBox) -> list[str]:
+        """Add every server a ToolBox names; all of them, or none."""
+        self._check_open()
+        if not isinstance(box, ToolBox):
+            raise TypeError(f"add() takes a ToolBox, not {box!r}; use connect() for servers")
+        servers = box.servers()
+        taken = [s for s in servers
+                 if s in self._rows and self._rows[s].current_status() not in REPLACEABLE]
+        if taken:
+            raise ValueError(f"servers already connected: {taken}; nothing was added")
+        for server in servers:
+            if server in self._rows:  # a failed or lost row: replaced
+                await self._disconnect(server)
+        added: list[str] = []
+        try:
+            for server in servers:
+                await self.pegboard.add_service(server, box)
+                self._rows[server] = _Row(server, "toolbox", "connected",
+                                          Connection.wrap(server, box, "toolbox"))
+                added.append(server)
+        except BaseException:
+            for server in added:
+                self.pegboard.remove_service(server)
+                self._rows.pop(server, None)
+            raise
+        return servers
+
+    aadd, add = twins(_add)
+
+    async def _disconnect(self, name: str) -> None:
+        """Remove a server, its tools and its row; close its connection."""
+        row = self._rows.pop(name, None)
+        if row is None:
+            raise KeyError(f"no server {name!r}; connected: {sorted(self._rows)}")
+        if name in self.pegboard.list_services():
+            self.pegboard.remove_service(name)
+        self.router.unroute(name)
+        if row.connection is not None:
+            await row.connection.close()
+
+    adisconnect, disconnect = twins(_disconnect)
+
+    def _check_config(self, config: str | os.PathLike[str] | Mapping[str, Any],
+                      stacklevel: int) -> _config.Parsed:
+        """Read and check the whole config in the caller's thread; nothing starts here.
+
+        Runs before the shared loop is involved, so a file read never blocks the loop and the
+        unknown-key ``ConfigWarning`` is issued where the caller can see (and filter) it.
+        """
+        self._check_open()
+        parsed = _config.parse(config)
+        taken = sorted(e.name for e in parsed.servers if e.name in self._rows
+                       and self._rows[e.name].current_status() not in REPLACEABLE)
+        if taken:
+            raise ValueError(f"servers already connected: {taken}; disconnect them first; "
+                             "nothing was started")
+        parsed.warn_unknown(stacklevel=stacklevel + 1)
+        return parsed
+
+    async def _load_config(self, config: str | os.PathLike[str] | Mapping[str, Any], *,
+                           progress: bool | None = None) -> pd.DataFrame:
+        """Connect every server of an ``mcpServers``/``servers`` config, all at once.
+
+        The whole config is checked first: a mistake anywhere is a ``ConfigError`` naming
+        its JSON path, and nothing starts. After that every server succeeds or fails on its
+        own, whatever the exception (a failed row with the error; the others connect). A
+        name clash with an earlier server's tools is that server's failed row. A server with
+        ``"disabled": true`` is not started and has no row. Unknown keys give one
+        ``ConfigWarning``. Returns ``servers``.
+        """
+        return await self._connect_all(self._check_config(config, stacklevel=3), progress)
+
+    def load_config(self, config: str | os.PathLike[str] | Mapping[str, Any], *,
+                    progress: bool | None = None) -> pd.DataFrame:
+        parsed = self._check_config(config, stacklevel=2)
+        return get_loop().run(self._connect_all, parsed, progress)
+
+    async def aload_config(self, config: str | os.PathLike[str] | Mapping[str, Any], *,
+                           progress: bool | None = None) -> pd.DataFrame:
+        parsed = self._check_config(config, stacklevel=2)
+        return await get_loop().arun(self._connect_all, parsed, progress)
+
+    load_config.__doc__ = aload_config.__doc__ = _load_config.__doc__
+
+    async def _connect_all(self, parsed: _config.Parsed, progress: bool | None,
+                           ) -> pd.DataFrame:
+        entries = parsed.servers
+        bar = progress_bar(len(entries), "connecting", progress)
+
+        async def one(entry: _config.ServerConfig) -> None:
+            try:
+                await self._connect(entry.name, entry.target, secrets=entry.secrets,
+                                    **entry.options)
+            except Exception as exc:  # every server on its own: the failed row tells it
+                if entry.name not in self._rows:  # e.g. a NameCollision keeps no row
+                    redact = Redactor(secret_values({**entry.options,
+                                                     "secrets": entry.secrets}))
+                    self._rows[entry.name] = _Row(entry.name, entry.transport, "failed",
+                                                  error=redact(f"{type(exc).__name__}: {exc}"),
+                                                  redact=redact)
+            finally:
+                bar.update(1)
+
+        try:
+            async with anyio.create_task_group() as tg:
+                for entry in entries:
+                    tg.start_soon(one, entry)
+        finally:
+            bar.close()
+        return self._servers_frame()
+
+    async def _close(self) -> None:
+        """Close every connection (stdio children end) and the journal; safe to repeat."""
+        if self._closed:
+            return
+        self._closed = True
+        async with anyio.create_task_group() as tg:
+            for row in self._rows.values():
+                if row.connection is not None:
+                    tg.start_soon(row.connection.close)
+        for row in self._rows.values():
+            row.status = "closed"
+        if self._store.journal is not None:  # committed on the journal's own thread
+            warn_unwritten(self._store.journal, await self._store.aclose())
+        get_loop().untrack(self)
+
+    aclose, close = twins(_close)
+
+    @property
+    def closed(self) -> bool:
+        """True once ``close()`` has begun: nothing can be connected or called any more."""
+        return self._closed
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("this Bench is closed; make a new one")
+
+    def __enter__(self) -> Bench:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Bench:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- tables ---------------------------------------------------------------------------
+    def _servers_frame(self) -> pd.DataFrame:
+        import pandas as pd
+
+        rows = []
+        for row in list(self._rows.values()):
+            conn, redact = row.connection, row.redact
+            info = conn.info() if conn is not None else {}
+
+            def shown(value: Any, redact: Redactor = redact) -> Any:
+                return redact(value) if isinstance(value, str) else value
+
+            rows.append({
+                "name": row.name, "transport": row.transport, "status": row.current_status(),
+                "tools": len(self.pegboard.names_for_server(row.name)),
+                "protocol": info.get("protocol"),
+                "server_name": shown(info.get("server_name")),
+                "server_version": shown(info.get("server_version")),
+                "destination": shown(str(conn.destination)) if conn is not None else None,
+                "error": shown(row.error or info.get("error")),
+                "stderr_tail": shown(row.stderr or (conn.stderr_tail() if conn is not None
+                                                     else "")),
+                "warnings": [redact(w) for w in self._server_warnings(row.name)],
+            })
+        return pd.DataFrame(rows, columns=list(SERVER_COLUMNS))
+
+    def _server_warnings(self, name: str) -> list[str]:
+        """What was skipped or went wrong quietly for one server: tools left out, and a
+        refresh after ``tools/list_changed`` that failed (the old tools stay)."""
+        found = describe_skipped(self.pegboard.skipped(name))
+        failed = self.pegboard.refresh_errors.get(name)
+        if failed is not None:
+            found.append(f"refreshing the tool list failed, the old list stays: {failed}")
+        return found
+
+    @property
+    def servers(self) -> pd.DataFrame:
+        """One row per server; no secret value (env, headers) ever appears here."""
+        return self._servers_frame()
+
+    def catalog(self, server: str | None = None, search: str | None = None) -> pd.DataFrame:
+        """One row per tool; ``search`` matches name, title and description, any case."""
+        import pandas as pd
+
+        needle = search.lower() if isinstance(search, str) and search else None
+        rows = []
+        for entry in self.pegboard.entries(server):
+            spec = entry.spec
+            if needle and not any(needle in (v or "").lower()
+                                  for v in (entry.name, spec.title, spec.description)):
+                continue
+            rows.append({
+                "name": entry.name, "server": entry.server, "tool": entry.tool,
+                "title": spec.title, "description": spec.description,
+                "parameters": spec.parameters, "required": spec.required,
+                "input_schema": spec.input_schema, "output_schema": spec.output_schema,
+                "annotations": spec.annotations,
+                "destination": str(self.router.destination(entry.tool_id)),
+                "warnings": _schema_warnings(spec.input_schema),
+            })
+        return pd.DataFrame(rows, columns=list(CATALOG_COLUMNS))
+
+    @property
+    def records(self) -> pd.DataFrame:
+        """Every call made through this bench (and loaded from its journal), oldest first."""
+        return frame(self._store.snapshot())
+
+    # -- calling --------------------------------------------------------------------------
+    def _resolve(self, name: object) -> _Target:
+        if not isinstance(name, str):
+            raise TypeError(f"a tool name is a str, not {type(name).__name__} {name!r}")
+        if name.startswith("tool://"):
+            tid = ToolId.parse(name)
+            if tid is None:
+                raise Unreachable(f"malformed reference {name!r}: expected tool://server/tool")
+            for entry in self.pegboard.entries(tid.server):
+                if entry.tool == tid.tool:
+                    return _Target(entry.name, tid, entry.spec)
+            raise Unreachable(f"no tool {tid.tool!r} on server {tid.server!r}", tool=tid)
+        entry = self.pegboard.entry(name)
+        return _Target(entry.name, entry.tool_id, entry.spec)
+
+    def _provenance(self, provenance: Provenance | Mapping[str, Any] | None) -> Provenance:
+        if provenance is None:
+            base = Provenance()
+        elif isinstance(provenance, Provenance):
+            base = provenance
+        else:
+            base = Provenance.from_dict(provenance)
+        return base.with_fields(cell=_cell_number())
+
+    async def _invoke(self, target: _Target, arguments: Any, *, batch: str | None,
+                      timeout: float | None, provenance: Provenance,
+                      ) -> tuple[Record, Result | None, ToolError | None]:
+        """Make one call and record it; a failure comes back as data, never raised."""
+        call_id, started = new_call_id(), utcnow()
+        limit = self.timeout if timeout is None else timeout
+        t0 = time.perf_counter()  # reset once the call is sent: latency is the far side's
+        result: Result | None = None
+        error: ToolError | None = None
+        recorded_args = arguments if isinstance(arguments, Mapping) else {"_invalid": arguments}
+        tag = call_id if batch is None else batch  # what the journal's count is kept by
+        prov = provenance.as_dict()
+        sent, durable = False, True
+        if not _preload.ready():  # off the loop, before this call's timeout starts
+            await _preload.wait()
+        begun = time.perf_counter()
+        try:
+            args = check_arguments(target.tool, arguments)
+            validate_arguments(target.tool, target.spec.input_schema if target.spec else None,
+                               args)
+            # Journaled: the intent is committed before a byte is sent (on the journal's
+            # thread; this only awaits it, bounded), so a crash from here on leaves a trace.
+            durable = await self._store.intent(call_id, batch, started, target.tool.server,
+                                               target.tool.tool, target.name, recorded_args,
+                                               prov)
+            # Checking the arguments and journaling the intent count inside the call's
+            # timeout (DESIGN, "The trust boundary"); if they used it all, nothing is sent.
+            t0 = time.perf_counter()
+            remaining = limit - (t0 - begun)
+            if remaining <= 0:
+                raise Unreachable(
+                    f"not sent: checking the arguments and recording the intent took "
+                    f"{t0 - begun:.3g} s of the call's {limit:g} s timeout", tool=target.tool)
+            sent = True
+            # asyncio.timeout, not anyio.fail_after: the bench always runs on the shared
+            # asyncio loop, and this is a few microseconds cheaper on every call.
+            # The router hands the timeout down (M1): the client itself decides whether a
+            # call that ran out of time was sent (in doubt) or never left (did not happen).
+            # This outer bound is only a backstop, a little later, for a client that hangs;
+            # a client that bounds itself (ours, or one the router bounds) gets none, so a
+            # call has one timeout scope (issue 17: each costs ~10 µs).
+            if self.router.bounds_itself(target.tool):
+                result = await self.router.call(target.tool, args, provenance,
+                                                timeout=remaining)
+            else:
+                async with asyncio.timeout(remaining + TIMEOUT_BACKSTOP_S):
+                    result = await self.router.call(target.tool, args, provenance,
+                                                    timeout=remaining)
+        except ToolError as exc:
+            error = exc
+        except TimeoutError as exc:  # the router's bound for a plain client, or the backstop
+            error = TimedOut(f"no answer within {limit} s", tool=target.tool)
+            error.__cause__ = exc
+        except anyio.get_cancelled_exc_class():
+            self._store.append(make_record(
+                call_id=call_id, batch=batch, started=started, server=target.tool.server,
+                tool=target.tool.tool, name=target.name, arguments=recorded_args,
+                latency_s=time.perf_counter() - t0, provenance=prov,
+                error=TimedOut("cancelled (interrupted) while in flight", tool=target.tool)
+                if sent else Unreachable("cancelled (interrupted) before it was sent",
+                                         tool=target.tool),
+            ), tag)
+            raise
+        except Exception as exc:  # a foreign bug in some client: the far side's fate is unknown
+            error = TimedOut(f"{type(exc).__name__}: {exc}", tool=target.tool)
+            error.__cause__ = exc
+        record = make_record(
+            call_id=call_id, batch=batch, started=started, server=target.tool.server,
+            tool=target.tool.tool, name=target.name, arguments=recorded_args,
+            latency_s=time.perf_counter() - t0, provenance=prov,
+            result=result, error=error,
+        )
+        self._store.append(record, tag)
+        if error is not None and error.tool is None:
+            error.tool = target.tool
+        journal = self._store.journal
+        if batch is None and journal is not None and (not durable or journal.degraded):
+            # Its intent was durable before sending; the outcome is committed right behind
+            # it (with the next intent, or LINGER_S later), without holding the call back.
+            # A journal that is failing says so now, not only at close.
+            warn_not_durable(journal, 1, 1, f"call {target.name}")
+        return record, result, error
+
+    async def _call(self, name: str, arguments: Mapping[str, Any] | None = None, /, *,
+                    timeout: float | None = None,
+                    provenance: Provenance | Mapping[str, Any] | None = None,
+                    **kwargs: Any) -> Result:
+        """Call one tool by pegboard name or ``tool://`` reference; raise its ToolError.
+
+        Arguments come as one mapping or as keywords, not both. The failed call is recorded
+        before the error is raised.
+        """
+        self._check_open()
+        if arguments is not None and kwargs:
+            raise TypeError("pass arguments as one mapping or as keywords, not both")
+        if timeout is not None:
+            _positive(timeout, "timeout")
+        target = self._resolve(name)
+        _, result, error = await self._invoke(
+            target, kwargs if arguments is None else arguments, batch=None, timeout=timeout,
+            provenance=self._provenance(provenance),
+        )
+        if error is not None:
+            raise error
+        assert result is not None
+        return result
+
+    acall, call = twins(_call)
+
+    # -- many calls -----------------------------------------------------------------------
+    def _same_named(self, name: str, servers: Iterable[str] | None) -> list[_Target]:
+        """Every server's tool with the original name behind ``name``."""
+        if not isinstance(name, str):
+            raise TypeError(f"a tool name is a str, not {type(name).__name__} {name!r}")
+        if name in self.pegboard or name.startswith("tool://"):
+            original = self._resolve(name).tool.tool
+        else:
+            original = name
+        targets = [_Target(e.name, e.tool_id, e.spec) for e in self.pegboard.entries()
+                   if e.tool == original]
+        if servers is not None:
+            wanted = [servers] if isinstance(servers, str) else list(servers)
+            unknown = [s for s in wanted if s not in self._rows]
+            if unknown:
+                raise ValueError(f"unknown servers {unknown}; connected: {sorted(self._rows)}")
+            targets = [t for t in targets if t.tool.server in wanted]
+        if not targets:
+            offered = sorted({e.tool for e in self.pegboard.entries()})
+            import difflib
+
+            close = difflib.get_close_matches(original, offered, n=3)
+            hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+            raise Unreachable(f"no connected server offers a tool named {original!r}{hint}")
+        return targets
+
+    @staticmethod
+    def _cases(cases: Any, kwargs: Mapping[str, Any]) -> list[Any]:
+        if cases is not None and kwargs:
+            raise TypeError("pass the argument sets as cases or as keywords, not both")
+        if cases is None:
+            return [dict(kwargs)]
+        if isinstance(cases, Mapping):
+            return [cases]
+        if isinstance(cases, (str, bytes)) or not isinstance(cases, Iterable):
+            raise TypeError(f"cases must be a mapping or a list of mappings, not {cases!r}")
+        return list(cases)
+
+    async def _batch(self, calls: Sequence[tuple[int, _Target, Any]], label: str,
+                     provenance: Provenance | Mapping[str, Any] | None, *,
+                     timeout: float | None, progress: bool | None, overall: int | None,
+                     per_server: int | None) -> list[Record]:
+        """Make ``(case, target, arguments)`` calls as one batch; records in call order."""
+        batch = uuid.uuid4().hex
+        base = self._provenance(provenance)
+        jobs = [Job(target.tool.server, bind(self._invoke, target, args, batch=batch,
+                                              timeout=timeout,
+                                              provenance=base.with_fields(case=index)))
+                for index, target, args in calls]
+        bar = progress_bar(len(jobs), label, progress)
+        try:
+            outcomes = await run_jobs(jobs, overall=overall, per_server=per_server, bar=bar)
+        finally:
+            bar.close()
+        if self._store.journal is not None:  # one wait, and one warning, for the batch
+            warn_not_durable(self._store.journal, await self._store.settle(batch), len(jobs),
+                             label)
+        return [outcome[0] for outcome in outcomes]
+
+    async def _compare(self, name: str, cases: Mapping[str, Any] | Sequence[Any] | None = None,
+                       /, servers: Iterable[str] | None = None, *, concurrency: int = 4,
+                       timeout: float | None = None, progress: bool | None = None,
+                       provenance: Provenance | Mapping[str, Any] | None = None,
+                       **kwargs: Any) -> pd.DataFrame:
+        """Run the same tool name on every server offering it: one row per (case, server).
+
+        Failures are rows, never raised. Each server is a lane of ``concurrency`` calls.
+        """
+        self._check_open()
+        positive_count(concurrency, "concurrency")
+        targets = self._same_named(name, servers)
+        calls = [(index, target, args) for index, args in enumerate(self._cases(cases, kwargs))
+                 for target in targets]
+        records = await self._batch(calls, f"compare {name}", provenance, timeout=timeout,
+                                    progress=progress, overall=None, per_server=concurrency)
+        return compare_frame([(index, r) for (index, _, _), r in zip(calls, records,
+                                                                        strict=True)])
+
+    acompare, compare = twins(_compare)
+
+    async def _map(self, name: str, cases: Iterable[Mapping[str, Any]], /, *,
+                   concurrency: int = 8, progress: bool = True, resume: bool = False,
+                   retry_in_doubt: bool = False, timeout: float | None = None,
+                   provenance: Provenance | Mapping[str, Any] | None = None,
+                   cluster: DaskClient | None = None) -> pd.DataFrame:
+        """Call one tool once per argument set, ``concurrency`` at a time; records shape.
+
+        Failures are rows, never raised. With ``resume=True`` an argument set that already
+        succeeded for this tool (in memory or in the journal) is not called again, and
+        neither is one whose call is in doubt (it may have run: interrupted, timed out, or
+        in flight when a process died); the earlier record stands in the result instead.
+        ``retry_in_doubt=True`` calls the in-doubt ones again. A failure that did not
+        happen, or a tool error, is always called again on resume.
+
+        ``cluster=client`` (a ``dask.distributed.Client``, from the ``dask`` extra) runs the
+        calls on the cluster's workers, each with its own connection to the server, rebuilt
+        from what ``connect``/``load_config`` was given (a stdio command or an http(s) URL;
+        an in-process server or a ToolBox cannot travel: ``ValueError``). ``concurrency``
+        then applies per worker, so up to ``concurrency`` x workers calls are in flight.
+        Records, journal, ``resume`` and the progress bar work as on one machine; a worker
+        lost mid-job leaves only the calls it may have sent ``in_doubt`` (see
+        ``toolbench._bench.cluster``). Example: ``bench.map("echo-echo", cases, cluster=client)``.
+        """
+        self._check_open()
+        positive_count(concurrency, "concurrency")
+        target = self._resolve(name)
+        if cluster is not None:  # checked before anything runs or ships
+            from toolbench._bench import cluster as _cluster
+
+            _cluster.check_cluster(self, cluster, target.tool.server)
+        arg_sets = self._cases(cases, {})
+        slots: list[Record | None] = [None] * len(arg_sets)
+        calls = []
+        for index, args in enumerate(arg_sets):
+            done = (self._store.resume_record(target.tool.server, target.tool.tool, args,
+                                              retry_in_doubt=retry_in_doubt)
+                    if resume and isinstance(args, Mapping) else None)
+            if done is not None:
+                slots[index] = done
+            else:
+                calls.append((index, target, args))
+        if cluster is not None:
+            records = await _cluster.map_on_cluster(
+                self, cluster, target, [(index, args) for index, _, args in calls],
+                concurrency=concurrency, progress=progress, timeout=timeout,
+                provenance=self._provenance(provenance))
+        else:
+            records = await self._batch(calls, f"map {target.name}", provenance,
+                                        timeout=timeout, progress=progress,
+                                        overall=concurrency, per_server=None)
+        for (index, _, _), record in zip(calls, records, strict=True):
+            slots[index] = record
+        return frame(r for r in slots if r is not None)
+
+    amap, map = twins(_map)
+
+    # -- display --------------------------------------------------------------------------
+    def explore(self) -> Any:
+        """The explorer widget: browse the catalog, fill a form, call, compare (ipywidgets)."""
+        from toolbench._notebook.widgets import explorer
+
+        return explorer(self)
+
+    def __repr__(self) -> str:
+        try:
+            state = "closed" if self._closed else "open"
+            return (f"<Bench {state}: {len(self._rows)} servers, "
+                    f"{self.pegboard.tool_count()} tools, {len(self._store)} records>")
+        except Exception:
+            return "<Bench>"
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        from toolbench._notebook.display import bench_bundle
+
+        return bench_bundle(self)
+

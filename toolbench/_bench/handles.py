@@ -1,0 +1,79 @@
+"""``bench.tools``: every pegboard name as a callable handle that tab-completes in IPython."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from toolbench._core.client import Result, ToolSpec
+
+if TYPE_CHECKING:
+    from toolbench._bench.bench import Bench
+
+
+def _doc(spec: ToolSpec, server: str) -> str:
+    lines = [spec.description or "(no description)", "", f"Server: {server}"]
+    props = spec.input_schema.get("properties") if isinstance(spec.input_schema, dict) else None
+    if isinstance(props, dict) and props:
+        lines += ["", "Parameters:"]
+        required = set(spec.required)
+        for pname, pschema in props.items():
+            kind = pschema.get("type", "any") if isinstance(pschema, dict) else "any"
+            desc = pschema.get("description", "") if isinstance(pschema, dict) else ""
+            mark = " (required)" if pname in required else ""
+            lines.append(f"  {pname}: {kind}{mark}" + (f" — {desc}" if desc else ""))
+    return "\n".join(lines)
+
+
+class ToolHandle:
+    """One tool, callable like a function: ``bench.tools["time-get_current_time"](...)``."""
+
+    def __init__(self, bench: Bench, name: str, spec: ToolSpec, server: str) -> None:
+        self._bench = bench
+        self.name = name
+        self.spec = spec
+        self.server = server
+        self.__doc__ = _doc(spec, server)
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        return self.spec.input_schema
+
+    def __call__(self, arguments: Mapping[str, Any] | None = None, /, **kwargs: Any) -> Result:
+        return self._bench.call(self.name, arguments, **kwargs)
+
+    async def acall(self, arguments: Mapping[str, Any] | None = None, /,
+                    **kwargs: Any) -> Result:
+        return await self._bench.acall(self.name, arguments, **kwargs)
+
+    def __repr__(self) -> str:
+        params = ", ".join(self.spec.parameters)
+        return f"<tool {self.name}({params}) on {self.server}>"
+
+
+class ToolHandles(Mapping[str, ToolHandle]):
+    """A live view of the bench's pegboard: new servers appear without re-fetching."""
+
+    def __init__(self, bench: Bench) -> None:
+        self._bench = bench
+
+    def __getitem__(self, name: str) -> ToolHandle:
+        entry = self._bench.pegboard.entry(name)
+        return ToolHandle(self._bench, entry.name, entry.spec, entry.server)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._bench.pegboard.list_all_tools())
+
+    def __len__(self) -> int:
+        return self._bench.pegboard.tool_count()
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._bench.pegboard
+
+    def _ipython_key_completions_(self) -> list[str]:
+        return self._bench.pegboard.list_all_tools()
+
+    def __repr__(self) -> str:
+        names = self._bench.pegboard.list_all_tools()
+        shown = ", ".join(names[:20]) + (f", … ({len(names)} in all)" if len(names) > 20 else "")
+        return f"<{len(names)} tools: {shown}>"

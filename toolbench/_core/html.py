@@ -1,0 +1,150 @@
+"""Safe HTML fragments for untrusted text; stdlib only so every layer may use it."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import html
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from toolbench._core.client import Result
+
+# Raster formats only: SVG can carry script, so it is never inlined.
+SAFE_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+_BASE64_RE = re.compile(r"[A-Za-z0-9+/=\s]*")
+MAX_INLINE_IMAGE_BYTES = 4 * 1024 * 1024
+RESULT_BUDGET = 40_000
+"""Characters of text and JSON a rendered result may hold (images come on top)."""
+MAX_IMAGES = 8
+
+
+def escape(value: object) -> str:
+    """Escape anything for HTML text or a quoted attribute."""
+    return html.escape(value if isinstance(value, str) else str(value), quote=True)
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters, ending in "…".
+
+    The cut falls after a word when one ends in the last fifth of the room, so a hint like
+    "Did you mean 'Tokyo'?" is not left as "Did you me…"; a long run without spaces (a
+    token, base64) is cut where the room ends.
+    """
+    if len(text) <= limit:
+        return text
+    room = max(limit - 1, 0)
+    cut = text.rfind(" ", 0, room + 1)
+    if room >= 20 and cut >= room * 4 // 5:
+        return text[:cut].rstrip() + "…"
+    return text[:room] + "…"
+
+
+def cell(value: object, limit: int = 80) -> str:
+    """A table cell: shortened, escaped, the full text (capped) in a tooltip."""
+    text = value if isinstance(value, str) else to_text(value)
+    short = shorten(text, limit)
+    if short == text:
+        return escape(text)
+    return f'<span title="{escape(shorten(text, 2000))}">{escape(short)}</span>'
+
+
+def to_text(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def image_tag(data: object, mime_type: object, *, max_width: int = 480) -> str | None:
+    """An inline <img> for a safe raster image, or None when the block is not one."""
+    if mime_type not in SAFE_IMAGE_TYPES or not isinstance(data, str):
+        return None
+    if len(data) > MAX_INLINE_IMAGE_BYTES * 4 // 3 + 4 or not _BASE64_RE.fullmatch(data):
+        return None
+    try:
+        base64.b64decode(data, validate=False)
+    except (binascii.Error, ValueError):
+        return None
+    compact = "".join(data.split())
+    return f'<img style="max-width:{max_width}px" src="data:{mime_type};base64,{compact}"/>'
+
+
+def pretty_json(value: Any, limit: int = 20_000) -> str:
+    try:
+        text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return shorten(text, limit)
+
+
+def bounded_json(value: Any, limit: int) -> str:
+    """JSON text of ``value``, cut at ``limit``; huge strings inside are cut before dumping."""
+    return shorten(to_text(trim(value, limit)), limit)
+
+
+def trim(value: Any, limit: int, depth: int = 0, cut: list[bool] | None = None) -> Any:
+    """``value`` with long strings and containers cut; ``cut`` gets True if anything was."""
+    if isinstance(value, str):
+        if len(value) > limit and cut is not None:
+            cut.append(True)
+        return shorten(value, limit)
+    if depth > 20:
+        if cut is not None:
+            cut.append(True)
+        return "…"
+    if isinstance(value, (dict, list, tuple)) and len(value) > 200 and cut is not None:
+        cut.append(True)
+    if isinstance(value, dict):
+        return {str(k)[:limit]: trim(v, limit, depth + 1, cut)
+                for k, v in list(value.items())[:200]}
+    if isinstance(value, (list, tuple)):
+        return [trim(v, limit, depth + 1, cut) for v in list(value)[:200]]
+    return value
+
+
+def result_html(result: Result, *, budget: int = RESULT_BUDGET) -> str:
+    """Text, pretty JSON and inline images of a result, escaped, within ``budget`` chars."""
+    try:
+        return _result_html(result, budget)
+    except Exception as exc:  # never raise from display
+        return f"<pre>{escape(type(exc).__name__)}: result could not be shown</pre>"
+
+
+def _result_html(result: Result, budget: int) -> str:
+    parts = []
+    head = escape(result.tool or "result")
+    if result.latency_s is not None:
+        head += f" <small>{result.latency_s * 1000:.1f} ms</small>"
+    parts.append(f"<div><b>{head}</b></div>")
+    left = budget
+    images = 0
+    for block in result.content[:200]:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text" and result.structured is None and left > 0:
+            text = str(block.get("text", ""))
+            short = shorten(text, left)
+            left -= len(short)
+            more = f" <small>({len(text):,} characters in all)</small>" if short != text else ""
+            parts.append(f"<pre style='white-space:pre-wrap'>{escape(short)}</pre>{more}")
+        elif kind == "image" and images < MAX_IMAGES:
+            images += 1
+            tag = image_tag(block.get("data"), block.get("mimeType"))
+            parts.append(tag or f"<i>[image {escape(block.get('mimeType'))} not shown]</i>")
+        elif kind not in ("text", "image"):
+            parts.append(f"<i>[{escape(shorten(str(kind), 40))} block]</i>")
+    if result.structured is not None:
+        cut: list[bool] = []
+        room = max(left, 200)
+        text = pretty_json(trim(result.structured, room, cut=cut), room)
+        note = " <small>(shortened)</small>" if cut or text.endswith("…") else ""
+        parts.append(f"<pre style='white-space:pre-wrap'>{escape(text)}</pre>{note}")
+    return "<div class='toolbench-result'>" + "".join(parts) + "</div>"

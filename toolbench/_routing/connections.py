@@ -1,0 +1,162 @@
+"""What ``Bench.connect`` was given, turned into a connection with one uniform face.
+
+The target's type picks the transport: a command (str or list) is stdio, an http(s) URL is
+streamable HTTP (or SSE), an MCP server object runs in process, and any ToolClient (a
+Toolset, a ToolBox, a test double) is used as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from toolbench._core.client import Result, ToolClient, ToolSpec
+from toolbench._core.ids import Destination, Provenance, ToolId
+from toolbench._routing.router import call_client
+
+MCP_OPTIONS = frozenset({"env", "cwd", "headers", "timeout", "connect_timeout",
+                         "max_concurrent", "transport", "secrets", "max_message_bytes",
+                         "max_tools", "protocol_mode"})
+SECRET_OPTIONS = ("env", "headers")
+"""Options whose every value is a secret (never shown), wherever it came from."""
+CLIENT_OPTIONS = frozenset({"timeout", "connect_timeout"})
+
+
+class _Renamed:
+    """Serves a single-server client under the bench's local name (a Toolset's address may
+    differ from the name the user connects it as)."""
+
+    def __init__(self, name: str, inner: ToolClient, inner_server: str) -> None:
+        self._name, self._inner, self._inner_server = name, inner, inner_server
+
+    def servers(self) -> Iterable[str]:
+        return [self._name]
+
+    def _inner_id(self, tool: ToolId) -> ToolId:
+        return ToolId(self._inner_server, tool.tool)
+
+    def destination(self, tool: ToolId) -> Destination:
+        return self._inner.destination(self._inner_id(tool))
+
+    async def list_tools(self, server: str) -> list[ToolSpec]:
+        return await self._inner.list_tools(self._inner_server)
+
+    async def call(self, tool: ToolId, arguments: Mapping[str, Any],
+                   provenance: Provenance | None = None, *,
+                   timeout: float | None = None) -> Result:
+        # The router's rule, so the inner client still decides what a timeout means.
+        result = await call_client(self._inner, self._inner_id(tool), arguments, provenance,
+                                   timeout)
+        result.tool = tool
+        return result
+
+
+class Connection:
+    """One server as the bench sees it: open, close, status, info and stderr."""
+
+    def __init__(self, name: str, client: ToolClient, transport: str, *,
+                 owned: bool, mcp: Any = None) -> None:
+        self.name, self.client, self.transport = name, client, transport
+        self.owned = owned
+        self._mcp = mcp  # the McpClient, when there is one
+
+    @classmethod
+    def wrap(cls, name: str, client: ToolClient, transport: str) -> Connection:
+        return cls(name, client, transport, owned=False)
+
+    @property
+    def destination(self) -> Destination:
+        return self.client.destination(ToolId(self.name, "_"))
+
+    async def open(self) -> None:
+        if self._mcp is not None:
+            await self._mcp.aconnect()
+
+    async def close(self) -> None:
+        if self._mcp is not None and self.owned:
+            await self._mcp.aclose()
+
+    def status(self) -> str:
+        if self._mcp is not None:
+            return str(self._mcp.status)
+        return "connected"
+
+    def info(self) -> dict[str, Any]:
+        if self._mcp is None:
+            return {}
+        info = dict(self._mcp.server_info or {})
+        info["error"] = self._mcp.last_error
+        return info
+
+    def stderr_tail(self) -> str:
+        return str(self._mcp.stderr_tail()) if self._mcp is not None else ""
+
+
+def _is_mcp_server(target: object) -> bool:
+    try:
+        from mcp.server import Server
+        from mcp.server.mcpserver import MCPServer
+    except ImportError:  # pragma: no cover - mcp is a hard dependency
+        return False
+    return isinstance(target, (Server, MCPServer))
+
+
+def open_connection(name: str, target: Any, options: Mapping[str, Any]) -> Connection:
+    """Build (not open) the connection for ``target``; bad targets and options raise here."""
+    from toolbench._transports.mcp import McpClient
+    from toolbench._transports.toolbox import ToolBox
+    from toolbench._transports.toolset import Toolset
+
+    # ``secrets`` only hides text; a client that shows no target has nothing to hide.
+    given = {k for k in options if k not in ("timeout", "connect_timeout", "secrets")}
+    if isinstance(target, McpClient):
+        _no_options(name, given, set(), "an McpClient")
+        return Connection(name, target, target.transport, owned=True, mcp=target)
+    if isinstance(target, (str, list, tuple)) or _is_mcp_server(target):
+        unknown = set(options) - MCP_OPTIONS
+        if unknown:
+            raise TypeError(f"connect({name!r}, ...) got unknown options {sorted(unknown)}; "
+                            f"known: {sorted(MCP_OPTIONS)}")
+        target = list(target) if isinstance(target, tuple) else target
+        kwargs = dict(options)
+        kwargs["secrets"] = tuple(kwargs.get("secrets", ()))
+        client = McpClient(target, name=name, **kwargs)
+        return Connection(name, client, client.transport, owned=True, mcp=client)
+    if isinstance(target, ToolClient):
+        kind = ("toolset" if isinstance(target, Toolset)
+                else "toolbox" if isinstance(target, ToolBox) else "in-process")
+        _no_options(name, given, set(), f"a {type(target).__name__}")
+        served = list(target.servers())
+        if name in served:
+            return Connection(name, target, kind, owned=False)
+        if len(served) == 1:
+            return Connection(name, _Renamed(name, target, served[0]), kind, owned=False)
+        raise ValueError(
+            f"{type(target).__name__} serves {served}, not {name!r}; connect it under one of "
+            "those names, or use bench.add() for a ToolBox"
+        )
+    raise TypeError(
+        f"cannot connect {name!r} to {type(target).__name__} {target!r}: a target is a command "
+        "(str or list), an http(s) URL, an MCP server object, or a ToolClient"
+    )
+
+
+def secret_values(options: Mapping[str, Any]) -> list[str]:
+    """Every value ``options`` says must never be shown: ``secrets``, env and header values."""
+    found: list[str] = []
+    raw = options.get("secrets", ())
+    if isinstance(raw, str) or not isinstance(raw, Iterable):
+        raise TypeError(f"secrets is an iterable of strings, not {type(raw).__name__}")
+    found.extend(s for s in raw if isinstance(s, str))
+    for key in SECRET_OPTIONS:
+        values = options.get(key)
+        if isinstance(values, Mapping):
+            found.extend(v for v in values.values() if isinstance(v, str))
+    return found
+
+
+def _no_options(name: str, given: set[str], allowed: set[str], what: str) -> None:
+    extra = given - allowed
+    if extra:
+        raise TypeError(f"connect({name!r}, {what}) takes no options {sorted(extra)}; they "
+                        "belong to the client itself")

@@ -1,0 +1,722 @@
+"""The pegboard: one unique, prefixed name per tool, routed back to its server and original name.
+
+Two servers may both offer ``search``. Anything downstream (a notebook user, an LLM, another
+MCP client) needs names that are unique, so each service's tools are hung on the board as
+``{namespace}{separator}{tool}`` (``web-search``, ``files-search``). The board remembers the
+(server, original name) behind every name, so a call always reaches the right server with
+the name that server knows.
+
+**Why collisions are refused, never resolved.** Server names and tool names may both contain
+the separator, so ``a-b`` + ``c`` and ``a`` + ``b-c`` give the same name ``a-b-c``. A name
+could not be parsed back reliably; instead every registration that would produce a name
+already taken is refused as a whole with ``NameCollision`` before anything changes. The
+mapping is stored, never parsed, so each handed-out name maps back to exactly one (server,
+tool).
+
+**Why a broken tool is skipped, not refused.** A tool whose name breaks the MCP rule (or
+whose prefixed name would), or a name its server lists twice, says nothing about the rest of
+that server. Refusing the whole server for it made one careless tool cost every other tool,
+so such tools are skipped, logged, and remembered per service (``skipped(server)``) for the
+bench's ``servers`` table. Collisions *between* servers are still refused whole: there the
+later server cannot be told apart from the earlier one by name.
+
+**Why the separator must be in the MCP tool-name alphabet.** DESIGN.md mentions ``"::"`` as an
+example separator, while the pegboard issue asks for a clear error for any separator with
+characters outside ``[A-Za-z0-9_.-]``. The prefixed name is what gets sent onward as a tool
+name (to a model's tool list, to a Toolset, to another MCP client), so it must itself be a
+valid MCP tool name. ``web::search`` is not one: accepting ``"::"`` would defer the failure
+to some later, distant consumer that rejects it. So the stricter rule wins: ``"::"`` is
+refused at construction with a message saying why, and ``"-"``, ``"__"``, ``"."`` or
+``"_"`` work. (A note for DESIGN.md: its ``"::"`` example should read ``"__"`` or ``"."``.)
+
+**Why reads take no lock.** The whole registry is an immutable snapshot. Writers build a new
+snapshot and swap it in under a lock (copy-on-write); readers take one reference to the
+current snapshot and never see a half-registered service. A method that reads several
+facts reads them all from one snapshot; ``entries()`` hands out one consistent list for
+callers (the Bench's catalog) that need several facts per tool.
+
+Namespaces: ``add_service`` defaults the namespace to the server name. ``None`` or ``""``
+means the service's tools keep their original names. A non-empty namespace belongs to one
+server; a server has one namespace. Removing a service (``remove_service`` or
+``unregister_namespace``) drops its tools, its related-name entries and, when the router
+sends that server to the client the service was added with, its route, so re-adding works.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import enum
+import functools
+import heapq
+import itertools
+import logging
+import threading
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from toolbench._core.client import Result, ToolClient, ToolSpec
+from toolbench._core.errors import NameCollision, Unreachable
+from toolbench._core.ids import (
+    SERVER_RULE,
+    TOOL_RULE,
+    Provenance,
+    ToolId,
+    check_server_name,
+    is_server_name,
+    is_tool_name,
+)
+from toolbench._routing.router import ToolRouter
+
+_log = logging.getLogger("toolbench.pegboard")
+
+SEPARATOR_RULE = (
+    "a separator is 1 or more characters of the MCP tool-name alphabet [A-Za-z0-9_.-], "
+    "because the prefixed name is sent onward as a tool name (\"-\", \"__\", \".\" work; "
+    "\"::\" does not)"
+)
+NAMESPACE_RULE = f"a namespace is {SERVER_RULE} (the server-name rule), or None/'' for none"
+_SHOWN_CLASHES = 10
+SKIP_INVALID = f"the name breaks the MCP tool-name rule, {TOOL_RULE}"
+SKIP_REPEATED = "the server lists the name more than once, so which one runs is unknown"
+SKIP_TOO_LONG = f"the prefixed name would break the MCP tool-name rule, {TOOL_RULE}"
+_SUGGESTION_POOL = 200
+
+
+class _Default(enum.Enum):
+    SERVER = "the server name"
+
+
+USE_SERVER_NAME = _Default.SERVER
+"""The default namespace of ``add_service``: the server's own name."""
+
+ToolsChangedCallback = Callable[[str], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class PegEntry:
+    """One name on the board: the spec handed out (renamed) and where it routes back to."""
+
+    name: str
+    server: str
+    tool: str
+    namespace: str
+    spec: ToolSpec
+    tool_id: ToolId
+
+
+@dataclass(frozen=True, slots=True)
+class _Service:
+    namespace: str
+    client: ToolClient | None
+    names: tuple[str, ...]
+    token: int
+    listed_seq: int
+    unsubscribe: Callable[[], Any] | None = None
+    skipped: tuple[tuple[str, str], ...] = ()
+
+
+class _Board:
+    """One immutable snapshot; never mutated after it is published (except a lazy cache)."""
+
+    __slots__ = ("_sorted", "by_original", "entries", "namespaces", "services")
+
+    def __init__(self, entries: dict[str, PegEntry], services: dict[str, _Service],
+                 namespaces: dict[str, str], by_original: dict[str, tuple[str, ...]]) -> None:
+        self.entries = entries
+        self.services = services
+        self.namespaces = namespaces
+        self.by_original = by_original
+        self._sorted: tuple[str, ...] | None = None
+
+    def sorted_names(self) -> tuple[str, ...]:
+        # A benign race: two readers may both sort; each publishes the same tuple.
+        names = self._sorted
+        if names is None:
+            names = tuple(sorted(self.entries))
+            self._sorted = names
+        return names
+
+    def edit(self, *, drop: Iterable[str] = (), add: Iterable[PegEntry] = (),
+             services: dict[str, _Service] | None = None,
+             namespaces: dict[str, str] | None = None) -> _Board:
+        entries = dict(self.entries)
+        by_original = dict(self.by_original)
+        touched: dict[str, set[str]] = {}
+        for name in drop:
+            old = entries.pop(name)
+            group = touched.setdefault(old.tool, set(by_original.get(old.tool, ())))
+            group.discard(name)
+        for entry in add:
+            entries[entry.name] = entry
+            group = touched.setdefault(entry.tool, set(by_original.get(entry.tool, ())))
+            group.add(entry.name)
+        for original, names in touched.items():
+            if names:
+                by_original[original] = tuple(sorted(names))
+            else:
+                by_original.pop(original, None)
+        return _Board(
+            entries,
+            self.services if services is None else services,
+            self.namespaces if namespaces is None else namespaces,
+            by_original,
+        )
+
+
+_EMPTY = _Board({}, {}, {}, {})
+
+
+def _check_name_arg(name: object, what: str = "tool name") -> str:
+    if not isinstance(name, str):
+        raise TypeError(f"a {what} is a str, not {type(name).__name__} {name!r}")
+    return name
+
+
+def _check_separator(separator: object) -> str:
+    if not isinstance(separator, str):
+        raise TypeError(f"separator must be a str, not {type(separator).__name__} {separator!r}")
+    if not separator or not is_tool_name(separator):
+        raise ValueError(f"invalid separator {separator!r}: {SEPARATOR_RULE}")
+    return separator
+
+
+def _check_namespace(namespace: object) -> str:
+    """``None``/``""`` mean 'no prefix'; anything else must be a valid namespace."""
+    if namespace is None or namespace == "":
+        return ""
+    if not isinstance(namespace, str):
+        raise TypeError(
+            f"a namespace is a str or None, not {type(namespace).__name__} {namespace!r}"
+        )
+    if not is_server_name(namespace):
+        raise ValueError(f"invalid namespace {namespace!r}: {NAMESPACE_RULE}")
+    return namespace
+
+
+class PegBoard:
+    """A namespaced registry of tools from many services, sitting on a ToolRouter.
+
+    Works with any ToolClient (ToolBox, Toolset, McpClient, a test double). Reads are
+    lock-free and safe from any thread while another thread registers or removes.
+    """
+
+    def __init__(self, router: ToolRouter | None = None, separator: str = "-") -> None:
+        if router is None:
+            router = ToolRouter()
+        elif not isinstance(router, ToolRouter):
+            raise TypeError(f"router must be a ToolRouter or None, not {router!r}")
+        self.router: ToolRouter = router
+        self.separator = _check_separator(separator)
+        self._board = _EMPTY
+        self._lock = threading.Lock()
+        self._tokens = itertools.count(1)
+        self._seq = itertools.count(1)
+        self.refresh_errors: dict[str, Exception] = {}
+        """The last failure of a refresh started by a tools-changed notification, per server."""
+
+    # -- naming ---------------------------------------------------------------------------
+    def prefixed(self, namespace: str | None, tool: str) -> str:
+        """The name ``tool`` gets in ``namespace``; raises if it is not a valid tool name."""
+        ns = _check_namespace(namespace)
+        _check_name_arg(tool)
+        if not is_tool_name(tool):
+            raise ValueError(f"invalid tool name {tool!r}: a tool name is {TOOL_RULE}")
+        name = f"{ns}{self.separator}{tool}" if ns else tool
+        if not is_tool_name(name):
+            raise ValueError(
+                f"prefixed name {name!r} is {len(name)} characters long: a tool name is "
+                f"{TOOL_RULE}; use a shorter namespace"
+            )
+        return name
+
+    def _entries_for(self, server: str, namespace: str, specs: Iterable[ToolSpec],
+                     ) -> tuple[list[PegEntry], list[tuple[str, str]]]:
+        """The entries to register, and ``(name, reason)`` for every tool skipped.
+
+        One broken tool must not take its whole server down (DESIGN, "Be all-or-nothing by
+        accident"): a name that breaks the MCP rule, or whose prefixed form would, is
+        skipped; so is every copy of a name the server lists more than once, since nothing
+        says which copy's schema the server applies.
+        """
+        specs = list(specs)
+        for spec in specs:
+            if not isinstance(spec, ToolSpec):
+                raise TypeError(f"server {server!r} listed {spec!r}, which is not a ToolSpec")
+        counts: dict[str, int] = {}
+        for spec in specs:
+            counts[spec.name] = counts.get(spec.name, 0) + 1
+        entries: list[PegEntry] = []
+        skipped: list[tuple[str, str]] = []
+        for spec in specs:
+            if not is_tool_name(spec.name):
+                skipped.append((spec.name, SKIP_INVALID))
+                continue
+            if counts[spec.name] > 1:
+                if spec.name not in {n for n, _ in skipped}:
+                    skipped.append((spec.name, SKIP_REPEATED))
+                continue
+            name = f"{namespace}{self.separator}{spec.name}" if namespace else spec.name
+            if not is_tool_name(name):
+                skipped.append((spec.name, SKIP_TOO_LONG))
+                continue
+            out = spec if name == spec.name else spec.renamed(name)
+            entries.append(PegEntry(name, server, spec.name, namespace, out,
+                                    ToolId(server, spec.name)))
+        if skipped:
+            # Counts and reasons only: a tool name is the server's text and may echo a
+            # secret; the names go to ``skipped(server)``, which the bench shows redacted.
+            reasons = sorted({reason for _, reason in skipped})
+            _log.warning("server %r: skipped %d tool(s) (%s); PegBoard.skipped(%r) names them",
+                         server, len(skipped), "; ".join(reasons), server)
+        return entries, skipped
+
+    @staticmethod
+    def _clashes(board: _Board, entries: list[PegEntry],
+                 replacing: str | None = None) -> tuple[list[str], list[str]]:
+        """Every new name already taken (by a server other than ``replacing``) or listed twice."""
+        seen: dict[str, PegEntry] = {}
+        names: list[str] = []
+        why: list[str] = []
+        for entry in entries:
+            first = seen.get(entry.name)
+            if first is not None:
+                names.append(entry.name)
+                why.append(f"{entry.name!r} is listed twice by {entry.server!r} "
+                           f"({first.tool!r} and {entry.tool!r})")
+                continue
+            seen[entry.name] = entry
+            taken = board.entries.get(entry.name)
+            if taken is not None and taken.server != replacing:
+                names.append(entry.name)
+                why.append(f"{entry.name!r} from {entry.tool_id} is already {taken.tool_id}")
+        return names, why
+
+    @staticmethod
+    def _refuse(names: list[str], why: list[str]) -> NameCollision:
+        shown = "; ".join(why[:_SHOWN_CLASHES])
+        if len(why) > _SHOWN_CLASHES:
+            shown += f"; and {len(why) - _SHOWN_CLASHES} more"
+        return NameCollision(names, shown)
+
+    # -- registering ----------------------------------------------------------------------
+    async def add_service(self, server: str, client: ToolClient,
+                          namespace: str | Literal[_Default.SERVER] | None = USE_SERVER_NAME,
+                          ) -> int:
+        """List ``server``'s tools through ``client``, prefix them and register all or none.
+
+        Routes ``server`` to ``client`` unless it is already routed there. A collision raises
+        ``NameCollision`` listing every clashing name, and leaves no tool and no route behind.
+        Returns the number of tools registered.
+        """
+        check_server_name(server)
+        if not isinstance(client, ToolClient):
+            raise TypeError(f"client for {server!r} is not a ToolClient: {client!r}")
+        ns = server if namespace is USE_SERVER_NAME else _check_namespace(namespace)
+        self._check_can_add(self._board, server, client)
+        seq = next(self._seq)
+        specs = await client.list_tools(server)
+        if not isinstance(specs, list):
+            raise TypeError(f"{client!r}.list_tools({server!r}) returned {specs!r}, not a list")
+        entries, skipped = self._entries_for(server, ns, specs)
+        with self._lock:
+            board = self._board
+            self._check_can_add(board, server, client)
+            names, why = self._clashes(board, entries)
+            owner = board.namespaces.get(ns) if ns else None
+            if owner is not None:
+                names = [e.name for e in entries] or [ns]
+                why = [f"namespace {ns!r} already belongs to server {owner!r}", *why]
+            if names:
+                raise self._refuse(names, why)
+            if server not in self.router:
+                self.router.server(server, client)
+            service = _Service(ns, client, tuple(sorted(e.name for e in entries)),
+                               next(self._tokens), seq, skipped=tuple(skipped))
+            self._board = board.edit(
+                add=entries,
+                services={**board.services, server: service},
+                namespaces={**board.namespaces, ns: server} if ns else None,
+            )
+        try:
+            self._subscribe(server, client, service.token)
+        except Exception:
+            self.remove_service(server)
+            raise
+        return len(entries)
+
+    def _check_can_add(self, board: _Board, server: str, client: ToolClient) -> None:
+        if server in board.services:
+            raise ValueError(
+                f"server {server!r} is already on this pegboard; refresh it, or remove it "
+                "first"
+            )
+        if server in self.router and self.router.client(server) is not client:
+            raise ValueError(
+                f"server {server!r} is already routed to another client "
+                f"({self.router.client(server)!r}); one client per server"
+            )
+
+    def _subscribe(self, server: str, client: ToolClient, token: int) -> None:
+        add_listener = getattr(client, "add_tools_changed_listener", None)
+        if not callable(add_listener):
+            return
+
+        async def on_tools_changed(server_name: str) -> None:
+            # A multi-server client names the server that changed; a single-server client
+            # may use its own name for it, which this board may not know.
+            if server_name != server and self._served_by(client, server_name):
+                return
+            service = self._board.services.get(server)
+            if service is None or service.token != token:
+                return  # removed (or replaced) since: nothing of ours to refresh
+            try:
+                await self.refresh(server)
+                self.refresh_errors.pop(server, None)
+            except Exception as exc:  # a notification handler must not raise into transport
+                self.refresh_errors[server] = exc
+                _log.warning("refreshing %r after tools/list_changed failed: %s", server, exc)
+
+        handle = add_listener(on_tools_changed)
+        remove_listener = getattr(client, "remove_tools_changed_listener", None)
+        unsubscribe: Callable[[], Any] | None = None
+        if callable(handle):
+            unsubscribe = handle
+        elif callable(remove_listener):
+            unsubscribe = functools.partial(remove_listener, on_tools_changed)
+        if unsubscribe is not None:
+            with self._lock:
+                board = self._board
+                current = board.services.get(server)
+                if current is not None and current.token == token:
+                    services = dict(board.services)
+                    services[server] = _replace_unsubscribe(current, unsubscribe)
+                    self._board = _Board(board.entries, services, board.namespaces,
+                                         board.by_original)
+                    return
+            unsubscribe()  # removed while subscribing
+
+    def _served_by(self, client: ToolClient, server: str) -> bool:
+        service = self._board.services.get(server)
+        return service is not None and service.client is client
+
+    def register_tool(self, server: str, spec: ToolSpec, namespace: str | None = None) -> str:
+        """Register one tool by hand (same collision rules); returns the name it got.
+
+        The server need not be routed yet; a call fails with ``Unreachable`` until it is.
+        """
+        check_server_name(server)
+        if not isinstance(spec, ToolSpec):
+            raise TypeError(f"register_tool takes a ToolSpec, not {spec!r}")
+        ns = _check_namespace(namespace)
+        if not is_tool_name(spec.name):
+            raise ValueError(f"invalid tool name {spec.name!r}: a tool name is {TOOL_RULE}")
+        name = self.prefixed(ns, spec.name)  # by hand: a bad name is the caller's mistake
+        entry = PegEntry(name, server, spec.name, ns,
+                         spec if name == spec.name else spec.renamed(name),
+                         ToolId(server, spec.name))
+        with self._lock:
+            board = self._board
+            current = board.services.get(server)
+            if current is not None and current.namespace != ns:
+                raise ValueError(
+                    f"server {server!r} is in namespace {current.namespace!r}, not {ns!r}: "
+                    "a server has one namespace"
+                )
+            names, why = self._clashes(board, [entry])
+            owner = board.namespaces.get(ns) if ns else None
+            if owner is not None and owner != server:
+                names = [entry.name]
+                why = [f"namespace {ns!r} already belongs to server {owner!r}", *why]
+            if names:
+                raise self._refuse(names, why)
+            if current is None:
+                service = _Service(ns, None, (entry.name,), next(self._tokens), 0)
+            else:
+                service = dataclasses.replace(
+                    current, names=tuple(sorted((*current.names, entry.name))))
+            self._board = board.edit(
+                add=[entry],
+                services={**board.services, server: service},
+                namespaces={**board.namespaces, ns: server} if ns else None,
+            )
+        return entry.name
+
+    async def refresh(self, server: str) -> int:
+        """Re-list ``server`` and replace its entries all at once; returns the new count.
+
+        If the new list would collide, ``NameCollision`` is raised and the old entries stay.
+        """
+        check_server_name(server)
+        service = self._board.services.get(server)
+        if service is None:
+            raise ValueError(f"server {server!r} is not on this pegboard; add_service it first")
+        client = service.client if service.client is not None else self.router.client(server)
+        seq = next(self._seq)
+        specs = await client.list_tools(server)
+        if not isinstance(specs, list):
+            raise TypeError(f"{client!r}.list_tools({server!r}) returned {specs!r}, not a list")
+        entries, skipped = self._entries_for(server, service.namespace, specs)
+        with self._lock:
+            board = self._board
+            current = board.services.get(server)
+            if current is None or current.token != service.token:
+                raise ValueError(f"server {server!r} was removed while it was being refreshed")
+            if current.listed_seq > seq:
+                return len(current.names)  # a later listing already landed; keep it
+            names, why = self._clashes(board, entries, replacing=server)
+            if names:
+                raise self._refuse(names, why)
+            updated = dataclasses.replace(current, names=tuple(sorted(e.name for e in entries)),
+                                          listed_seq=seq, skipped=tuple(skipped))
+            self._board = board.edit(drop=current.names, add=entries,
+                                     services={**board.services, server: updated})
+        return len(entries)
+
+    # -- removing -------------------------------------------------------------------------
+    def unregister_tool(self, name: str) -> None:
+        """Remove one name; its service (and route) stay."""
+        with self._lock:
+            board = self._board
+            entry = self._entry(board, name)
+            service = board.services[entry.server]
+            kept = tuple(n for n in service.names if n != name)
+            updated = dataclasses.replace(service, names=kept)
+            self._board = board.edit(drop=[name],
+                                     services={**board.services, entry.server: updated})
+
+    def remove_service(self, server: str) -> int:
+        """Drop a server's tools, namespace, listener and route; returns how many tools went.
+
+        An unknown server removes nothing and returns 0. The route is removed only when it
+        still sends ``server`` to the client that this service was added with.
+        """
+        _check_name_arg(server, "server name")
+        with self._lock:
+            board = self._board
+            service = board.services.get(server)
+            if service is None:
+                return 0
+            services = dict(board.services)
+            del services[server]
+            namespaces = board.namespaces
+            if service.namespace:
+                namespaces = dict(namespaces)
+                namespaces.pop(service.namespace, None)
+            self._board = board.edit(drop=service.names, services=services,
+                                     namespaces=namespaces)
+            if (service.client is not None and server in self.router
+                    and self.router.client(server) is service.client):
+                self.router.unroute(server)
+            self.refresh_errors.pop(server, None)
+        if service.unsubscribe is not None:
+            try:
+                service.unsubscribe()
+            except Exception as exc:  # removal has happened; a stale listener is harmless
+                _log.warning("unsubscribing from %r failed: %s", server, exc)
+        return len(service.names)
+
+    def unregister_namespace(self, namespace: str) -> int:
+        """Remove the service owning ``namespace`` (tools, related entries, route)."""
+        ns = _check_name_arg(namespace, "namespace")
+        if not ns:
+            raise ValueError(
+                "unregister_namespace('') is ambiguous: unprefixed tools belong to several "
+                "servers; use remove_service(server) for each"
+            )
+        server = self._board.namespaces.get(ns)
+        return 0 if server is None else self.remove_service(server)
+
+    # -- looking up -----------------------------------------------------------------------
+    def _entry(self, board: _Board, name: object) -> PegEntry:
+        try:  # the hot path: one dict lookup; anything unusual is sorted out below
+            return board.entries[name]  # type: ignore[index]
+        except (KeyError, TypeError):
+            pass
+        key = _check_name_arg(name)
+        entry = board.entries.get(key)
+        if entry is None:
+            raise self._unknown(board, key) from None
+        return entry
+
+    @staticmethod
+    def _unknown(board: _Board, name: str) -> Unreachable:
+        close = difflib.get_close_matches(name, _suggestion_pool(board.sorted_names(), name), n=3)
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        return Unreachable(f"no tool named {name!r} on this pegboard{hint}")
+
+    def get_tool(self, name: str) -> ToolSpec:
+        """The spec under its pegboard name (exact match only)."""
+        return self._entry(self._board, name).spec
+
+    def entry(self, name: str) -> PegEntry:
+        """Everything known about one name, from one snapshot."""
+        return self._entry(self._board, name)
+
+    def tool_id(self, name: str) -> ToolId:
+        """The (server, original name) a pegboard name routes to, as a ToolId."""
+        return self._entry(self._board, name).tool_id
+
+    def get_tool_route(self, name: str) -> tuple[str, str]:
+        tid = self._entry(self._board, name).tool_id
+        return tid.server, tid.tool
+
+    def select_tools(self, names: Iterable[str]) -> list[ToolSpec] | None:
+        """All the named specs, in the order asked, or ``None`` if any is missing."""
+        if isinstance(names, str):
+            raise TypeError(f"select_tools takes an iterable of names, not the str {names!r}")
+        board = self._board
+        specs: list[ToolSpec] = []
+        for name in names:
+            entry = board.entries.get(_check_name_arg(name))
+            if entry is None:
+                return None
+            specs.append(entry.spec)
+        return specs
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name in self._board.entries
+
+    def __len__(self) -> int:
+        return len(self._board.entries)
+
+    # -- listing --------------------------------------------------------------------------
+    @staticmethod
+    def _names_in(board: _Board, namespace: str | None) -> list[str]:
+        if namespace is not None and not isinstance(namespace, str):
+            raise TypeError(
+                f"a namespace is a str or None, not {type(namespace).__name__} {namespace!r}"
+            )
+        if namespace:
+            server = board.namespaces.get(namespace)
+            return [] if server is None else list(board.services[server].names)
+        return sorted(n for s in board.services.values() if not s.namespace for n in s.names)
+
+    def list_tools_in_namespace(self, namespace: str | None) -> list[str]:
+        """Sorted names in ``namespace``; ``None``/``""`` lists the unprefixed ones."""
+        return self._names_in(self._board, namespace)
+
+    def get_tools_in_namespace(self, namespace: str | None) -> list[ToolSpec]:
+        board = self._board
+        return [board.entries[n].spec for n in self._names_in(board, namespace)]
+
+    def list_all_tools(self) -> list[str]:
+        return list(self._board.sorted_names())
+
+    def get_all_tools(self) -> list[ToolSpec]:
+        board = self._board
+        return [board.entries[n].spec for n in board.sorted_names()]
+
+    def entries(self, server: str | None = None) -> list[PegEntry]:
+        """Every entry (or one server's), sorted by name, all from one snapshot."""
+        board = self._board
+        if server is None:
+            return [board.entries[n] for n in board.sorted_names()]
+        service = board.services.get(_check_name_arg(server, "server name"))
+        return [] if service is None else [board.entries[n] for n in service.names]
+
+    def list_namespaces(self) -> list[str]:
+        """Sorted non-empty namespaces (unprefixed services have none)."""
+        return sorted(self._board.namespaces)
+
+    def list_services(self) -> list[str]:
+        """Sorted servers on this board (added, or with tools registered by hand)."""
+        return sorted(self._board.services)
+
+    def names_for_server(self, server: str) -> list[str]:
+        """Sorted pegboard names of one server's tools; [] for a server not on the board."""
+        service = self._board.services.get(_check_name_arg(server, "server name"))
+        return [] if service is None else list(service.names)
+
+    def skipped(self, server: str) -> list[tuple[str, str]]:
+        """``(tool name, reason)`` for each tool of ``server`` its last listing skipped."""
+        service = self._board.services.get(_check_name_arg(server, "server name"))
+        return [] if service is None else list(service.skipped)
+
+    def namespace_of(self, server: str) -> str | None:
+        """The server's namespace ('' when unprefixed), or None if it is not on the board."""
+        service = self._board.services.get(_check_name_arg(server, "server name"))
+        return None if service is None else service.namespace
+
+    # -- counting -------------------------------------------------------------------------
+    def tool_count(self) -> int:
+        return len(self._board.entries)
+
+    def service_count(self) -> int:
+        return len(self._board.services)
+
+    def namespace_count(self) -> int:
+        return len(self._board.namespaces)
+
+    # -- related names --------------------------------------------------------------------
+    def related(self, name: str) -> list[str]:
+        """Names of tools with the same original name on other servers, sorted."""
+        board = self._board
+        entry = self._entry(board, name)
+        return [n for n in board.by_original.get(entry.tool, ())
+                if board.entries[n].server != entry.server]
+
+    def same_named(self) -> dict[str, list[str]]:
+        """Each original name offered by two or more servers -> their pegboard names."""
+        board = self._board
+        out: dict[str, list[str]] = {}
+        for original in sorted(board.by_original):
+            names = board.by_original[original]
+            if len({board.entries[n].server for n in names}) >= 2:
+                out[original] = list(names)
+        return out
+
+    # -- calling --------------------------------------------------------------------------
+    async def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None,
+                        provenance: Provenance | None = None) -> Result:
+        """Send the call, under the tool's original name, to its server through the router."""
+        tid = self._entry(self._board, name).tool_id
+        return await self.router.call(tid, {} if arguments is None else arguments, provenance)
+
+    def __repr__(self) -> str:
+        board = self._board
+        return (f"PegBoard({len(board.services)} services, {len(board.entries)} tools, "
+                f"separator={self.separator!r})")
+
+
+def _bigrams(text: str) -> set[str]:
+    folded = text.lower()
+    return {folded[i:i + 2] for i in range(len(folded) - 1)} or {folded}
+
+
+def _suggestion_pool(names: tuple[str, ...], name: str) -> Iterable[str]:
+    """The names worth giving to difflib: on a big board, those sharing most letter pairs.
+
+    difflib compares each candidate in full, which costs tens of ms per thousand similar
+    names; a cheap bigram overlap keeps an error message fast on a 10,000-tool board.
+    """
+    if len(names) <= _SUGGESTION_POOL:
+        return names
+    grams = _bigrams(name)
+    return heapq.nlargest(_SUGGESTION_POOL, names, key=lambda n: len(grams & _bigrams(n)))
+
+
+def _replace_unsubscribe(service: _Service, unsubscribe: Callable[[], Any]) -> _Service:
+    return dataclasses.replace(service, unsubscribe=unsubscribe)
+
+
+_SHOWN_SKIPPED = 10
+_SHOWN_NAME_CHARS = 80
+
+
+def describe_skipped(skipped: Iterable[tuple[str, str]]) -> list[str]:
+    """One line per reason, naming (capped, repr-quoted) the tools skipped for it."""
+    by_reason: dict[str, list[str]] = {}
+    for name, reason in skipped:
+        by_reason.setdefault(reason, []).append(name)
+    lines = []
+    for reason, names in by_reason.items():
+        shown = ", ".join(repr(n if len(n) <= _SHOWN_NAME_CHARS
+                               else n[:_SHOWN_NAME_CHARS] + "...")
+                          for n in names[:_SHOWN_SKIPPED])
+        if len(names) > _SHOWN_SKIPPED:
+            shown += f" and {len(names) - _SHOWN_SKIPPED} more"
+        lines.append(f"skipped {len(names)} tool{'s' if len(names) != 1 else ''} "
+                     f"({reason}): {shown}")
+    return lines

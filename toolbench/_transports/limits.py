@@ -1,0 +1,140 @@
+"""Bounds on what one server may send: message size and discovery size.
+
+A server is untrusted (DESIGN.md, "The trust boundary"). A reply larger than
+``max_message_bytes`` is never assembled nor parsed: the transport drops it as it streams
+past, answers the waiting request with an error that only this process can produce, and
+ends the connection so the next call starts afresh. :func:`oversize` recognises that error
+where the SDK hands it back, so the call fails as ``Malformed`` (the server did answer; the
+answer cannot be used) rather than as an ordinary JSON-RPC error.
+
+Why a random tag rather than an error code: the SDK reuses JSON-RPC codes for errors it makes
+itself, and servers use the -32000 range freely, so a code says nothing about who made the
+error. A per-process random tag in the message does: no server can guess it.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx2
+
+from toolbench._transports.mcp_errors import leaves
+
+DEFAULT_MAX_MESSAGE_BYTES = 32 * 2**20
+"""32 MiB: far above any real tool result, far below what stalls a notebook."""
+DEFAULT_MAX_TOOLS = 10_000
+"""More tools than any real server offers; a catalog beyond this is a runaway or an attack."""
+
+TAG = f"[toolbench-too-large-{secrets.token_hex(8)}]"
+"""Marks the errors this process synthesises for an oversized message (see module doc)."""
+
+
+def check_max_message_bytes(value: object) -> int:
+    """``max_message_bytes`` must be a whole number of bytes, at least 1 KiB."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1024:
+        raise ValueError(
+            f"invalid max_message_bytes {value!r}: a whole number of bytes, at least 1024"
+        )
+    return value
+
+
+def check_max_tools(value: object) -> int:
+    """``max_tools`` must be a positive whole number."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"invalid max_tools {value!r}: a positive whole number of tools")
+    return value
+
+
+def too_large_message(size: int, limit: int, what: str = "message") -> str:
+    """The text of the synthesised error; ``size`` is how much had arrived when we stopped."""
+    return (f"{TAG} the server's {what} exceeded max_message_bytes={limit:,} "
+            f"({size:,}+ bytes arrived); it was discarded unread and the connection restarted")
+
+
+def oversize_text(text: str) -> str | None:
+    """The detail of a synthesised too-large error message, or ``None`` for any other text."""
+    if TAG not in text:
+        return None
+    return text[text.index(TAG) + len(TAG):].strip()
+
+
+def oversize(exc: BaseException) -> str | None:
+    """The detail of a synthesised too-large error inside ``exc``, or ``None``."""
+    for leaf in leaves(exc):
+        detail = oversize_text(str(getattr(leaf, "message", "") or leaf))
+        if detail is not None:
+            return detail
+    return None
+
+
+# -- HTTP -----------------------------------------------------------------------------------
+class MessageTooLarge(httpx2.StreamError, httpx2.SSEError):
+    """Raised from a capped response body.
+
+    Both bases on purpose: the SDK turns a ``StreamError`` from a JSON body and an
+    ``SSEError`` from an event stream into an error for the waiting request, quoting our
+    message, so the tag reaches the caller and the call fails as ``Malformed``.
+    """
+
+
+class _CappedStream(httpx2.AsyncByteStream):
+    """A response body that raises once one message (JSON body or SSE event) is too big."""
+
+    def __init__(self, inner: Any, limit: int, events: bool) -> None:
+        self._inner = inner
+        self._limit = limit
+        self._events = events
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        since = 0  # bytes since the message began (the body, or the current SSE event)
+        carry = b""
+        async for chunk in self._inner:
+            if self._events:
+                data = carry + chunk
+                ends = [data.rfind(sep) + len(sep) for sep in (b"\n\n", b"\r\n\r\n", b"\r\r")
+                        if data.rfind(sep) >= 0]
+                since = len(data) - max(ends) if ends else since + len(chunk)
+                carry = data[-3:]
+            else:
+                since += len(chunk)
+            if since > self._limit:
+                what = "event" if self._events else "reply"
+                raise MessageTooLarge(too_large_message(since, self._limit, what))
+            yield chunk
+
+    async def aclose(self) -> None:
+        close = getattr(self._inner, "aclose", None)
+        if close is not None:
+            await close()
+
+
+class CappedTransport(httpx2.AsyncBaseTransport):
+    """An httpx transport whose response bodies stop at ``limit`` bytes per message."""
+
+    def __init__(self, limit: int, inner: httpx2.AsyncBaseTransport | None = None) -> None:
+        self._limit = limit
+        self._inner = inner if inner is not None else httpx2.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self._inner.handle_async_request(request)
+        kind = response.headers.get("content-type", "").lower()
+        events = kind.startswith("text/event-stream")
+        return httpx2.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=_CappedStream(response.stream, self._limit, events),
+            extensions=response.extensions,
+            request=request,
+        )
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> CappedTransport:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self._inner.__aexit__(*exc)

@@ -1,0 +1,1073 @@
+"""One connection to one MCP server (stdio, streamable HTTP, SSE or in process), as a ToolClient.
+
+The SDK's ``mcp.Client`` is an async context manager full of anyio cancel scopes, which must
+be entered and exited by the same task (python-sdk #79, #922). A notebook runs each cell in a
+new task, so the client cannot live in the caller's task. Each connection therefore has one
+*owner task* on the event loop the client runs on: it enters the client, reports ready, waits
+for a close request, and exits the client itself. Calls run in other tasks on the same loop
+and use the entered client, which anyio allows.
+
+``McpClient`` is purely async, as httpx's ``AsyncClient`` is, and starts no thread: it works
+from any asyncio program (``anyio.run``, ``asyncio.run``). The synchronous face, and the
+shared loop that keeps connections alive between notebook cells, belong to the ``Bench``.
+
+In-process servers connect in the SDK's default ``auto`` mode (direct dispatch): the same
+server over stdio also negotiates the 2026 protocol, so behaviour matches, it needs no
+JSON-RPC framing, and ``tools/list_changed`` still arrives (through ``message_handler`` and
+through ``listen``). ``_INPROCESS_MODE = "legacy"`` on a subclass selects the wire path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import json
+import logging
+import math
+import os
+import re
+import shlex
+import time
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterable,
+    Mapping,
+    Sequence,
+)
+from contextlib import AsyncExitStack, asynccontextmanager
+from types import TracebackType
+from typing import Any, Literal, cast
+from urllib.parse import urlsplit
+
+import anyio
+import anyio.abc
+import httpx2
+import mcp_types as types
+from mcp import Client, StdioServerParameters
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.server import Server
+from mcp.server.mcpserver import MCPServer
+from mcp.shared.dispatcher import ProgressFnT
+from mcp.shared.message import SessionMessage
+from mcp_types import RequestParamsMeta
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from toolbench._core import html as _html
+from toolbench._core.client import Result, ToolSpec, check_arguments
+from toolbench._core.errors import Malformed, ToolError, ToolFailed, Unreachable
+from toolbench._core.ids import Destination, Provenance, ToolId, check_server_name, is_tool_name
+from toolbench._core.validate import validate_output
+from toolbench._transports.limits import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_MAX_TOOLS,
+    CappedTransport,
+    check_max_message_bytes,
+    check_max_tools,
+    oversize,
+    oversize_text,
+)
+from toolbench._transports.mcp_errors import (
+    TICKET,
+    CallTicket,
+    ReadWrapper,
+    Redactor,
+    Tracker,
+    describe,
+    display_url,
+    handshake_refused,
+    is_transport_failure,
+    map_call_error,
+    refused_connect,
+    tracked,
+)
+from toolbench._transports.stderr import StderrLog
+from toolbench._transports.stdio import bounded_stdio_client
+
+logger = logging.getLogger(__name__)
+
+TransportName = Literal["stdio", "http", "sse", "in-process"]
+ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
+ToolsChangedFn = Callable[[str], Awaitable[None]]
+
+GARBAGE_GRACE_S = 3.0
+"""After non-protocol output on stdout, how much longer a starting server gets to answer."""
+CLOSE_GRACE_S = 10.0
+"""How long closing may take (the SDK alone may spend ~4 s stopping a hung child)."""
+MAX_PAGES = 10_000
+"""A paginator that never ends must not hang discovery."""
+BACKOFF_FIRST_S = 0.5
+"""After a failed (re)connect, calls fail fast this long before the next attempt..."""
+BACKOFF_MAX_S = 30.0
+"""...and the wait doubles with each failure up to this (a server that is back is found)."""
+REFUSAL_WAIT_S = 2.0
+"""How long a failed HTTP call waits for its transport to report why it ended."""
+HTTP_TIMEOUT_S = 30.0
+"""The HTTP client's connect, write and pool timeouts (the SDK's own default; a call's
+``timeout`` is our own clock, so this only bounds the transport's single operations)."""
+HTTP_READ_TIMEOUT_S = 300.0
+"""The HTTP client's read timeout: an SSE stream may stay quiet this long (the SDK's own
+default; its constant lives in a private module, so the value is written here)."""
+
+PROTOCOL_MODES = ("fast", "auto", "legacy")
+"""How a stdio or HTTP connection picks its protocol (``protocol_mode``). ``"fast"`` (the
+default): the 2025 ``initialize`` handshake, and the SDK's ``auto`` (``server/discover``,
+2026-07-28 where offered) only if the server refuses it with an error reply. Measured on the
+SDK's own Python server over stdio (issue 17, BENCHMARKS.md), a call costs ~25 % more on a
+2026 connection (per-request stamps and result validation), and nothing toolbench does needs
+2026: ``tools/list_changed`` arrives as a notification there. ``"auto"`` and ``"legacy"``
+are the SDK's modes, as they are. The ``protocol`` column of ``bench.servers`` shows what was
+negotiated. In process, the SDK's direct dispatch stays (``_INPROCESS_MODE``)."""
+
+
+
+class Status(enum.StrEnum):
+    """Where a connection stands; the values are what ``status`` and ``bench.servers`` show."""
+
+    NEW = "new"
+    """Never connected: the first call connects."""
+    CONNECTED = "connected"
+    LOST = "lost"
+    """It was connected and the connection ended: the next call reconnects once."""
+    FAILED = "failed"
+    """The last (re)connect failed: retried by a call after the backoff window."""
+    CLOSED = "closed"
+
+
+_RECONNECTABLE = frozenset({Status.NEW, Status.LOST, Status.FAILED})
+_URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
+_TRANSPORTS = ("stdio", "http", "sse", "in-process")
+
+
+class _Watched(ReadWrapper):
+    """Read side of a transport that reports end-of-stream and unreadable stdout lines."""
+
+    def __init__(self, inner: Any, conn: _Conn) -> None:
+        super().__init__(inner)
+        self._conn = conn
+
+    async def receive(self) -> SessionMessage | Exception:
+        try:
+            item = await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._conn.on_eof()
+            raise
+        if isinstance(item, Exception):
+            self._conn.on_garbage(item)
+        elif isinstance(item, SessionMessage) and isinstance(item.message, types.JSONRPCError):
+            # Our transport dropped an oversized message and answered its request: restart.
+            detail = oversize_text(item.message.error.message)
+            if detail is not None:
+                self._conn.owner._lost(self._conn, detail)
+        return cast("SessionMessage | Exception", item)
+
+
+@asynccontextmanager
+async def _watched(transport: Any, conn: _Conn) -> AsyncIterator[tuple[Any, Any]]:
+    async with transport as (read_stream, write_stream):
+        yield _Watched(read_stream, conn), write_stream
+
+
+class _Conn:
+    """One connection attempt and its owner task's signals (all touched on the loop only)."""
+
+    def __init__(self, owner: McpClient) -> None:
+        self.owner = owner
+        self.scope = anyio.CancelScope()
+        self.stop = anyio.Event()
+        self.done = anyio.Event()
+        self.starting: anyio.CancelScope | None = None  # connect_timeout, until ready
+        self.ready = False
+        self.closing = False
+        self.client: Client | None = None
+        self.task_group: anyio.abc.TaskGroup | None = None
+        self.error: BaseException | None = None
+        self.garbage: str | None = None
+        self.tracker = Tracker()  # (M1) what each call's request went through
+        self.task: asyncio.Task[None] | None = None  # the owner task
+
+    def on_eof(self) -> None:
+        if not self.closing and self.ready:
+            self.owner._lost(self, "the server closed the connection")
+
+    def on_garbage(self, exc: Exception) -> None:
+        if self.garbage is None:
+            errors = getattr(exc, "errors", None)
+            try:
+                line = repr(errors()[0]["input"]) if callable(errors) else str(exc)
+            except Exception:
+                line = str(exc)
+            self.garbage = _html.shorten(line.replace("\n", " "), 200)
+            if self.starting is not None:  # a server writing garbage gets a short grace
+                self.starting.deadline = min(self.starting.deadline,
+                                             anyio.current_time() + GARBAGE_GRACE_S)
+
+
+class McpClient:
+    """A connection to one MCP server, named locally; async, bound to the loop it first runs on.
+
+    ``async with McpClient(...) as client`` connects and closes; ``await client.call(...)``
+    and ``await client.list_tools(server)`` are the ``ToolClient`` face (``acall`` and
+    ``alist_tools`` are the same methods). A notebook user wanting blocking calls connects it
+    to a ``Bench``, which runs it on the shared loop.
+
+    What one server may send is bounded (DESIGN.md, "The trust boundary"):
+    ``max_message_bytes`` (default 32 MiB) caps each message; a bigger one is dropped unread,
+    fails its call as ``Malformed`` and restarts the connection (stdio: our own linear-time
+    reader; HTTP: a capped response body; legacy SSE: the stream ends, so the call is
+    ``TimedOut``). ``max_tools`` (default 10,000) caps discovery, which is also bounded by
+    ``connect_timeout`` and ``MAX_PAGES``; past a bound, listing is ``Unreachable``.
+    """
+
+    _INPROCESS_MODE: str = "auto"
+    honours_timeout = True
+    """``call(..., timeout=)`` always ends by then (its own scope): no backstop is needed."""
+
+    def __init__(
+        self,
+        target: str | Sequence[str] | MCPServer | Server[Any],
+        *,
+        name: str = "server",
+        transport: TransportName | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = 60.0,
+        connect_timeout: float = 30.0,
+        max_concurrent: int | None = None,
+        secrets: Iterable[str] = (),
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        max_tools: int = DEFAULT_MAX_TOOLS,
+        protocol_mode: str = "fast",
+    ) -> None:
+        self.name = check_server_name(name)
+        if protocol_mode not in PROTOCOL_MODES:
+            raise ValueError(f"invalid protocol_mode {protocol_mode!r}: use one of "
+                             f"{list(PROTOCOL_MODES)}")
+        self._protocol_mode = protocol_mode
+        if transport is not None and transport not in _TRANSPORTS:
+            raise ValueError(f"invalid transport {transport!r}: use one of {list(_TRANSPORTS)}")
+        self._timeout = _positive("timeout", timeout)
+        self._connect_timeout = _positive("connect_timeout", connect_timeout)
+        if max_concurrent is not None and (
+            not isinstance(max_concurrent, int) or isinstance(max_concurrent, bool)
+            or max_concurrent < 1
+        ):
+            raise ValueError(
+                f"invalid max_concurrent {max_concurrent!r}: a positive integer, or None for no cap"
+            )
+        self._max_concurrent = max_concurrent
+        # What one server may send (DESIGN, "The trust boundary"): a bigger message fails its
+        # call as Malformed and restarts the connection; a bigger catalog fails discovery.
+        self._max_message_bytes = check_max_message_bytes(max_message_bytes)
+        self._max_tools = check_max_tools(max_tools)
+        self._output_schemas: dict[str, dict[str, Any]] | None = None  # None: never listed
+        self._relist_running = False
+        self._relist_pending = False
+        self._env = _string_map("env", env)
+        self._headers = _string_map("headers", headers)
+        self._cwd = os.fspath(cwd) if cwd is not None else None
+        if isinstance(secrets, str):
+            raise TypeError("secrets is an iterable of strings, not one str")
+        # Values hidden from every message besides env and headers (config ${VAR} expansions).
+        self._redact = Redactor([*self._env.values(), *self._headers.values(), *secrets])
+        self._argv: list[str] = []
+        self._url = ""
+        self._server: MCPServer | Server[Any] | None = None
+        self.transport: TransportName = self._resolve(target, transport)
+        self._status = Status.NEW
+        self._last_error: str | None = None
+        self._server_info: dict[str, Any] = {
+            "protocol": None, "server_name": None, "server_version": None
+        }
+        self._stderr = StderrLog(self.name)
+        self._conn: _Conn | None = None
+        self._lock: anyio.Lock | None = None
+        self._limiter: anyio.CapacityLimiter | None = None
+        self._listeners: list[ToolsChangedFn] = []
+        self._backoff = 0.0  # (M1) seconds of the current retry window; 0 after a success
+        self._retry_at = 0.0  # loop time before which a failed/lost server is not retried
+        self._attempt: anyio.Event | None = None  # set when the reconnect under way ends
+        self._attempt_task: asyncio.Task[None] | None = None
+        self._bound: asyncio.AbstractEventLoop | None = None  # the loop its primitives live on
+
+    # -- target -----------------------------------------------------------------------------
+    def _resolve(self, target: object, transport: TransportName | None) -> TransportName:
+        if isinstance(target, MCPServer | Server):
+            _require(transport, ("in-process",), "an MCPServer/Server object")
+            self._server = target
+            return "in-process"
+        if isinstance(target, str) and _URL_RE.match(target):
+            scheme = target.split("://", 1)[0].lower()
+            if scheme not in ("http", "https"):
+                raise ValueError(
+                    f"unsupported URL scheme {scheme!r} in {display_url(target)!r}: an MCP server "
+                    "URL starts with http:// or https://"
+                )
+            _require(transport, ("http", "sse"), "a URL")
+            if not urlsplit(target).hostname:
+                raise ValueError(f"URL {display_url(target)!r} has no host")
+            self._url = target
+            if transport == "sse" or urlsplit(target).path.rstrip("/").endswith("/sse"):
+                return "sse"
+            return "http"
+        if isinstance(target, str):
+            argv = shlex.split(target)
+        elif isinstance(target, Sequence) and all(isinstance(a, str) for a in target):
+            argv = list(target)
+        else:
+            raise ValueError(
+                f"invalid target {type(target).__name__}: use a command (str or list of str), "
+                "an http(s) URL, or an MCPServer/Server object"
+            )
+        if not argv or not argv[0].strip():
+            raise ValueError(
+                f"empty command {target!r}: a stdio target names the program to run"
+            )
+        _require(transport, ("stdio",), "a command")
+        self._argv = argv
+        return "stdio"
+
+    @property
+    def target_text(self) -> str:
+        """The target as it may be shown: env and header values never appear."""
+        if self.transport == "stdio":
+            return self._redact(shlex.join(self._argv))
+        if self.transport in ("http", "sse"):
+            return self._redact(display_url(self._url))
+        return f"<in-process {type(self._server).__name__}>"
+
+    # -- introspection ----------------------------------------------------------------------
+    @property
+    def status(self) -> Status:
+        return self._status
+
+    @property
+    def server_info(self) -> dict[str, Any]:
+        return dict(self._server_info)
+
+    @property
+    def last_error(self) -> str | None:
+        return self._last_error
+
+    def stderr_tail(self, lines: int = 20) -> str:
+        return self._redact(self._stderr.tail(lines))
+
+    def add_tools_changed_listener(self, callback: ToolsChangedFn) -> Callable[[], None]:
+        """``await callback(server_name)`` runs whenever the server says its tools changed.
+
+        Returns a function that removes the listener again (a pegboard that drops this
+        server calls it, so removed services stop refreshing).
+        """
+        if not callable(callback):
+            raise TypeError(f"a tools-changed listener must be callable, not {callback!r}")
+        self._listeners.append(callback)
+
+        def unsubscribe() -> None:
+            with contextlib.suppress(ValueError):
+                self._listeners.remove(callback)
+
+        return unsubscribe
+
+    def servers(self) -> list[str]:
+        return [self.name]
+
+    def destination(self, tool: ToolId) -> Destination:
+        if self.transport in ("http", "sse"):
+            return Destination.remote(urlsplit(self._url).hostname or "")
+        return Destination.LOCAL
+
+    def __repr__(self) -> str:
+        extra = f", env keys={sorted(self._env)}" if self._env else ""
+        extra += f", header keys={sorted(self._headers)}" if self._headers else ""
+        return (
+            f"McpClient(name={self.name!r}, transport={self.transport!r}, "
+            f"target={self.target_text!r}, status={self._status.value!r}{extra})"
+        )
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def _primitives(self) -> anyio.Lock:
+        """anyio primitives must be made on the loop, so they are made on first use there.
+
+        A client belongs to the event loop it first ran on, as httpx's ``AsyncClient`` does
+        (its connection's tasks live there); a Bench runs it on its shared loop.
+        """
+        loop = asyncio.get_running_loop()
+        if self._bound is not loop:
+            if self._bound is not None and not self._bound.is_closed():
+                raise RuntimeError(
+                    f"McpClient {self.name!r} is in use on another event loop; use it on the loop "
+                    "it first ran on (a Bench runs its connections on its own shared loop)"
+                )
+            self._bound, self._lock, self._limiter = loop, None, None
+        if self._lock is None:
+            self._lock = anyio.Lock()
+            if self._max_concurrent is not None:
+                self._limiter = anyio.CapacityLimiter(self._max_concurrent)
+        return self._lock
+
+    async def _connect(self) -> None:
+        """Connect (or reconnect after a failure, a loss or a close); no-op when connected."""
+        async with self._primitives():
+            if self._status is Status.CONNECTED:
+                return
+            await self._retire()
+            await self._open()
+
+    async def _open(self) -> None:
+        """Start the owner task and wait, within ``connect_timeout``, until it is ready.
+
+        The owner reports ready with ``task_status.started()``; the wait is shortened to
+        ``GARBAGE_GRACE_S`` once a stdio server writes non-protocol output (``on_garbage``).
+        """
+        conn = _Conn(self)
+        self._conn = conn
+        mark = self._stderr.mark()
+        started = _Started()
+        try:
+            with anyio.fail_after(self._connect_timeout) as conn.starting:
+                conn.task = _spawn(self._own(conn, task_status=started),
+                                   f"toolbench-mcp-{self.name}")
+                ready = await started.future
+            timed_out = False
+        except TimeoutError:
+            ready, timed_out = False, True
+        except BaseException:
+            _abandon(conn)
+            self._status = Status.FAILED
+            self._note_failure()
+            raise
+        finally:
+            conn.starting = None
+        if ready:
+            self._status = Status.CONNECTED
+            self._last_error = None
+            self._backoff = self._retry_at = 0.0
+            return
+        # Not awaited: stopping a hung child takes the SDK seconds, and the caller was promised
+        # an answer within connect_timeout. _retire (next connect, or close) waits for it.
+        _abandon(conn)
+        if timed_out and conn.garbage is not None:
+            reason = f"no protocol answer within {GARBAGE_GRACE_S:g} s of unreadable output"
+        elif timed_out:
+            reason = f"no answer within connect_timeout={self._connect_timeout:g} s"
+        elif conn.error is not None:
+            reason = describe(conn.error, self._redact)
+        else:
+            reason = "the connection ended during the handshake"
+        if conn.garbage is not None:
+            reason += f"; it wrote non-protocol output to stdout: {self._redact(conn.garbage)}"
+        message = f"server {self.name!r} failed to start ({self.transport} {self.target_text}): "
+        message += reason
+        tail = self._redact(self._stderr.tail(20, since=mark))
+        if tail:
+            message += f"\n--- stderr (last lines) ---\n{tail}"
+        self._status = Status.FAILED
+        self._last_error = message
+        self._note_failure()
+        raise Unreachable(message) from conn.error
+
+    def _note_failure(self) -> None:
+        """Open the retry window: 0.5 s after the first failure, doubling up to 30 s."""
+        self._backoff = min(BACKOFF_MAX_S, self._backoff * 2) if self._backoff else BACKOFF_FIRST_S
+        self._retry_at = anyio.current_time() + self._backoff
+
+    async def _own(self, conn: _Conn, *, task_status: _Started) -> None:
+        """The owner task: enter the SDK client, report ready, wait, and exit it in this task."""
+        try:
+            with conn.scope:
+                modes = self._wire_modes()
+                for attempt, mode in enumerate(modes):
+                    async with AsyncExitStack() as stack:
+                        client = await self._enter(stack, conn, mode,
+                                                   last=attempt == len(modes) - 1)
+                        if client is None:  # refused this handshake: the next mode, anew
+                            continue
+                        await self._serve(conn, client, task_status)
+                        break
+        except anyio.get_cancelled_exc_class():
+            raise
+        except BaseException as exc:  # the owner must never take the shared loop down
+            conn.error = exc
+            if conn.ready and not conn.closing:
+                self._lost(conn, describe(exc, self._redact))
+        finally:
+            conn.client = None
+            conn.task_group = None
+            if conn.ready and not conn.closing and self._conn is conn:
+                self._lost(conn, "the connection ended")
+            conn.done.set()
+            task_status.ended()
+
+    def _wire_modes(self) -> tuple[str, ...]:
+        """The SDK connect modes to try, in order (see ``protocol_mode``)."""
+        if self._server is not None:
+            return (self._INPROCESS_MODE,)
+        if self._protocol_mode == "fast":
+            return ("legacy", "auto")
+        return (self._protocol_mode,)
+
+    async def _enter(self, stack: AsyncExitStack, conn: _Conn, mode: str, *,
+                     last: bool) -> Client | None:
+        """Enter the SDK client in ``mode``; None when the server refused that handshake
+        (an error reply to ``initialize``) and another mode is left to try."""
+        target = await self._transport_object(stack, conn)
+        if self._server is None:  # a stream transport: watch what leaves and returns
+            target = tracked(target, conn.tracker)
+        client = Client(
+            target,
+            mode=mode,
+            cache=None,
+            message_handler=lambda message: self._on_message(conn, message),
+            client_info=types.Implementation(name="toolbench", version="0.1.0"),
+        )
+        try:
+            await stack.enter_async_context(client)
+        except Exception as exc:
+            if last or not handshake_refused(exc):
+                raise
+            logger.debug("%s refused the %s handshake (%r); trying the next mode",
+                         self.name, mode, exc)
+            return None
+        return client
+
+    async def _serve(self, conn: _Conn, client: Client, task_status: _Started) -> None:
+        """Hold the entered client open for calls until the connection is asked to stop."""
+        # The SDK re-checks structured content with stock jsonschema (Python's backtracking
+        # ``re``, no size limits) and re-lists tools it has not seen; a hostile output schema
+        # could stall the shared loop there. Our bounded check replaces it on this session
+        # (the SDK has no public switch).
+        client.session.validate_tool_result = self._check_output  # type: ignore[method-assign]
+        self._record_server_info(client)
+        async with anyio.create_task_group() as task_group:
+            conn.task_group = task_group
+            conn.client = client
+            conn.ready = True
+            task_status.started()
+            if self._listens(client):
+                task_group.start_soon(self._listen, conn, client)
+            await conn.stop.wait()
+            task_group.cancel_scope.cancel()
+
+    async def _transport_object(self, stack: AsyncExitStack, conn: _Conn) -> Any:
+        if self._server is not None:
+            return self._server
+        if self.transport == "stdio":
+            params = StdioServerParameters(
+                command=self._argv[0], args=self._argv[1:], env=self._env or None, cwd=self._cwd
+            )
+            # Not the SDK's stdio_client: its reader is quadratic in a line's length and
+            # unbounded (see toolbench/_transports/stdio.py); this one is linear and capped.
+            return _watched(bounded_stdio_client(params, errlog=self._stderr.file(),
+                                                 max_message_bytes=self._max_message_bytes,
+                                                 on_unwritten=conn.tracker.unwritten),
+                            conn)
+        if self.transport == "sse":
+            return _watched(
+                sse_client(self._url, headers=dict(self._headers) or None,
+                           timeout=self._connect_timeout, httpx_client_factory=self._http_client),
+                conn,
+            )
+        http = self._http_client(headers=dict(self._headers) or None)
+        await stack.enter_async_context(http)
+        return _watched(streamable_http_client(self._url, http_client=http,
+                                               max_sse_event_size=self._max_message_bytes), conn)
+
+    def _http_client(self, headers: dict[str, str] | None = None,
+                     timeout: httpx2.Timeout | None = None,
+                     auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
+        """The SDK's HTTP client, but every response body capped at max_message_bytes."""
+        if timeout is None:
+            timeout = httpx2.Timeout(HTTP_TIMEOUT_S, read=HTTP_READ_TIMEOUT_S)
+        return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth,
+                                  transport=CappedTransport(self._max_message_bytes))
+
+    def _record_server_info(self, client: Client) -> None:
+        info = client.server_info
+        self._server_info = {
+            "protocol": client.protocol_version,
+            "server_name": info.name if info is not None else None,
+            "server_version": (info.version or None) if info is not None else None,
+        }
+
+    def _lost(self, conn: _Conn, why: str) -> None:
+        if self._conn is conn and self._status is Status.CONNECTED:
+            self._status = Status.LOST
+            self._last_error = f"connection to {self.name!r} lost: {why}"
+        conn.stop.set()
+
+    async def _stop_conn(self, conn: _Conn, *, cancel: bool = False) -> None:
+        """Ask the owner to exit and wait for it, bounded; shielded so closing always finishes."""
+        conn.closing = True
+        conn.stop.set()
+        if cancel or not conn.ready:
+            conn.scope.cancel()
+        with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(CLOSE_GRACE_S):
+                await conn.done.wait()
+            if not conn.done.is_set():
+                conn.scope.cancel()
+                with anyio.move_on_after(CLOSE_GRACE_S):
+                    await conn.done.wait()
+
+    async def _retire(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None and not conn.done.is_set():
+            await self._stop_conn(conn)
+
+    async def _close(self) -> None:
+        """Close the connection and end a stdio child; safe to call twice."""
+        conn = self._conn
+        if conn is not None and not conn.ready:
+            conn.scope.cancel()  # a close must not wait out a hanging connect
+        async with self._primitives():
+            await self._retire()
+            self._status = Status.CLOSED
+            self._stderr.delete()
+
+    aconnect = _connect
+    aclose = _close
+
+    async def __aenter__(self) -> McpClient:
+        await self.aconnect()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # -- tools/list_changed -----------------------------------------------------------------
+    async def _on_message(self, conn: _Conn, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self._fire(conn)
+
+    def _listens(self, client: Client) -> bool:
+        tools = client.server_capabilities.tools
+        return (
+            client.protocol_version in MODERN_PROTOCOL_VERSIONS
+            and tools is not None and bool(tools.list_changed)
+        )
+
+    async def _listen(self, conn: _Conn, client: Client) -> None:
+        """2026 servers publish list changes on a ``subscriptions/listen`` stream instead."""
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _event in subscription:
+                    self._fire(conn)
+        except Exception as exc:  # listening is a courtesy; the connection goes on without it
+            logger.debug("tools/list_changed subscription for %s ended: %r", self.name, exc)
+
+    def _fire(self, conn: _Conn) -> None:
+        """Run the listeners, coalesced: at most one round in flight plus one pending.
+
+        A listener typically re-lists the tools, so a burst of notifications must not become
+        a burst of re-lists (DESIGN, "The trust boundary"): while a round runs, further
+        notifications only mark one more round as due. Rounds run in their own task, because
+        a listener may call list_tools, which needs this loop.
+        """
+        if conn.task_group is None:
+            return
+        if self._relist_running:
+            self._relist_pending = True
+            return
+        self._relist_running = True
+        conn.task_group.start_soon(self._run_listeners)
+
+    async def _run_listeners(self) -> None:
+        try:
+            while True:
+                self._relist_pending = False
+                async with anyio.create_task_group() as round_group:
+                    for callback in list(self._listeners):
+                        round_group.start_soon(self._run_listener, callback)
+                if not self._relist_pending:
+                    return
+        finally:
+            self._relist_running = False
+
+    async def _run_listener(self, callback: ToolsChangedFn) -> None:
+        try:
+            await callback(self.name)
+        except Exception:
+            logger.exception("tools-changed listener for %s raised", self.name)
+
+    # -- discovery and calls ----------------------------------------------------------------
+    def _check_server(self, server: str, tool: ToolId | None = None) -> None:
+        if server != self.name:
+            raise Unreachable(
+                f"this connection serves {self.name!r}, not {server!r}", tool=tool
+            )
+
+    async def _client(self, tool: ToolId | None) -> Client:
+        """The entered SDK client, connecting or reconnecting first when needed."""
+        return (await self._session(tool))[1]
+
+    async def _session(
+        self, tool: ToolId | None, deadline: float = math.inf, limit: float | None = None
+    ) -> tuple[_Conn, Client]:
+        """The live connection and its client; a new, lost or failed server is (re)connected.
+
+        A ``failed`` or ``lost`` server is retried on its next call, but not within the retry
+        window after a failed attempt (0.5 s, doubling to 30 s): there a call fails fast and
+        says when the next attempt is due. The attempt runs on the shared loop, bounded by
+        ``connect_timeout``, so a caller whose ``deadline`` passes first gives up waiting
+        (nothing was sent) while the attempt goes on for the next call.
+        """
+        if self._status in _RECONNECTABLE:
+            await self._recover(tool, deadline, limit)
+        conn = self._conn
+        if self._status is not Status.CONNECTED or conn is None or conn.client is None:
+            why = self._last_error or "it is not connected"
+            raise Unreachable(f"server {self.name!r} is {self._status}: {why}", tool=tool)
+        return conn, conn.client
+
+    async def _recover(self, tool: ToolId | None, deadline: float, limit: float | None) -> None:
+        attempt = self._attempt
+        if attempt is None:
+            wait = self._retry_at - anyio.current_time()
+            if self._status is not Status.NEW and wait > 0:
+                why = self._last_error or "it is not connected"
+                raise Unreachable(
+                    f"server {self.name!r} is {self._status}: {why}\n(nothing was sent; the "
+                    f"next reconnect attempt is in {wait:.1f} s)", tool=tool
+                )
+            attempt = self._attempt = anyio.Event()
+            self._primitives()
+            self._attempt_task = _spawn(self._reconnect(attempt),
+                                        f"toolbench-reconnect-{self.name}")
+        with anyio.move_on_at(deadline):
+            await attempt.wait()
+        if not attempt.is_set():
+            raise Unreachable(
+                f"server {self.name!r} is still connecting after the call's timeout of "
+                f"{limit:g} s; nothing was sent (the attempt goes on)", tool=tool
+            )
+        if self._status is not Status.CONNECTED:
+            why = self._last_error or f"server {self.name!r} is {self._status}"
+            raise Unreachable(why, tool=tool)
+
+    async def _reconnect(self, attempt: anyio.Event) -> None:
+        """One (re)connect attempt, in its own task so no caller's timeout can cut it short."""
+        try:
+            async with self._primitives():
+                if self._status not in _RECONNECTABLE:
+                    return  # connected by someone else meanwhile, or closed
+                was_lost = self._status is Status.LOST
+                await self._retire()
+                try:
+                    await self._open()
+                except Unreachable as exc:
+                    if was_lost:
+                        self._last_error = (f"the connection to {self.name!r} was lost and "
+                                            f"reconnecting failed: {exc.detail}")
+                except Exception as exc:  # the shared loop must not lose its task group
+                    self._status = Status.FAILED
+                    self._last_error = (f"reconnecting to {self.name!r} failed: "
+                                        f"{describe(exc, self._redact)}")
+                    self._note_failure()
+        finally:
+            self._attempt = None
+            self._attempt_task = None
+            attempt.set()
+
+    async def _list_tools(self, server: str) -> list[ToolSpec]:
+        """Every tool, following ``nextCursor`` to the end, never from the SDK's cache.
+
+        Bounded (DESIGN, "The trust boundary"): the whole listing by ``connect_timeout``,
+        each page by ``timeout``, the count by ``max_tools`` and the pages by ``MAX_PAGES``,
+        and every page by ``max_message_bytes``. Exceeding a bound is ``Unreachable`` (at
+        connect, the bench keeps the failed row); a repeated cursor is ``Malformed``.
+        """
+        self._check_server(server)
+        client = await self._client(None)
+        specs: list[ToolSpec] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        pages = 0
+        with anyio.move_on_after(self._connect_timeout):
+            try:
+                while pages < MAX_PAGES:
+                    with anyio.fail_after(self._timeout):
+                        page = await client.list_tools(cursor=cursor)
+                    pages += 1
+                    if len(specs) + len(page.tools) > self._max_tools:
+                        raise Unreachable(
+                            f"server {self.name!r} offers more than max_tools="
+                            f"{self._max_tools:,} tools; discovery stopped after {pages} pages"
+                        )
+                    specs.extend(_spec(tool) for tool in page.tools)
+                    cursor = page.next_cursor
+                    if cursor is None:
+                        self._output_schemas = {
+                            s.name: s.output_schema for s in specs if s.output_schema is not None
+                        }
+                        return specs
+                    if cursor in seen:
+                        raise Malformed(f"server {self.name!r} repeated the tools/list cursor "
+                                        f"{_html.shorten(cursor, 60)!r}; the list never ends")
+                    seen.add(cursor)
+            except Exception as exc:
+                error = self._mapped(exc, None, self._timeout, "tools/list")
+                if oversize(exc) is not None:
+                    raise Unreachable(f"discovering the tools of {self.name!r} failed: "
+                                      f"{error.detail}") from self._redact.cause(exc)
+                raise error from self._redact.cause(exc)
+            raise Unreachable(f"server {self.name!r} sent more than {MAX_PAGES:,} pages of "
+                              f"tools ({len(specs):,} tools so far); discovery stopped")
+        raise Unreachable(
+            f"discovering the tools of {self.name!r} took longer than connect_timeout="
+            f"{self._connect_timeout:g} s ({len(specs):,} tools in {pages} pages so far)"
+        )
+
+    async def _call(
+        self,
+        tool: ToolId,
+        arguments: Mapping[str, Any] | None,
+        provenance: Provenance | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressFn | None = None,
+    ) -> Result:
+        """Call one tool; every failure is a ToolError from the table in DESIGN.md."""
+        args = check_arguments(tool, arguments)
+        self._check_server(tool.server, tool)
+        limit = self._timeout if timeout is None else _positive("timeout", timeout)
+        meta = _meta(provenance)
+        # The shared loop is asyncio: its clock is anyio's, read without anyio's backend
+        # lookup (a few µs per read, twice per call).
+        loop = asyncio.get_running_loop()
+        if loop is not self._bound:
+            self._primitives()  # binds a new client; refuses a second live loop
+        deadline = loop.time() + limit
+        conn, client = await self._session(tool, deadline, limit)
+        # (M1) The timeout covers connecting, queueing and the request. What runs out before
+        # the request reaches the transport did not happen (Unreachable), never in doubt.
+        limiter = self._limiter
+        if limiter is not None:
+            with anyio.move_on_at(deadline) as queued:
+                await limiter.acquire()
+            if queued.cancelled_caught:
+                raise Unreachable(
+                    f"the call was not sent: it waited {limit:g} s for one of "
+                    f"max_concurrent={self._max_concurrent} slots", tool=tool
+                )
+        ticket = CallTicket(tracked=conn.tracker.active)
+        token = TICKET.set(ticket)
+        try:
+            started = time.perf_counter()
+            try:
+                client.session  # noqa: B018 - raises RuntimeError once the client has exited
+            except RuntimeError as exc:
+                raise Unreachable(
+                    f"the connection to {self.name!r} closed before the call was sent", tool=tool
+                ) from exc
+            try:
+                # Our own clock, not the SDK's read timeout: then a REQUEST_TIMEOUT error can
+                # only be one the server sent, and a timeout before the hand-over is ours.
+                # The call's one timeout scope (issue 17): asyncio's, about half the cost of
+                # anyio.fail_after per call; the bench adds no backstop around it.
+                async with asyncio.timeout_at(deadline):
+                    raw = await client.call_tool(
+                        tool.tool, args, read_timeout_seconds=None,
+                        progress_callback=cast("ProgressFnT | None", progress),
+                        meta=cast("RequestParamsMeta | None", meta),
+                    )
+            except Exception as exc:
+                if (self.transport == "http" and ticket.sent and not ticket.error_reply
+                        and is_transport_failure(exc, ticket, connection_up=False)):
+                    ticket.refused = await self._refusal(conn, ticket)
+                raise self._mapped(exc, tool, limit, "call", ticket=ticket,
+                                   conn=conn) from self._redact.cause(exc)
+        finally:
+            TICKET.reset(token)
+            conn.tracker.forget(ticket)
+            if limiter is not None:
+                limiter.release()
+        latency = time.perf_counter() - started
+        result = self._result(raw, tool, latency)
+        if raw.is_error:
+            # Redact before shortening: a cut must never leave half a secret behind.
+            text = _html.shorten(self._redact(result.text or "(no text)"), 500)
+            raise ToolFailed(f"the tool reported an error: {text}", tool=tool, result=result)
+        return result
+
+    async def _check_output(self, name: str, result: types.CallToolResult) -> None:
+        """The SDK's output check, bounded: the tool ran, so a mismatch is ``Malformed``.
+
+        The schemas come from the last discovery (one bounded listing if there was none); a
+        tool missing from it is not re-listed on every call, as the SDK would.
+        """
+        if self._output_schemas is None:  # never listed: discover once, bounded as always
+            with contextlib.suppress(ToolError):
+                await self._list_tools(self.name)
+        schema = (self._output_schemas or {}).get(name)
+        if schema is None:
+            return
+        tool = ToolId(self.name, name) if is_tool_name(name) else None
+        if result.structured_content is None and "structured_content" not in (
+            result.model_fields_set
+        ):
+            raise Malformed("the tool declares an output schema but returned no structured "
+                            "content", tool=tool)
+        validate_output(tool, schema, result.structured_content)
+
+    def _mapped(
+        self, exc: Exception, tool: ToolId | None, limit: float, action: str,
+        *, ticket: CallTicket | None = None, conn: _Conn | None = None,
+    ) -> ToolError:
+        too_large = oversize(exc)  # (M2) the transport dropped an oversized reply unread
+        if too_large is not None:
+            if self._conn is not None:
+                self._lost(self._conn, too_large)
+            return Malformed(f"the {action} failed: {too_large}", tool=tool)
+        # (M1) Only a transport failure restarts the connection; an error reply never does.
+        conn = conn if conn is not None else self._conn
+        up = (conn is not None and conn is self._conn and self._status is Status.CONNECTED
+              and not conn.done.is_set())
+        if not isinstance(exc, ToolError) and conn is not None and is_transport_failure(
+            exc, ticket, up
+        ):
+            self._lost(conn, describe(exc, self._redact))
+        return map_call_error(exc, tool, timeout=limit, redact=self._redact, action=action,
+                              ticket=ticket, connection_up=up)
+
+    async def _refusal(self, conn: _Conn, ticket: CallTicket) -> BaseException | None:
+        """The HTTP connect failure that ended this call's POST, if that is what happened.
+
+        The SDK reports any transport failure as "Connection closed"; the reason is the
+        exception the transport ended with, which the owner task records when it exits.
+        """
+        with anyio.move_on_after(REFUSAL_WAIT_S):
+            await conn.done.wait()
+        return refused_connect(conn.error, ticket)
+
+    def _result(self, raw: Any, tool: ToolId, latency: float) -> Result:
+        try:
+            content = [
+                # A plain text block (the usual answer) as pydantic would dump it, without
+                # pydantic's ~3 µs per block.
+                {"type": "text", "text": block.text}
+                if type(block) is types.TextContent and block.annotations is None
+                and block.meta is None
+                else block.model_dump(by_alias=True, exclude_none=True, mode="json")
+                for block in raw.content
+            ]
+            structured = raw.structured_content
+        except Exception as exc:
+            raise Malformed(f"unreadable tool result: {describe(exc, self._redact)}",
+                            tool=tool) from exc
+        if structured is not None and not isinstance(structured, dict):
+            raise Malformed(
+                f"structuredContent is {type(structured).__name__}, not an object", tool=tool
+            )
+        return Result(content, structured, bool(raw.is_error), latency, tool)
+
+    list_tools = alist_tools = _list_tools
+    call = acall = _call
+
+
+class _Started:
+    """``task_status`` for an owner task that outlives its starter (see :func:`_spawn`).
+
+    anyio's ``TaskGroup.start`` does the same handshake, but ties the owner to a task group
+    and, when the starter's ``connect_timeout`` runs out first, waits (shielded, unbounded) for
+    the owner to wind down: a hung child takes the SDK seconds to stop, and connecting promised
+    an answer within ``connect_timeout``. Here the starter awaits ``future``: ``True`` once
+    the owner is ready, ``False`` if it ended first.
+    """
+
+    __slots__ = ("future",)
+
+    def __init__(self) -> None:
+        self.future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+
+    def started(self, value: None = None) -> None:
+        if not self.future.done():
+            self.future.set_result(True)
+
+    def ended(self) -> None:
+        if not self.future.done():
+            self.future.set_result(False)
+
+
+def _spawn(coroutine: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
+    """A task that outlives the caller's task: a connection's owner, a reconnect attempt.
+
+    Plain asyncio, not a task group: the caller may be a notebook cell's task, which ends long
+    before the connection does. The core needs no loop thread of its own (DESIGN.md,
+    "Layers"); whoever opens a client closes it (a Bench does, for its connections). asyncio
+    keeps only weak references to tasks, so the caller keeps the one returned.
+    """
+    return asyncio.get_running_loop().create_task(coroutine, name=name)
+
+
+def _abandon(conn: _Conn) -> None:
+    """Tell a failed attempt's owner to wind down, without waiting for it."""
+    conn.closing = True
+    conn.stop.set()
+    conn.scope.cancel()
+
+
+def _spec(tool: types.Tool) -> ToolSpec:
+    def plain(value: Any) -> dict[str, Any] | None:
+        if value is None:
+            return None
+        if hasattr(value, "model_dump"):
+            return cast(dict[str, Any], value.model_dump(by_alias=True, exclude_none=True))
+        return dict(value)
+
+    return ToolSpec(
+        name=tool.name,
+        description=tool.description or "",
+        input_schema=plain(tool.input_schema) or {"type": "object"},
+        output_schema=plain(tool.output_schema),
+        annotations=plain(tool.annotations),
+        title=tool.title,
+    )
+
+
+def _meta(provenance: Provenance | None) -> dict[str, Any] | None:
+    if provenance is None:
+        return None
+    if not isinstance(provenance, Provenance):
+        raise TypeError(f"provenance must be a Provenance, not {type(provenance).__name__}")
+    if not provenance:  # nothing to say: send no _meta at all
+        return None
+    fields = provenance.as_dict()
+    if all(type(v) in _JSON_SCALARS for v in fields.values()):  # the usual case: as it is
+        return {Provenance.META_KEY: fields}
+    # Only JSON can travel; anything else is sent as its string form rather than failing.
+    return {Provenance.META_KEY: json.loads(json.dumps(fields, default=str))}
+
+
+_JSON_SCALARS = frozenset({str, int, bool, type(None)})
+
+
+def _positive(label: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ValueError(f"invalid {label} {value!r}: a positive number of seconds")
+    return float(value)
+
+
+def _string_map(label: str, value: Mapping[str, str] | None) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValueError(f"invalid {label}: a mapping of strings to strings, "
+                         f"not {type(value).__name__}")
+    bad = [k for k, v in value.items() if not isinstance(k, str) or not isinstance(v, str)]
+    if bad:
+        # Name the key only: the value may be a secret.
+        raise ValueError(f"invalid {label} entry {bad[0]!r}: keys and values must be strings")
+    return dict(value)
+
+
+def _require(given: str | None, allowed: tuple[str, ...], what: str) -> None:
+    if given is not None and given not in allowed:
+        raise ValueError(f"transport {given!r} does not fit {what}; it allows {list(allowed)}")
