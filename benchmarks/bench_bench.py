@@ -33,7 +33,7 @@ except ImportError:  # run as a script
 
 from mcp import Client
 
-from toolbench._bench.bench import Bench
+from toolbench import Bench
 from toolbench._bench.journal import Journal
 from toolbench._bench.records import RecordStore, frame, make_record
 from toolbench._core.client import Result, ToolSpec

@@ -26,7 +26,7 @@ try:
 except ImportError:  # run as a script
     import common  # type: ignore[no-redef]
 
-from toolbench._bench.bench import Bench
+from toolbench import Bench
 
 CPU_SERVER = common.REPO / "tests" / "servers" / "cpu_server.py"
 CPU_MS = 20.0

@@ -36,7 +36,7 @@ try:
 except ImportError:  # run as a script
     import common  # type: ignore[no-redef]
 
-from toolbench._bench.bench import Bench
+from toolbench import Bench
 from toolbench._bench.journal import Journal
 from toolbench._bench.records import COLUMNS, Record, RecordStore
 

@@ -63,7 +63,7 @@ def _toolbench_round(client: McpClient, calls: int) -> float:
     tool = ToolId("bench", "add")
     started = time.perf_counter()
     for i in range(calls):
-        get_loop().run(client.acall, tool, {"a": i, "b": 2})  # the sync hop, as a Bench
+        get_loop().run(client.call, tool, {"a": i, "b": 2})  # the sync hop, as a Bench
     return (time.perf_counter() - started) / calls
 
 
@@ -74,7 +74,7 @@ def _on_loop_round(client: McpClient, calls: int) -> float:
     async def body() -> float:
         started = time.perf_counter()
         for i in range(calls):
-            await client.acall(tool, {"a": i, "b": 2})
+            await client.call(tool, {"a": i, "b": 2})
         return (time.perf_counter() - started) / calls
 
     return get_loop().run(body)
@@ -91,7 +91,7 @@ def run(quick: bool) -> dict[str, Any]:
         client = cls(server, name="bench")
         get_loop().run(client.aconnect)
         try:
-            get_loop().run(client.acall, ToolId("bench", "add"), {"a": 0, "b": 0})
+            get_loop().run(client.call, ToolId("bench", "add"), {"a": 0, "b": 0})
             for _ in range(rounds):
                 sdk.append(_sdk_round(server, calls, mode))
                 ours.append(_toolbench_round(client, calls))

@@ -39,7 +39,7 @@ except ImportError:  # run as a script
 
 from mcp import Client, ClientSessionGroup, StdioServerParameters, stdio_client
 
-from toolbench._bench.bench import Bench
+from toolbench import Bench
 from toolbench._core.ids import ToolId
 from toolbench._loop import get_loop
 from toolbench._transports.mcp import McpClient
@@ -144,7 +144,7 @@ def inprocess(figures: common.Figures, quick: bool, fm: Any) -> None:
                                         for i in range(calls)])
 
         def mc_round() -> float:
-            return _timed_sync(lambda: [get_loop().run(mc.acall, tid, {"a": i, "b": 2})
+            return _timed_sync(lambda: [get_loop().run(mc.call, tid, {"a": i, "b": 2})
                                         for i in range(calls)])
 
         async def main() -> None:
@@ -210,7 +210,7 @@ def stdio(figures: common.Figures, quick: bool, fm: Any, errlog: TextIO) -> None
                                         for i in range(seq_calls)])
 
         def mc_seq() -> float:
-            return _timed_sync(lambda: [get_loop().run(mc.acall, tid, {"a": i, "b": 2})
+            return _timed_sync(lambda: [get_loop().run(mc.call, tid, {"a": i, "b": 2})
                                         for i in range(seq_calls)])
 
         def bench_map() -> float:

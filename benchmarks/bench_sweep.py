@@ -45,7 +45,7 @@ except ImportError:  # run as a script
 
 from mcp import Client, ClientSessionGroup, StdioServerParameters, stdio_client
 
-from toolbench._bench.bench import Bench
+from toolbench import Bench
 from toolbench._core.ids import ToolId
 from toolbench._loop import get_loop
 from toolbench._transports.toolbox import ToolBox

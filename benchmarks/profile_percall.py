@@ -64,7 +64,7 @@ sys.path.insert(0, {repo!r})
 import jsonschema.validators  # imported before any thread races to it (older checkouts)
 from benchmarks import common
 from benchmarks.bench_sweep import fast_argv
-from toolbench._bench.bench import Bench
+from toolbench import Bench
 what, secs = {what!r}, {secs!r}
 b = Bench()
 if what == "map":

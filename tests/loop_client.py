@@ -27,10 +27,10 @@ class LoopClient(McpClient):
 
     def call_sync(self, tool: ToolId, arguments: Mapping[str, Any] | None,
                   provenance: Provenance | None = None, **options: Any) -> Result:
-        return get_loop().run(self.acall, tool, arguments, provenance, **options)
+        return get_loop().run(self.call, tool, arguments, provenance, **options)
 
     def list_tools_sync(self, server: str) -> list[ToolSpec]:
-        return get_loop().run(self.alist_tools, server)
+        return get_loop().run(self.list_tools, server)
 
     def __enter__(self) -> LoopClient:
         self.connect()

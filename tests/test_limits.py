@@ -150,7 +150,7 @@ def test_id_at_the_end_finds_its_call_among_several(caplog: pytest.LogCaptureFix
 
             async def one(label: str, tool: str, args: dict[str, object]) -> None:
                 try:
-                    outcomes[label] = (await big.acall(ToolId("big", tool), args)).text
+                    outcomes[label] = (await big.call(ToolId("big", tool), args)).text
                 except ToolError as exc:
                     outcomes[label] = exc
 

@@ -66,8 +66,8 @@ def test_sync_method_on_the_loop_thread_raises_clearly(mem: LoopClient) -> None:
 
 def test_async_face_from_a_foreign_asyncio_loop(mem: LoopClient) -> None:
     async def main() -> tuple[Any, str]:
-        result = await get_loop().arun(mem.acall, ADD, {"a": 20, "b": 22})
-        specs = await get_loop().arun(mem.alist_tools, "mem")
+        result = await get_loop().arun(mem.call, ADD, {"a": 20, "b": 22})
+        specs = await get_loop().arun(mem.list_tools, "mem")
         return result.structured, ",".join(sorted(s.name for s in specs))
 
     assert asyncio.run(main()) == ({"result": 42}, "add,slow")
@@ -76,7 +76,7 @@ def test_async_face_from_a_foreign_asyncio_loop(mem: LoopClient) -> None:
 def test_connection_opened_in_one_foreign_loop_used_in_another() -> None:
     client = LoopClient(make_mem_server(), name="mem")
     asyncio.run(get_loop().arun(client.aconnect))  # this loop ends; the connection lives on
-    assert asyncio.run(get_loop().arun(client.acall, ADD, {"a": 1, "b": 1})).structured == {
+    assert asyncio.run(get_loop().arun(client.call, ADD, {"a": 1, "b": 1})).structured == {
         "result": 2}
     asyncio.run(get_loop().arun(client.aclose))
     assert client.status == "closed"
@@ -128,7 +128,7 @@ def test_jupyter_kernel_keeps_a_connection_across_cells() -> None:
         "from toolbench._core.ids import ToolId\nfrom toolbench._loop import get_loop\n"
         f"c = LoopClient({ECHO!r}, name='echo')\nc.connect()\nprint('status', c.status)",
         "print('sync', c.call_sync(ToolId('echo', 'echo'), {'text': 'from cell 2'}).text)",
-        "r = await get_loop().arun(c.acall, ToolId('echo', 'add'), {'a': 3, 'b': 4})\n"
+        "r = await get_loop().arun(c.call, ToolId('echo', 'add'), {'a': 3, 'b': 4})\n"
         "print('async', r.structured)",
         "c.close()\nprint('closed', c.status)",
     ]

@@ -244,7 +244,7 @@ def test_max_concurrent_caps_in_flight_calls() -> None:
             started = time.monotonic()
             async with anyio.create_task_group() as tg:
                 for _ in range(3):
-                    tg.start_soon(client.acall, tid("slow"), {"seconds": 0.3})
+                    tg.start_soon(client.call, tid("slow"), {"seconds": 0.3})
             return time.monotonic() - started
 
     assert anyio.run(main) >= 0.85  # three 0.3 s calls, one at a time
@@ -464,7 +464,7 @@ def test_tools_list_changed_triggers_listener(where: str) -> None:
 
         async def on_change(server: str) -> None:
             assert server == "echo"
-            fresh.append([s.name for s in await client.alist_tools("echo")])
+            fresh.append([s.name for s in await client.list_tools("echo")])
             changed.set()
 
         client.add_tools_changed_listener(on_change)

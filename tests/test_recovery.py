@@ -126,24 +126,24 @@ def test_in_process_error_replies_and_bad_output() -> None:
 def test_queued_past_its_timeout_did_not_happen() -> None:
     async def main() -> tuple[BaseException, float, dict[str, Any], dict[str, Any]]:
         async with LoopClient(RPC, name="rpc", timeout=30, max_concurrent=1) as client:
-            await client.alist_tools("rpc")
-            before = (await client.acall(rpc_tool("count"), {})).structured
+            await client.list_tools("rpc")
+            before = (await client.call(rpc_tool("count"), {})).structured
             errors: list[BaseException] = []
 
             async def hang() -> None:
                 with pytest.raises(TimedOut):
-                    await client.acall(rpc_tool("hang"), {}, timeout=2.5)
+                    await client.call(rpc_tool("hang"), {}, timeout=2.5)
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(hang)
                 await anyio.sleep(0.5)  # the hang holds the only slot
                 started = anyio.current_time()
                 try:
-                    await client.acall(rpc_tool("count"), {}, timeout=0.5)
+                    await client.call(rpc_tool("count"), {}, timeout=0.5)
                 except Exception as exc:
                     errors.append(exc)
                 elapsed = anyio.current_time() - started
-            after = (await client.acall(rpc_tool("count"), {})).structured
+            after = (await client.call(rpc_tool("count"), {})).structured
             assert before is not None and after is not None
             return errors[0], elapsed, before, after
 
@@ -183,12 +183,12 @@ def test_close_while_queued_did_not_happen() -> None:
     async def main() -> tuple[BaseException, BaseException]:
         client = LoopClient(RPC, name="rpc", timeout=30, max_concurrent=1)
         await client.aconnect()
-        await client.alist_tools("rpc")
+        await client.list_tools("rpc")
         found: dict[str, BaseException] = {}
 
         async def call(tool: str) -> None:
             try:
-                await client.acall(rpc_tool(tool), {}, timeout=10)
+                await client.call(rpc_tool(tool), {}, timeout=10)
             except Exception as exc:
                 found[tool] = exc
 

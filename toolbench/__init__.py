@@ -1,6 +1,5 @@
 """toolbench: explore, call, record and compare tools from many MCP servers, in Jupyter."""
 
-from toolbench._bench.bench import Bench
 from toolbench._bench.config import ConfigError, ConfigWarning
 from toolbench._bench.handles import ToolHandle
 from toolbench._bench.journal import JournalWarning
@@ -17,6 +16,7 @@ from toolbench._core.errors import (
 )
 from toolbench._core.ids import Destination, Egress, Provenance, ToolId
 from toolbench._notebook import accessor as _accessor
+from toolbench._notebook.bench import Bench
 from toolbench._notebook.display import show
 from toolbench._routing.pegboard import PegBoard
 from toolbench._routing.router import ToolRouter

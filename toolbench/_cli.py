@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 if TYPE_CHECKING:
     import pandas as pd
 
-    from toolbench._bench.bench import Bench
+    from toolbench._notebook.bench import Bench
 
 WIDTH = 48
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUG = 0, 1, 2, 3
@@ -224,7 +224,7 @@ def _start(source: _Source, names: Sequence[str] | None = None) -> tuple[Bench, 
 
     Returns the bench and how many servers failed to start.
     """
-    from toolbench._bench.bench import Bench
+    from toolbench._notebook.bench import Bench
 
     bench = Bench()
     try:

@@ -1,8 +1,12 @@
-"""The Bench: the notebook face over the router, the pegboard and the shared loop.
+"""The bench layer's Bench: connections, catalog, calls, records, over router and pegboard.
 
-Every public coroutine ``_x`` becomes ``ax`` and ``x`` through :func:`twins`, so the sync
-face a notebook cell uses and the async face are the same code. Every call, whatever its
-outcome, leaves one record; the single-call API raises only after that record exists.
+Each operation's logic is one private coroutine (``_call``) that runs on the shared loop; its
+public faces are written out beside it (``acall`` awaits it from any loop, ``call`` blocks a
+cell on it), each with its own signature and docstring and one line that hands off, so the
+two faces can never disagree. Every call, whatever its outcome, leaves one record; the
+single-call API raises only after that record exists. What a notebook shows (the HTML repr,
+the explorer) and the bundled demo servers are added above this layer, by the public
+``toolbench.Bench`` in ``toolbench._notebook.bench``.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self, Unpack, cast
 
 import anyio
 
@@ -31,9 +35,14 @@ from toolbench._core.client import Result, ToolSpec, check_arguments
 from toolbench._core.errors import TimedOut, ToolError, Unreachable
 from toolbench._core.ids import Egress, Provenance, ToolId, check_server_name
 from toolbench._core.validate import validate_arguments
-from toolbench._loop import get_loop, twins
-from toolbench._routing.connections import Connection, open_connection, secret_values
-from toolbench._routing.pegboard import PegBoard, describe_skipped
+from toolbench._loop import get_loop
+from toolbench._routing.connections import (
+    Connection,
+    ConnectOptions,
+    open_connection,
+    secret_values,
+)
+from toolbench._routing.pegboard import USE_SERVER_NAME, Namespace, PegBoard, describe_skipped
 from toolbench._routing.router import ToolRouter
 from toolbench._transports.mcp_errors import Redactor
 from toolbench._transports.toolbox import ToolBox
@@ -127,7 +136,6 @@ class _Row:
     status: str
     connection: Connection | None = None
     error: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
     stderr: str = ""
     """The stderr tail as it was when the connect failed (closing deletes the live file)."""
     redact: Redactor = field(default=_NO_SECRETS, repr=False)
@@ -143,17 +151,12 @@ class _Row:
         return self.status
 
 
-class Bench:
+class BaseBench:
     """Connect many servers, browse their tools, call, compare and map them, keep records.
 
     A bench owns its connections (stdio children end when it closes) and one record of every
-    call made through it; ``Bench.demo()`` is one with the bundled offline demo servers.
-
-    Example:
-        >>> import toolbench as tb
-        >>> with tb.Bench.demo() as bench:                          # doctest: +SKIP
-        ...     bench.call("geo-distance", from_city="London", to_city="Paris").data
-        {'result': 343.557}
+    call made through it. Users hold ``toolbench.Bench``, this class plus what a notebook
+    shows; this one is what the bench layer (and a Dask worker) needs.
     """
 
     def __init__(self, journal: str | os.PathLike[str] | None = None, separator: str = "-",
@@ -202,33 +205,13 @@ class Bench:
         get_loop().track(self)
         _preload.start()  # jsonschema's slow import, done before the first call needs it
 
-    @classmethod
-    def demo(cls, **options: Any) -> Bench:
-        """A bench with the bundled offline demo servers connected (concurrently)."""
-        from toolbench import demo
-
-        bench = cls(**options)
-        try:
-            bench.load_config(demo.config())
-        except BaseException:
-            bench.close()
-            raise
-        return bench
-
     # -- connecting -----------------------------------------------------------------------
-    async def _connect(self, name: str, target: Any, /, *, namespace: Any = ...,
-                       **options: Any) -> int:
-        """Connect ``target`` as server ``name``; its type picks the transport.
-
-        A failure raises ``Unreachable`` and leaves a ``failed`` row in ``servers``; a later
-        ``connect`` under the same name replaces a failed (or lost) row. ``secrets=[...]``
-        names further values (besides env and header values, always hidden) that must never
-        appear in the servers table, a record or an error message. ``protocol_mode="auto"``
-        (or ``"legacy"``) overrides how a stdio or HTTP connection picks its protocol
-        (default ``"fast"``: see ``toolbench._transports.mcp.PROTOCOL_MODES``; ``servers``
-        shows it).
-        """
+    async def _connect(self, name: str, target: Any, namespace: Namespace,
+                       given: ConnectOptions) -> int:
+        """A failed row is kept (it tells why); it is replaced only once a new target is
+        valid, and a config mistake (a name collision) keeps no row at all."""
         self._check_open()
+        options: dict[str, Any] = dict(given)
         check_server_name(name)
         redact = Redactor(secret_values(options))
         existing = self._rows.get(name)
@@ -257,8 +240,8 @@ class Bench:
                     f"allowlist {sorted(self.egress.hosts)}; nothing was sent"
                 )
             await connection.open()
-            ns = name if namespace is ... else namespace
-            count = await self.pegboard.add_service(name, connection.client, namespace=ns)
+            count = await self.pegboard.add_service(name, connection.client,
+                                                    namespace=namespace)
         except BaseException as exc:
             row.status, row.error = "failed", redact(str(exc))
             with contextlib.suppress(Exception):  # read before closing deletes the file
@@ -275,10 +258,50 @@ class Bench:
         row.status, row.error = "connected", None
         return count
 
-    aconnect, connect = twins(_connect)
+    def connect(self, name: str, target: Any, /, *, namespace: Namespace = USE_SERVER_NAME,
+                **options: Unpack[ConnectOptions]) -> int:
+        """Connect ``target`` as server ``name``; its type picks the transport.
+
+        Args:
+            name: the server's local name (1 to 64 of ``[A-Za-z0-9_.-]``), the prefix of
+                its tools' names unless ``namespace`` says otherwise.
+            target: a command (``str`` or list: stdio), an ``http(s)://`` URL (streamable
+                HTTP, or SSE), an MCP server object (in process), or any ``ToolClient`` (a
+                ``Toolset``, a ``ToolBox``).
+            namespace: the tools' name prefix: the server's name by default; ``None`` or
+                ``""`` keeps the tools' own names.
+            **options: typed keywords for the connection, documented on
+                :class:`~toolbench._routing.connections.ConnectOptions`: ``env``, ``cwd``,
+                ``headers``, ``transport``, ``timeout``, ``connect_timeout``,
+                ``max_concurrent``, ``secrets``, ``max_message_bytes``, ``max_tools``,
+                ``protocol_mode``. A ``ToolClient`` takes only ``timeout`` and
+                ``connect_timeout``.
+
+        Returns:
+            How many tools the server added to the catalog.
+
+        Raises:
+            Unreachable: the server did not start, answer or list its tools in time, or
+                ``egress`` refused its host. Its row stays in ``servers``, marked
+                ``failed``; a later ``connect`` under the same name replaces it.
+            ValueError: the name is taken by a live server, or a target or option is bad.
+            NameCollision: one of its tools' names is already on the pegboard.
+
+        Example:
+            >>> bench.connect("time", "mcp-server-time --local-timezone UTC")  # doctest: +SKIP
+            2
+        """
+        return get_loop().run(self._connect, name, target, namespace, options)
+
+    async def aconnect(self, name: str, target: Any, /, *,
+                       namespace: Namespace = USE_SERVER_NAME,
+                       **options: Unpack[ConnectOptions]) -> int:
+        """Awaitable :meth:`connect`: the same arguments, result and errors."""
+        return await get_loop().arun(self._connect, name, target, namespace, options)
 
     async def _add(self, box: ToolBox) -> list[str]:
-        """Add every server a ToolBox names; all of them, or none."""
+        """All of the box's servers, or none: a half-added box would leave names that no
+        later ``add`` could take."""
         self._check_open()
         if not isinstance(box, ToolBox):
             raise TypeError(f"add() takes a ToolBox, not {box!r}; use connect() for servers")
@@ -304,10 +327,32 @@ class Bench:
             raise
         return servers
 
-    aadd, add = twins(_add)
+    def add(self, box: ToolBox) -> list[str]:
+        """Add every server a ``ToolBox`` names (typed Python functions as tools).
+
+        Args:
+            box: the ToolBox; each of its servers becomes a row of ``servers``.
+
+        Returns:
+            The names of the servers added.
+
+        Raises:
+            TypeError: ``box`` is not a ToolBox (use ``connect`` for servers).
+            ValueError: one of its servers' names is taken; nothing was added.
+
+        Example:
+            >>> box = tb.ToolBox("calc")                                # doctest: +SKIP
+            >>> bench.add(box)                                          # doctest: +SKIP
+            ['calc']
+        """
+        return get_loop().run(self._add, box)
+
+    async def aadd(self, box: ToolBox) -> list[str]:
+        """Awaitable :meth:`add`: the same argument, result and errors."""
+        return await get_loop().arun(self._add, box)
 
     async def _disconnect(self, name: str) -> None:
-        """Remove a server, its tools and its row; close its connection."""
+        """The row and the names go first, so nothing new reaches a closing connection."""
         row = self._rows.pop(name, None)
         if row is None:
             raise KeyError(f"no server {name!r}; connected: {sorted(self._rows)}")
@@ -317,7 +362,23 @@ class Bench:
         if row.connection is not None:
             await row.connection.close()
 
-    adisconnect, disconnect = twins(_disconnect)
+    def disconnect(self, name: str) -> None:
+        """Remove a server, its tools and its row, and close its connection.
+
+        Args:
+            name: the server's name, as in ``servers``.
+
+        Raises:
+            KeyError: no server has that name.
+
+        Example:
+            >>> bench.disconnect("time")                                # doctest: +SKIP
+        """
+        get_loop().run(self._disconnect, name)
+
+    async def adisconnect(self, name: str) -> None:
+        """Awaitable :meth:`disconnect`: the same argument and errors."""
+        await get_loop().arun(self._disconnect, name)
 
     def _check_config(self, config: str | os.PathLike[str] | Mapping[str, Any],
                       stacklevel: int) -> _config.Parsed:
@@ -336,30 +397,41 @@ class Bench:
         parsed.warn_unknown(stacklevel=stacklevel + 1)
         return parsed
 
-    async def _load_config(self, config: str | os.PathLike[str] | Mapping[str, Any], *,
-                           progress: bool | None = None) -> pd.DataFrame:
-        """Connect every server of an ``mcpServers``/``servers`` config, all at once.
-
-        The whole config is checked first: a mistake anywhere is a ``ConfigError`` naming
-        its JSON path, and nothing starts. After that every server succeeds or fails on its
-        own, whatever the exception (a failed row with the error; the others connect). A
-        name clash with an earlier server's tools is that server's failed row. A server with
-        ``"disabled": true`` is not started and has no row. Unknown keys give one
-        ``ConfigWarning``. Returns ``servers``.
-        """
-        return await self._connect_all(self._check_config(config, stacklevel=3), progress)
-
     def load_config(self, config: str | os.PathLike[str] | Mapping[str, Any], *,
                     progress: bool | None = None) -> pd.DataFrame:
+        """Connect every server of an ``mcpServers``/``servers`` config, all at once.
+
+        The whole config is checked first, in the caller's thread, and nothing starts if
+        anything is wrong. After that every server succeeds or fails on its own, whatever
+        the exception: a failed row with the error, while the others connect. A name clash
+        with an earlier server's tools is that server's failed row. A server with
+        ``"disabled": true`` is not started and has no row.
+
+        Args:
+            config: a JSON file's path, or its parsed content (a mapping).
+            progress: a progress bar while servers start (``None``: only in a notebook).
+
+        Returns:
+            The ``servers`` table.
+
+        Raises:
+            ConfigError: a mistake anywhere in the file, naming its JSON path.
+            ValueError: a server's name is already connected.
+
+        Warns:
+            ConfigWarning: once, for keys the file has that toolbench does not know.
+
+        Example:
+            >>> bench.load_config("mcp.json")                           # doctest: +SKIP
+        """
         parsed = self._check_config(config, stacklevel=2)
         return get_loop().run(self._connect_all, parsed, progress)
 
     async def aload_config(self, config: str | os.PathLike[str] | Mapping[str, Any], *,
                            progress: bool | None = None) -> pd.DataFrame:
+        """Awaitable :meth:`load_config`: the same arguments, result and errors."""
         parsed = self._check_config(config, stacklevel=2)
         return await get_loop().arun(self._connect_all, parsed, progress)
-
-    load_config.__doc__ = aload_config.__doc__ = _load_config.__doc__
 
     async def _connect_all(self, parsed: _config.Parsed, progress: bool | None,
                            ) -> pd.DataFrame:
@@ -368,8 +440,10 @@ class Bench:
 
         async def one(entry: _config.ServerConfig) -> None:
             try:
-                await self._connect(entry.name, entry.target, secrets=entry.secrets,
-                                    **entry.options)
+                options = dict(entry.options)
+                namespace = options.pop("namespace", USE_SERVER_NAME)
+                await self._connect(entry.name, entry.target, namespace,
+                                    cast(ConnectOptions, {**options, "secrets": entry.secrets}))
             except Exception as exc:  # every server on its own: the failed row tells it
                 if entry.name not in self._rows:  # e.g. a NameCollision keeps no row
                     redact = Redactor(secret_values({**entry.options,
@@ -389,7 +463,7 @@ class Bench:
         return self._servers_frame()
 
     async def _close(self) -> None:
-        """Close every connection (stdio children end) and the journal; safe to repeat."""
+        """Connections close concurrently, so one slow server does not hold up the rest."""
         if self._closed:
             return
         self._closed = True
@@ -403,7 +477,19 @@ class Bench:
             warn_unwritten(self._store.journal, await self._store.aclose())
         get_loop().untrack(self)
 
-    aclose, close = twins(_close)
+    def close(self) -> None:
+        """Close every connection (stdio children end) and the journal; safe to repeat.
+
+        A ``with`` block does this on exit. Records stay readable afterwards.
+
+        Warns:
+            JournalWarning: some records could not be written to the journal.
+        """
+        get_loop().run(self._close)
+
+    async def aclose(self) -> None:
+        """Awaitable :meth:`close`; ``async with`` does this on exit."""
+        await get_loop().arun(self._close)
 
     @property
     def closed(self) -> bool:
@@ -414,13 +500,13 @@ class Bench:
         if self._closed:
             raise RuntimeError("this Bench is closed; make a new one")
 
-    def __enter__(self) -> Bench:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    async def __aenter__(self) -> Bench:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -604,11 +690,7 @@ class Bench:
                     timeout: float | None = None,
                     provenance: Provenance | Mapping[str, Any] | None = None,
                     **kwargs: Any) -> Result:
-        """Call one tool by pegboard name or ``tool://`` reference; raise its ToolError.
-
-        Arguments come as one mapping or as keywords, not both. The failed call is recorded
-        before the error is raised.
-        """
+        """The failed call is recorded before its error is raised: nothing is lost."""
         self._check_open()
         if arguments is not None and kwargs:
             raise TypeError("pass arguments as one mapping or as keywords, not both")
@@ -624,7 +706,42 @@ class Bench:
         assert result is not None
         return result
 
-    acall, call = twins(_call)
+    def call(self, name: str, arguments: Mapping[str, Any] | None = None, /, *,
+             timeout: float | None = None,
+             provenance: Provenance | Mapping[str, Any] | None = None,
+             **kwargs: Any) -> Result:
+        """Call one tool by pegboard name or ``tool://`` reference.
+
+        Args:
+            name: the pegboard name (``geo-distance``) or a ``tool://server/tool`` reference.
+            arguments: the tool's arguments as one mapping; or pass them as keywords.
+            timeout: seconds before the call fails as ``TimedOut`` (default: the bench's).
+            provenance: fields recorded with the call (a ``Provenance`` or a mapping).
+            **kwargs: the tool's arguments, as keywords (not together with ``arguments``).
+
+        Returns:
+            The tool's ``Result`` (text, data, content blocks, latency).
+
+        Raises:
+            ToolError: a subclass says what is known about the far side: ``Refused`` (bad
+                arguments, checked locally), ``Unreachable`` (never sent), ``TimedOut``
+                (may have run), ``ToolFailed`` (the tool reported an error), ``Malformed``
+                (an answer that breaks the protocol). The record is written first.
+
+        Example:
+            >>> bench.call("geo-distance", from_city="London", to_city="Paris").data
+            {'result': 343.557}
+        """
+        return get_loop().run(self._call, name, arguments, timeout=timeout,
+                              provenance=provenance, **kwargs)
+
+    async def acall(self, name: str, arguments: Mapping[str, Any] | None = None, /, *,
+                    timeout: float | None = None,
+                    provenance: Provenance | Mapping[str, Any] | None = None,
+                    **kwargs: Any) -> Result:
+        """Awaitable :meth:`call`: the same arguments, result and errors."""
+        return await get_loop().arun(self._call, name, arguments, timeout=timeout,
+                                     provenance=provenance, **kwargs)
 
     # -- many calls -----------------------------------------------------------------------
     def _same_named(self, name: str, servers: Iterable[str] | None) -> list[_Target]:
@@ -690,10 +807,7 @@ class Bench:
                        timeout: float | None = None, progress: bool | None = None,
                        provenance: Provenance | Mapping[str, Any] | None = None,
                        **kwargs: Any) -> pd.DataFrame:
-        """Run the same tool name on every server offering it: one row per (case, server).
-
-        Failures are rows, never raised. Each server is a lane of ``concurrency`` calls.
-        """
+        """Each server is its own lane, so a slow server never holds up the others."""
         self._check_open()
         positive_count(concurrency, "concurrency")
         targets = self._same_named(name, servers)
@@ -704,31 +818,56 @@ class Bench:
         return compare_frame([(index, r) for (index, _, _), r in zip(calls, records,
                                                                         strict=True)])
 
-    acompare, compare = twins(_compare)
+    def compare(self, name: str, cases: Mapping[str, Any] | Sequence[Any] | None = None,
+                /, servers: Iterable[str] | None = None, *, concurrency: int = 4,
+                timeout: float | None = None, progress: bool | None = None,
+                provenance: Provenance | Mapping[str, Any] | None = None,
+                **kwargs: Any) -> pd.DataFrame:
+        """Run the same tool name on every server that offers it; failures are rows.
+
+        Args:
+            name: a tool's own name (``distance``) or any pegboard name for it.
+            cases: one argument mapping, or a list of them; or pass keywords.
+            servers: only these servers (default: every server offering the tool).
+            concurrency: calls in flight per server (a positive integer).
+            timeout: seconds per call (default: the bench's).
+            progress: a progress bar (``None``: only in a notebook).
+            provenance: fields recorded with every call.
+            **kwargs: one case's arguments, as keywords (not together with ``cases``).
+
+        Returns:
+            A compare frame: one row per (case, server), records' columns plus ``case``;
+            ``df.tb.answers()`` and ``df.tb.summary()`` read it.
+
+        Raises:
+            Unreachable: no connected server offers the tool (with close names).
+            ValueError: ``servers`` names an unknown server.
+
+        Example:
+            >>> bench.compare("distance", from_city="London", to_city="Paris")  # doctest: +SKIP
+        """
+        return get_loop().run(self._compare, name, cases, servers, concurrency=concurrency,
+                              timeout=timeout, progress=progress, provenance=provenance,
+                              **kwargs)
+
+    async def acompare(self, name: str,
+                       cases: Mapping[str, Any] | Sequence[Any] | None = None, /,
+                       servers: Iterable[str] | None = None, *, concurrency: int = 4,
+                       timeout: float | None = None, progress: bool | None = None,
+                       provenance: Provenance | Mapping[str, Any] | None = None,
+                       **kwargs: Any) -> pd.DataFrame:
+        """Awaitable :meth:`compare`: the same arguments, result and errors."""
+        return await get_loop().arun(self._compare, name, cases, servers,
+                                     concurrency=concurrency, timeout=timeout,
+                                     progress=progress, provenance=provenance, **kwargs)
 
     async def _map(self, name: str, cases: Iterable[Mapping[str, Any]], /, *,
                    concurrency: int = 8, progress: bool = True, resume: bool = False,
                    retry_in_doubt: bool = False, timeout: float | None = None,
                    provenance: Provenance | Mapping[str, Any] | None = None,
                    cluster: DaskClient | None = None) -> pd.DataFrame:
-        """Call one tool once per argument set, ``concurrency`` at a time; records shape.
-
-        Failures are rows, never raised. With ``resume=True`` an argument set that already
-        succeeded for this tool (in memory or in the journal) is not called again, and
-        neither is one whose call is in doubt (it may have run: interrupted, timed out, or
-        in flight when a process died); the earlier record stands in the result instead.
-        ``retry_in_doubt=True`` calls the in-doubt ones again. A failure that did not
-        happen, or a tool error, is always called again on resume.
-
-        ``cluster=client`` (a ``dask.distributed.Client``, from the ``dask`` extra) runs the
-        calls on the cluster's workers, each with its own connection to the server, rebuilt
-        from what ``connect``/``load_config`` was given (a stdio command or an http(s) URL;
-        an in-process server or a ToolBox cannot travel: ``ValueError``). ``concurrency``
-        then applies per worker, so up to ``concurrency`` x workers calls are in flight.
-        Records, journal, ``resume`` and the progress bar work as on one machine; a worker
-        lost mid-job leaves only the calls it may have sent ``in_doubt`` (see
-        ``toolbench._bench.cluster``). Example: ``bench.map("echo-echo", cases, cluster=client)``.
-        """
+        """Resumed cases are looked up before anything is sent, so a resumed map never
+        calls a case twice, on one machine or on a cluster."""
         self._check_open()
         positive_count(concurrency, "concurrency")
         target = self._resolve(name)
@@ -760,15 +899,68 @@ class Bench:
             slots[index] = record
         return frame(r for r in slots if r is not None)
 
-    amap, map = twins(_map)
+    def map(self, name: str, cases: Iterable[Mapping[str, Any]], /, *,
+            concurrency: int = 8, progress: bool = True, resume: bool = False,
+            retry_in_doubt: bool = False, timeout: float | None = None,
+            provenance: Provenance | Mapping[str, Any] | None = None,
+            cluster: DaskClient | None = None) -> pd.DataFrame:
+        """Call one tool once per argument set, ``concurrency`` at a time; failures are rows.
 
-    # -- display --------------------------------------------------------------------------
-    def explore(self) -> Any:
-        """The explorer widget: browse the catalog, fill a form, call, compare (ipywidgets)."""
-        from toolbench._notebook.widgets import explorer
+        Failures are rows, never raised. With ``resume=True`` an argument set that already
+        succeeded for this tool (in memory or in the journal) is not called again, and
+        neither is one whose call is in doubt (it may have run: interrupted, timed out, or
+        in flight when a process died); the earlier record stands in the result instead.
+        ``retry_in_doubt=True`` calls the in-doubt ones again. A failure that did not
+        happen, or a tool error, is always called again on resume.
 
-        return explorer(self)
+        ``cluster=client`` (a ``dask.distributed.Client``, from the ``dask`` extra) runs the
+        calls on the cluster's workers, each with its own connection to the server, rebuilt
+        from what ``connect``/``load_config`` was given (a stdio command or an http(s) URL;
+        an in-process server or a ToolBox cannot travel: ``ValueError``). ``concurrency``
+        then applies per worker, so up to ``concurrency`` x workers calls are in flight.
+        Records, journal, ``resume`` and the progress bar work as on one machine; a worker
+        lost mid-job leaves only the calls it may have sent ``in_doubt`` (see
+        ``toolbench._bench.cluster``).
 
+        Args:
+            name: the pegboard name or ``tool://`` reference of the tool.
+            cases: the argument sets, one mapping each.
+            concurrency: calls in flight at once (per worker on a cluster).
+            progress: a progress bar (on by default).
+            resume: skip argument sets that already succeeded or are in doubt.
+            retry_in_doubt: with ``resume``, call the in-doubt ones again.
+            timeout: seconds per call (default: the bench's).
+            provenance: fields recorded with every call.
+            cluster: a ``dask.distributed.Client`` to run the calls on its workers.
+
+        Returns:
+            A records frame, one row per argument set, in the order given.
+
+        Raises:
+            Unreachable: no such tool.
+            ValueError: the server cannot travel to a cluster, or a bad ``concurrency``.
+
+        Example:
+            >>> bench.map("geo-distance", [{"from_city": "London", "to_city": c}
+            ...                            for c in ("Paris", "Rome")])  # doctest: +SKIP
+        """
+        return get_loop().run(self._map, name, cases, concurrency=concurrency,
+                              progress=progress, resume=resume,
+                              retry_in_doubt=retry_in_doubt, timeout=timeout,
+                              provenance=provenance, cluster=cluster)
+
+    async def amap(self, name: str, cases: Iterable[Mapping[str, Any]], /, *,
+                   concurrency: int = 8, progress: bool = True, resume: bool = False,
+                   retry_in_doubt: bool = False, timeout: float | None = None,
+                   provenance: Provenance | Mapping[str, Any] | None = None,
+                   cluster: DaskClient | None = None) -> pd.DataFrame:
+        """Awaitable :meth:`map`: the same arguments, result and errors."""
+        return await get_loop().arun(self._map, name, cases, concurrency=concurrency,
+                                     progress=progress, resume=resume,
+                                     retry_in_doubt=retry_in_doubt, timeout=timeout,
+                                     provenance=provenance, cluster=cluster)
+
+    # -- display ----------------------------------------------------------------------
     def __repr__(self) -> str:
         try:
             state = "closed" if self._closed else "open"
@@ -776,9 +968,3 @@ class Bench:
                     f"{self.pegboard.tool_count()} tools, {len(self._store)} records>")
         except Exception:
             return "<Bench>"
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        from toolbench._notebook.display import bench_bundle
-
-        return bench_bundle(self)
-

@@ -73,7 +73,8 @@ from toolbench._loop import get_loop
 if TYPE_CHECKING:
     from distributed import Future, Worker
 
-    from toolbench._bench.bench import Bench, _Target
+    from toolbench._bench.bench import BaseBench as Bench
+    from toolbench._bench.bench import _Target
 
 PLUGIN_NAME = "toolbench-benches"
 TOPIC = "toolbench-grants"
@@ -101,6 +102,9 @@ class ServerSpec:
     options: dict[str, Any]
     namespace: Any
     bench_options: dict[str, Any]
+    bench_type: type[Bench]
+    """The driver's bench class: pickled by reference, so the worker builds the same kind
+    without this module importing the class (the bench layer imports this one)."""
     key: str = field(default="")
     """A digest of everything above: the worker's cache key (not secret-bearing text)."""
 
@@ -123,10 +127,10 @@ def _spec(bench: Bench, server: str) -> ServerSpec:
                      "separator": bench.pegboard.separator,
                      "egress": None if bench.egress is None else sorted(bench.egress.hosts)}
     spec = ServerSpec(server, list(target) if isinstance(target, tuple) else target,
-                      dict(options), namespace, bench_options)
+                      dict(options), namespace, bench_options, type(bench))
     digest = hashlib.sha256(pickle.dumps((spec.name, spec.target, sorted(
         (k, repr(v)) for k, v in spec.options.items()), spec.namespace,
-        sorted(bench_options.items())))).hexdigest()
+        sorted(bench_options.items()), spec.bench_type.__qualname__))).hexdigest()
     return dataclasses.replace(spec, key=digest)
 
 
@@ -168,14 +172,13 @@ class BenchPlugin(WorkerPlugin):
 
     def bench(self, spec: ServerSpec) -> Bench:
         """This worker's bench for ``spec``, connected (again, if its server failed)."""
-        from toolbench._bench.bench import Bench
-
         with self._lock:  # one connect at a time per worker: tasks share what it makes
             bench = self._benches.get(spec.key)
             if bench is None:
                 opts = spec.bench_options
-                bench = Bench(timeout=opts["timeout"], connect_timeout=opts["connect_timeout"],
-                              separator=opts["separator"], egress=opts["egress"])
+                bench = spec.bench_type(timeout=opts["timeout"],
+                                        connect_timeout=opts["connect_timeout"],
+                                        separator=opts["separator"], egress=opts["egress"])
                 self._benches[spec.key] = bench
             status = bench._rows[spec.name].current_status() if spec.name in bench._rows \
                 else None

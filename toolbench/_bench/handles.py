@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from toolbench._core.client import Result, ToolSpec
 
 if TYPE_CHECKING:
-    from toolbench._bench.bench import Bench
+    from toolbench._bench.bench import BaseBench as Bench
 
 
 def _doc(spec: ToolSpec, server: str) -> str:
@@ -44,6 +44,9 @@ class ToolHandle:
 
     async def acall(self, arguments: Mapping[str, Any] | None = None, /,
                     **kwargs: Any) -> Result:
+        """Awaitable call of this tool: ``await bench.tools.geo_distance.acall(...)``; the same
+        arguments, result and errors as ``Bench.acall``.
+        """
         return await self._bench.acall(self.name, arguments, **kwargs)
 
     def __repr__(self) -> str:

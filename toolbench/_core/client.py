@@ -35,6 +35,7 @@ class ToolSpec:
         return [r for r in req if isinstance(r, str)] if isinstance(req, list) else []
 
     def renamed(self, name: str) -> ToolSpec:
+        """The same spec under another name (how the pegboard hands out prefixed names)."""
         return ToolSpec(
             name, self.description, self.input_schema, self.output_schema, self.annotations,
             self.title,
@@ -102,18 +103,52 @@ class Result:
 class ToolClient(Protocol):
     """Anything that can list and call tools for one or more locally named servers."""
 
-    def servers(self) -> Iterable[str]: ...
+    def servers(self) -> Iterable[str]:
+        """The local names of the servers this client serves (one for most clients)."""
+        ...
 
-    def destination(self, tool: ToolId) -> Destination: ...
+    def destination(self, tool: ToolId) -> Destination:
+        """Where a call to ``tool`` goes: ``Destination.LOCAL`` or a remote host, which the
+        bench's ``Egress`` allowlist judges before anything is sent."""
+        ...
 
-    async def list_tools(self, server: str) -> list[ToolSpec]: ...
+    async def list_tools(self, server: str) -> list[ToolSpec]:
+        """Every tool ``server`` offers, as ``ToolSpec`` s under the tools' own names.
+
+        Args:
+            server: one of :meth:`servers`.
+
+        Returns:
+            The specs; the pegboard prefixes their names.
+
+        Raises:
+            Unreachable: the server is unknown, or could not be reached.
+        """
+        ...
 
     async def call(
         self,
         tool: ToolId,
         arguments: Mapping[str, Any],
         provenance: Provenance | None = None,
-    ) -> Result: ...
+    ) -> Result:
+        """Call ``tool`` with ``arguments``; every failure is a ``ToolError``.
+
+        Args:
+            tool: which server's which tool.
+            arguments: a JSON object of JSON values.
+            provenance: fields to send along (MCP ``_meta``) where the transport can.
+
+        Returns:
+            The tool's ``Result``.
+
+        Raises:
+            ToolError: the subclass says what is known about the far side (DESIGN.md,
+                "Errors"): ``Refused`` and ``Unreachable`` mean it did not happen,
+                ``TimedOut`` and ``Malformed`` that it may have, ``ToolFailed`` that the
+                tool ran and reported an error.
+        """
+        ...
 
 
 MAX_ARGUMENT_DEPTH = 200

@@ -79,6 +79,11 @@ class Destination:
 
     @classmethod
     def remote(cls, host: str) -> Destination:
+        """A network destination: ``host`` lowercased (what ``Egress`` judges).
+
+        Raises:
+            ValueError: ``host`` is not a non-empty string.
+        """
         if not isinstance(host, str) or not host.strip():
             raise ValueError(f"invalid remote host {host!r}: a host is a non-empty string")
         return cls(host.strip().lower())
@@ -169,6 +174,11 @@ class Provenance:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> Provenance:
+        """Provenance from a plain mapping (``None`` gives an empty one).
+
+        Raises:
+            TypeError: ``data`` is not a mapping, or a value is not JSON-like.
+        """
         if data is None:
             return cls()
         if not isinstance(data, Mapping):
@@ -197,6 +207,7 @@ class Provenance:
         return Provenance(**merged)
 
     def as_dict(self) -> dict[str, Any]:
+        """The fields as a new plain dict (what records and the journal store)."""
         return dict(self._fields)
 
     def __bool__(self) -> bool:

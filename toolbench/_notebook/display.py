@@ -26,7 +26,7 @@ from toolbench._notebook.cells import (
 if TYPE_CHECKING:
     import pandas as pd
 
-    from toolbench._bench.bench import Bench
+    from toolbench._bench.bench import BaseBench as Bench
 
 _DISPOSITION_NOTE = {
     "did_not_happen": "nothing ran on the server: safe to retry",

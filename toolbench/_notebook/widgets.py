@@ -30,7 +30,7 @@ from toolbench._notebook.form import Form, FormError, build_form, css_class
 if TYPE_CHECKING:
     import pandas as pd
 
-    from toolbench._bench.bench import Bench
+    from toolbench._bench.bench import BaseBench as Bench
 
 ALL_SERVERS = ""
 MAX_DESCRIPTION = 4000

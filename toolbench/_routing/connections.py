@@ -7,16 +7,49 @@ Toolset, a ToolBox, a test double) is used as it is.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from toolbench._core.client import Result, ToolClient, ToolSpec
 from toolbench._core.ids import Destination, Provenance, ToolId
 from toolbench._routing.router import call_client
+from toolbench._transports.mcp import ProtocolMode, TransportName
 
-MCP_OPTIONS = frozenset({"env", "cwd", "headers", "timeout", "connect_timeout",
-                         "max_concurrent", "transport", "secrets", "max_message_bytes",
-                         "max_tools", "protocol_mode"})
+
+class ConnectOptions(TypedDict, total=False):
+    """The keywords of ``Bench.connect`` besides ``namespace``; each may be left out.
+
+    The defaults are the bench's (``timeout``, ``connect_timeout``) or the transport's.
+    Only ``timeout`` and ``connect_timeout`` apply to a ``ToolClient`` target.
+    """
+
+    env: Mapping[str, str]
+    """A stdio child's environment variables; every value is secret."""
+    cwd: str | os.PathLike[str]
+    """A stdio child's working directory."""
+    headers: Mapping[str, str]
+    """HTTP headers sent with every request; every value is secret."""
+    transport: TransportName
+    """Force ``"stdio"``, ``"http"``, ``"sse"`` or ``"in-process"`` (default: by target)."""
+    timeout: float
+    """Seconds each call to this server may take (default: the bench's)."""
+    connect_timeout: float
+    """Seconds the server may take to start and list its tools (default: the bench's)."""
+    max_concurrent: int | None
+    """Calls in flight at once to this server; the rest queue (default: no cap)."""
+    secrets: Iterable[str]
+    """Further values (besides env and header values) never to show anywhere."""
+    max_message_bytes: int
+    """The largest message read from the server; a bigger one fails its call."""
+    max_tools: int
+    """The most tools the server may list; more fails the connect."""
+    protocol_mode: ProtocolMode
+    """``"fast"`` (the 2025 handshake first), ``"auto"`` or ``"legacy"``; see
+    ``toolbench._transports.mcp.PROTOCOL_MODES``. ``servers`` shows the outcome."""
+
+
+MCP_OPTIONS = frozenset(ConnectOptions.__optional_keys__)
 SECRET_OPTIONS = ("env", "headers")
 """Options whose every value is a secret (never shown), wherever it came from."""
 CLIENT_OPTIONS = frozenset({"timeout", "connect_timeout"})

@@ -91,6 +91,9 @@ class _Default(enum.Enum):
 USE_SERVER_NAME = _Default.SERVER
 """The default namespace of ``add_service``: the server's own name."""
 
+Namespace = str | Literal[_Default.SERVER] | None
+"""A tools' name prefix: text, the server's own name (the default), or none."""
+
 ToolsChangedCallback = Callable[[str], Awaitable[None]]
 
 
@@ -302,7 +305,7 @@ class PegBoard:
 
     # -- registering ----------------------------------------------------------------------
     async def add_service(self, server: str, client: ToolClient,
-                          namespace: str | Literal[_Default.SERVER] | None = USE_SERVER_NAME,
+                          namespace: Namespace = USE_SERVER_NAME,
                           ) -> int:
         """List ``server``'s tools through ``client``, prefix them and register all or none.
 
@@ -559,6 +562,11 @@ class PegBoard:
         return self._entry(self._board, name).tool_id
 
     def get_tool_route(self, name: str) -> tuple[str, str]:
+        """``(server, tool)`` behind a pegboard name.
+
+        Raises:
+            Unreachable: no such name (with close names).
+        """
         tid = self._entry(self._board, name).tool_id
         return tid.server, tid.tool
 
@@ -598,13 +606,16 @@ class PegBoard:
         return self._names_in(self._board, namespace)
 
     def get_tools_in_namespace(self, namespace: str | None) -> list[ToolSpec]:
+        """Specs (under their pegboard names) in ``namespace``, sorted by name."""
         board = self._board
         return [board.entries[n].spec for n in self._names_in(board, namespace)]
 
     def list_all_tools(self) -> list[str]:
+        """Every pegboard name, sorted."""
         return list(self._board.sorted_names())
 
     def get_all_tools(self) -> list[ToolSpec]:
+        """Every spec under its pegboard name, sorted by name (what an agent is offered)."""
         board = self._board
         return [board.entries[n].spec for n in board.sorted_names()]
 
@@ -641,12 +652,15 @@ class PegBoard:
 
     # -- counting -------------------------------------------------------------------------
     def tool_count(self) -> int:
+        """How many names are on the board."""
         return len(self._board.entries)
 
     def service_count(self) -> int:
+        """How many services (servers) have tools on the board."""
         return len(self._board.services)
 
     def namespace_count(self) -> int:
+        """How many distinct namespaces are in use (the empty one counts)."""
         return len(self._board.namespaces)
 
     # -- related names --------------------------------------------------------------------

@@ -49,6 +49,9 @@ class ToolRouter:
         return names
 
     def unroute(self, name: str) -> ToolClient | None:
+        """Forget server ``name``; returns its client (``None`` if it had none). It does not
+        close the client: whoever opened it does.
+        """
         with self._lock:
             routes = dict(self._routes)
             client = routes.pop(name, None)
@@ -56,6 +59,11 @@ class ToolRouter:
         return client
 
     def client(self, server: str, tool: ToolId | None = None) -> ToolClient:
+        """The client serving ``server``.
+
+        Raises:
+            Unreachable: no client serves it (``tool`` is named in the error).
+        """
         client = self._routes.get(server)
         if client is None:
             routed = sorted(self._routes)
@@ -66,12 +74,14 @@ class ToolRouter:
         return client
 
     def servers(self) -> list[str]:
+        """The routed servers' names, sorted."""
         return sorted(self._routes)
 
     def __contains__(self, server: object) -> bool:
         return server in self._routes
 
     def destination(self, tool: ToolId) -> Destination:
+        """Where a call to ``tool`` would go (``LOCAL`` for an unrouted server)."""
         client = self._routes.get(tool.server)
         # An unrouted server is LOCAL so the honest error (no transport) wins over egress.
         return Destination.LOCAL if client is None else client.destination(tool)
@@ -85,6 +95,11 @@ class ToolRouter:
                 or not takes_timeout(client))
 
     def check_egress(self, tool: ToolId) -> None:
+        """Refuse, before sending, a call whose destination the egress allowlist does not name.
+
+        Raises:
+            Unreachable: the host is not allowed; nothing was sent.
+        """
         if self.egress is None:
             return
         destination = self.destination(tool)
@@ -96,6 +111,11 @@ class ToolRouter:
             )
 
     async def list_tools(self, server: str) -> list[ToolSpec]:
+        """The tools of ``server``, from its client.
+
+        Raises:
+            Unreachable: no client serves it, or listing failed.
+        """
         return await self.client(server).list_tools(server)
 
     async def call(self, tool: ToolId, arguments: Mapping[str, Any],

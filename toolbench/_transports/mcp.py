@@ -113,7 +113,8 @@ HTTP_READ_TIMEOUT_S = 300.0
 """The HTTP client's read timeout: an SSE stream may stay quiet this long (the SDK's own
 default; its constant lives in a private module, so the value is written here)."""
 
-PROTOCOL_MODES = ("fast", "auto", "legacy")
+ProtocolMode = Literal["fast", "auto", "legacy"]
+PROTOCOL_MODES: tuple[ProtocolMode, ...] = ("fast", "auto", "legacy")
 """How a stdio or HTTP connection picks its protocol (``protocol_mode``). ``"fast"`` (the
 default): the 2025 ``initialize`` handshake, and the SDK's ``auto`` (``server/discover``,
 2026-07-28 where offered) only if the server refuses it with an error reply. Measured on the
@@ -355,6 +356,7 @@ class McpClient:
         return self._last_error
 
     def stderr_tail(self, lines: int = 20) -> str:
+        """The last ``lines`` lines a stdio child wrote to stderr, secrets hidden (else "")."""
         return self._redact(self._stderr.tail(lines))
 
     def add_tools_changed_listener(self, callback: ToolsChangedFn) -> Callable[[], None]:
@@ -374,9 +376,11 @@ class McpClient:
         return unsubscribe
 
     def servers(self) -> list[str]:
+        """``[name]``: one client serves one server (the ``ToolClient`` protocol)."""
         return [self.name]
 
     def destination(self, tool: ToolId) -> Destination:
+        """The URL's host for HTTP and SSE (``Egress`` judges it); ``LOCAL`` otherwise."""
         if self.transport in ("http", "sse"):
             return Destination.remote(urlsplit(self._url).hostname or "")
         return Destination.LOCAL
@@ -410,8 +414,16 @@ class McpClient:
                 self._limiter = anyio.CapacityLimiter(self._max_concurrent)
         return self._lock
 
-    async def _connect(self) -> None:
-        """Connect (or reconnect after a failure, a loss or a close); no-op when connected."""
+    async def aconnect(self) -> None:
+        """Connect (or reconnect after a failure, a loss or a close); no-op when connected.
+
+        A call connects on first use, so this is needed only to fail early. ``async with``
+        connects on entry and closes on exit.
+
+        Raises:
+            Unreachable: the server did not start, answer the handshake or list its tools
+                within ``connect_timeout``; its stderr tail and the reason are in the error.
+        """
         async with self._primitives():
             if self._status is Status.CONNECTED:
                 return
@@ -619,8 +631,8 @@ class McpClient:
         if conn is not None and not conn.done.is_set():
             await self._stop_conn(conn)
 
-    async def _close(self) -> None:
-        """Close the connection and end a stdio child; safe to call twice."""
+    async def aclose(self) -> None:
+        """Close the connection and end a stdio child (bounded); safe to call twice."""
         conn = self._conn
         if conn is not None and not conn.ready:
             conn.scope.cancel()  # a close must not wait out a hanging connect
@@ -628,9 +640,6 @@ class McpClient:
             await self._retire()
             self._status = Status.CLOSED
             self._stderr.delete()
-
-    aconnect = _connect
-    aclose = _close
 
     async def __aenter__(self) -> McpClient:
         await self.aconnect()
@@ -776,7 +785,7 @@ class McpClient:
             self._attempt_task = None
             attempt.set()
 
-    async def _list_tools(self, server: str) -> list[ToolSpec]:
+    async def list_tools(self, server: str) -> list[ToolSpec]:
         """Every tool, following ``nextCursor`` to the end, never from the SDK's cache.
 
         Bounded (DESIGN, "The trust boundary"): the whole listing by ``connect_timeout``,
@@ -825,7 +834,7 @@ class McpClient:
             f"{self._connect_timeout:g} s ({len(specs):,} tools in {pages} pages so far)"
         )
 
-    async def _call(
+    async def call(
         self,
         tool: ToolId,
         arguments: Mapping[str, Any] | None,
@@ -834,7 +843,26 @@ class McpClient:
         timeout: float | None = None,
         progress: ProgressFn | None = None,
     ) -> Result:
-        """Call one tool; every failure is a ToolError from the table in DESIGN.md."""
+        """Call one tool; every failure is a ToolError from the table in DESIGN.md.
+
+        Args:
+            tool: ``ToolId(name, tool)`` of this client's server.
+            arguments: a JSON object (checked locally first: NaN, lone surrogates and
+                non-JSON values are refused before anything is sent).
+            provenance: sent along as the request's ``_meta``.
+            timeout: seconds for this call (default: the client's ``timeout``).
+            progress: called with ``(progress, total, message)`` as the server reports.
+
+        Returns:
+            The ``Result``: content blocks, structured content, latency.
+
+        Raises:
+            Refused: bad arguments, or the server refused the request.
+            Unreachable: not sent (not connected, queued past the timeout, egress).
+            TimedOut: sent, no answer in time: it may have run.
+            ToolFailed: the tool ran and reported an error.
+            Malformed: an answer that breaks the protocol or the output schema.
+        """
         args = check_arguments(tool, arguments)
         self._check_server(tool.server, tool)
         limit = self._timeout if timeout is None else _positive("timeout", timeout)
@@ -905,7 +933,7 @@ class McpClient:
         """
         if self._output_schemas is None:  # never listed: discover once, bounded as always
             with contextlib.suppress(ToolError):
-                await self._list_tools(self.name)
+                await self.list_tools(self.name)
         schema = (self._output_schemas or {}).get(name)
         if schema is None:
             return
@@ -968,8 +996,6 @@ class McpClient:
             )
         return Result(content, structured, bool(raw.is_error), latency, tool)
 
-    list_tools = alist_tools = _list_tools
-    call = acall = _call
 
 
 class _Started:

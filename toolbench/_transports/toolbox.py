@@ -108,6 +108,12 @@ class ToolBox:
             self.add(function)
 
     def add(self, function: Callable[..., Any]) -> TypedTool:
+        """Register a function decorated with ``@tool``; returns its ``TypedTool``.
+
+        Raises:
+            TypeError: the function is not decorated with ``@tool``.
+            NameCollision: the box already has a tool of that server and name.
+        """
         typed = getattr(function, _MARK, None)
         if not isinstance(typed, TypedTool):
             raise TypeError(
@@ -136,15 +142,23 @@ class ToolBox:
         return item in self._tools
 
     def ids(self) -> list[ToolId]:
+        """Every tool's ``ToolId``, sorted."""
         return sorted(self._tools)
 
     def servers(self) -> list[str]:
+        """The servers the box's tools are grouped under, sorted."""
         return sorted({tid.server for tid in self._tools})
 
     def destination(self, tool: ToolId) -> Destination:
+        """Always ``LOCAL``: the functions run in this process."""
         return Destination.LOCAL
 
     async def list_tools(self, server: str) -> list[ToolSpec]:
+        """The specs (JSON Schemas made from the type hints) of ``server``'s tools.
+
+        Raises:
+            Unreachable: the box has no such server.
+        """
         if server not in self.servers():
             raise Unreachable(
                 f"this ToolBox has no server {server!r}; it has {self.servers()}"
@@ -153,6 +167,13 @@ class ToolBox:
 
     async def call(self, tool: ToolId, arguments: Mapping[str, Any],
                    provenance: Provenance | None = None) -> Result:
+        """Validate the arguments against the type hints, then run the function.
+
+        Raises:
+            Refused: the arguments do not fit the hints; the function did not run.
+            ToolFailed: the function raised (its exception is the cause).
+            Unreachable: no such tool.
+        """
         typed = self._tools.get(tool)
         if typed is None:
             known = [t.tool for t in self.ids() if t.server == tool.server]

@@ -260,6 +260,7 @@ class Toolset:
         return [tool.spec for tool in self._tools.values()]
 
     def manifest(self) -> dict[str, Any]:
+        """The ``help`` manifest: every tool's name, description, schema, lane and lock."""
         tools = []
         for tool in self._tools.values():
             if tool.name == HELP:
@@ -426,12 +427,19 @@ class Toolset:
 
     # -- the ToolClient protocol ------------------------------------------------------------
     def servers(self) -> list[str]:
+        """The toolset's one address, as a list (the ``ToolClient`` protocol)."""
         return [self.address]
 
     def destination(self, tool: ToolId) -> Destination:
+        """Always ``LOCAL``: the tools run in this process."""
         return Destination.LOCAL
 
     async def list_tools(self, server: str) -> list[ToolSpec]:
+        """Every tool's spec, ``help`` included.
+
+        Raises:
+            Unreachable: ``server`` is not this toolset's address.
+        """
         self._check_server(server, None)
         self._mark_reached()
         return self.specs()

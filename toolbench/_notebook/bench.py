@@ -1,0 +1,83 @@
+"""The public ``Bench``: the bench layer's ``BaseBench`` plus what a notebook shows.
+
+Rendering (the HTML repr, the explorer widget) and the bundled demo servers sit above the
+bench layer (DESIGN.md, "Layers"), so the class users hold is assembled here, where both are
+in reach, and nothing below this layer imports display code.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Self, TypedDict, Unpack
+
+from toolbench._bench.bench import BaseBench
+
+if TYPE_CHECKING:
+    import os
+    from collections.abc import Iterable
+
+    from toolbench._core.ids import Egress
+    from toolbench._notebook.widgets import Explorer
+
+
+class BenchOptions(TypedDict, total=False):
+    """The keywords of ``Bench(...)``, for ``Bench.demo(...)``; see ``Bench.__init__``."""
+
+    journal: str | os.PathLike[str] | None
+    separator: str
+    egress: Egress | Iterable[str] | None
+    timeout: float
+    connect_timeout: float
+
+
+class Bench(BaseBench):
+    """Connect many servers, browse their tools, call, compare and map them, keep records.
+
+    A bench owns its connections (stdio children end when it closes) and one record of every
+    call made through it; ``Bench.demo()`` is one with the bundled offline demo servers.
+    Every operation has a blocking face for notebook cells (``call``) and an awaitable one
+    (``acall``); both run on toolbench's shared loop, so connections outlive cells.
+
+    Example:
+        >>> import toolbench as tb
+        >>> with tb.Bench.demo() as bench:                          # doctest: +SKIP
+        ...     bench.call("geo-distance", from_city="London", to_city="Paris").data
+        {'result': 343.557}
+    """
+
+    @classmethod
+    def demo(cls, **options: Unpack[BenchOptions]) -> Self:
+        """A bench with the bundled offline demo servers connected (concurrently).
+
+        Args:
+            **options: the constructor's keywords (``journal``, ``timeout``, ...).
+
+        Returns:
+            An open bench with the ``geo``, ``geo_precise`` and ``flaky`` servers.
+
+        Example:
+            >>> bench = tb.Bench.demo(journal="demo.sqlite")           # doctest: +SKIP
+        """
+        from toolbench import demo
+
+        bench = cls(**options)
+        try:
+            bench.load_config(demo.config())
+        except BaseException:
+            bench.close()
+            raise
+        return bench
+
+    def explore(self) -> Explorer:
+        """The explorer widget: browse the catalog, fill a form, call, compare (ipywidgets).
+
+        Returns:
+            An ``Explorer``; display it as a cell's last expression.
+        """
+        from toolbench._notebook.widgets import explorer
+
+        return explorer(self)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        from toolbench._notebook.display import bench_bundle
+
+        return bench_bundle(self)
