@@ -16,6 +16,7 @@ from toolbench._core.errors import (
 )
 from toolbench._core.ids import Destination, Egress, Provenance, ToolId
 from toolbench._notebook import accessor as _accessor
+from toolbench._notebook import ask as _ask  # noqa: F401 - registers "ask" (sampling, elicitation)
 from toolbench._notebook.bench import Bench
 from toolbench._notebook.display import show
 from toolbench._routing.pegboard import PegBoard

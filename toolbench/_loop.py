@@ -103,7 +103,11 @@ class SharedLoop:
         loop = self._asyncio_loop
         loop.call_soon_threadsafe(hop.start, loop)
         try:
-            hop.done.acquire()  # interruptible: SIGINT raises KeyboardInterrupt here
+            wait = _wait_hook
+            if wait is None:
+                hop.done.acquire()  # interruptible: SIGINT raises KeyboardInterrupt here
+            else:
+                wait(hop.done)  # the notebook's: lets the kernel take widget events meanwhile
         except KeyboardInterrupt:
             loop.call_soon_threadsafe(hop.cancel)
             # Wait for the cancelled call to wind down (and record itself), unless it was
@@ -222,6 +226,22 @@ async def _close_all(closables: list[Closable]) -> None:
 async def _close_quietly(closable: Closable) -> None:
     with contextlib.suppress(Exception):
         await closable.aclose()
+
+
+WaitHook = Callable[[threading.Lock], None]
+_wait_hook: WaitHook | None = None
+
+
+def set_wait_hook(hook: WaitHook | None) -> None:
+    """Replace how a synchronous call waits for its hop (None: a plain blocking acquire).
+
+    The hook must return once it has acquired the lock, bound every slice of its own work,
+    and let ``KeyboardInterrupt`` through (the caller then cancels the call). The notebook
+    layer installs one (``toolbench._notebook.ask``) so that a person can answer a server's
+    question in a widget while a cell blocks in ``bench.call``; this layer cannot import it.
+    """
+    global _wait_hook
+    _wait_hook = hook
 
 
 _loop: SharedLoop | None = None

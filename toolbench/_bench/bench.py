@@ -45,6 +45,7 @@ from toolbench._routing.connections import (
 from toolbench._routing.pegboard import USE_SERVER_NAME, Namespace, PegBoard, describe_skipped
 from toolbench._routing.router import ToolRouter
 from toolbench._transports.mcp_errors import Redactor
+from toolbench._transports.server_requests import Handler, ServerRequests
 from toolbench._transports.toolbox import ToolBox
 
 if TYPE_CHECKING:
@@ -161,7 +162,8 @@ class BaseBench:
 
     def __init__(self, journal: str | os.PathLike[str] | None = None, separator: str = "-",
                  egress: Egress | Iterable[str] | None = None, timeout: float = 60.0,
-                 connect_timeout: float = 30.0) -> None:
+                 connect_timeout: float = 30.0, *, sampling: Handler = None,
+                 elicitation: Handler = None, roots: Iterable[Any] | None = None) -> None:
         """Make an empty bench; connect servers with ``connect``, ``add`` or ``load_config``.
 
         Args:
@@ -186,6 +188,24 @@ class BaseBench:
             connect_timeout (float): seconds each server may take to start and list its
                 tools before its connect fails as ``Unreachable`` (its row stays, marked
                 ``failed``). Example: ``Bench(connect_timeout=60)`` for a slow ``npx``.
+            sampling (callable | "ask" | None): answers a server's request to sample an
+                LLM: a function (sync or async) of the SDK's ``CreateMessageRequestParams``
+                returning a str (the reply's text) or a ``CreateMessageResult``; or
+                ``"ask"``, a notebook widget where a person writes the reply. ``None``
+                (default): sampling is not advertised, so servers do not ask.
+            elicitation (callable | "ask" | None): answers a server's request for input: a
+                function of ``ElicitRequestParams`` returning ``{"action": "accept" |
+                "decline" | "cancel", "content": {...}}`` or an ``ElicitResult``; or
+                ``"ask"``, a form built from the requested schema (a URL request shows the
+                link, never opens it). Answers are checked against the schema. ``"ask"``
+                works while a plain ``bench.call`` blocks the cell.
+            roots (paths or file:// URIs | None): folders advertised to servers; set
+                ``bench.roots`` later to change them (connected servers are told).
+                ``None`` (default) advertises no roots capability.
+
+            A handler that raises, times out or returns garbage gives the server an error
+            reply, and the call's error says so. Example:
+            ``Bench(elicitation="ask", sampling=lambda request: "42")``.
 
         Example:
             >>> bench = tb.Bench(journal="calls.sqlite", timeout=10)   # doctest: +SKIP
@@ -201,9 +221,45 @@ class BaseBench:
         self._rows: dict[str, _Row] = {}
         self._store = RecordStore(Journal(journal) if journal is not None else None)
         self._closed = False
+        self._requests = ServerRequests(sampling, elicitation, roots)
         self.tools = ToolHandles(self)
         get_loop().track(self)
         _preload.start()  # jsonschema's slow import, done before the first call needs it
+
+    # -- requests from servers --------------------------------------------------------------
+    @property
+    def roots(self) -> list[str]:
+        """The ``file://`` URIs advertised to servers as roots (``[]`` when none).
+
+        Assign paths or ``file://`` URIs to change them; connected servers get
+        ``notifications/roots/list_changed`` (bounded by each server's call timeout). A bench
+        made with ``roots=None`` advertises no roots, so new roots reach only servers
+        connected later.
+        """
+        return [str(r.uri) for r in self._requests.roots or ()]
+
+    @roots.setter
+    def roots(self, values: Iterable[Any] | None) -> None:
+        self._requests.set_roots(values)
+        loop = get_loop()
+        if loop.in_loop_thread():
+            loop.submit(self._notify_roots)
+        else:
+            loop.run(self._notify_roots)
+
+    async def _notify_roots(self) -> int:
+        rows = [row for row in self._rows.values() if row.connection is not None]
+        told = [0]
+
+        async def one(connection: Connection) -> None:
+            if await connection.notify_roots_changed():
+                told[0] += 1
+
+        async with anyio.create_task_group() as group:
+            for row in rows:
+                assert row.connection is not None
+                group.start_soon(one, row.connection)
+        return told[0]
 
     # -- connecting -----------------------------------------------------------------------
     async def _connect(self, name: str, target: Any, namespace: Namespace,
@@ -222,7 +278,7 @@ class BaseBench:
         options.setdefault("timeout", self.timeout)
         options.setdefault("connect_timeout", self.connect_timeout)
         try:
-            connection = open_connection(name, target, options)
+            connection = open_connection(name, target, options, self._requests)
         except Exception as exc:
             clean = _scrubbed(exc, redact)
             if clean is exc:

@@ -15,6 +15,7 @@ from toolbench._core.client import Result, ToolClient, ToolSpec
 from toolbench._core.ids import Destination, Provenance, ToolId
 from toolbench._routing.router import call_client
 from toolbench._transports.mcp import ProtocolMode, TransportName
+from toolbench._transports.server_requests import ServerRequests
 
 
 class ConnectOptions(TypedDict, total=False):
@@ -124,6 +125,12 @@ class Connection:
     def stderr_tail(self) -> str:
         return str(self._mcp.stderr_tail()) if self._mcp is not None else ""
 
+    async def notify_roots_changed(self) -> bool:
+        """Tell an MCP server its client's roots changed; False if there is no one to tell."""
+        if self._mcp is None:
+            return False
+        return bool(await self._mcp.anotify_roots_changed())
+
 
 def _is_mcp_server(target: object) -> bool:
     try:
@@ -134,8 +141,13 @@ def _is_mcp_server(target: object) -> bool:
     return isinstance(target, (Server, MCPServer))
 
 
-def open_connection(name: str, target: Any, options: Mapping[str, Any]) -> Connection:
-    """Build (not open) the connection for ``target``; bad targets and options raise here."""
+def open_connection(name: str, target: Any, options: Mapping[str, Any],
+                    requests: ServerRequests | None = None) -> Connection:
+    """Build (not open) the connection for ``target``; bad targets and options raise here.
+
+    ``requests`` (the bench's sampling, elicitation and roots answers) goes to an MCP
+    connection the bench creates; an ``McpClient`` given as the target keeps its own.
+    """
     from toolbench._transports.mcp import McpClient
     from toolbench._transports.toolbox import ToolBox
     from toolbench._transports.toolset import Toolset
@@ -153,6 +165,8 @@ def open_connection(name: str, target: Any, options: Mapping[str, Any]) -> Conne
         target = list(target) if isinstance(target, tuple) else target
         kwargs = dict(options)
         kwargs["secrets"] = tuple(kwargs.get("secrets", ()))
+        if requests is not None and requests.active:
+            kwargs["server_requests"] = requests
         client = McpClient(target, name=name, **kwargs)
         return Connection(name, client, client.transport, owned=True, mcp=client)
     if isinstance(target, ToolClient):

@@ -85,6 +85,11 @@ from toolbench._transports.mcp_errors import (
     refused_connect,
     tracked,
 )
+from toolbench._transports.server_requests import (
+    ServerRequests,
+    call_error,
+    notify_roots_changed,
+)
 from toolbench._transports.stderr import StderrLog
 from toolbench._transports.stdio import bounded_stdio_client
 
@@ -244,8 +249,11 @@ class McpClient:
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         max_tools: int = DEFAULT_MAX_TOOLS,
         protocol_mode: str = "fast",
+        server_requests: ServerRequests | None = None,
     ) -> None:
         self.name = check_server_name(name)
+        # Sampling, elicitation and roots answers (a Bench shares one among its servers).
+        self._requests = server_requests
         if protocol_mode not in PROTOCOL_MODES:
             raise ValueError(f"invalid protocol_mode {protocol_mode!r}: use one of "
                              f"{list(PROTOCOL_MODES)}")
@@ -536,6 +544,7 @@ class McpClient:
             cache=None,
             message_handler=lambda message: self._on_message(conn, message),
             client_info=types.Implementation(name="toolbench", version="0.1.0"),
+            **(self._requests.callbacks(self.name) if self._requests is not None else {}),
         )
         try:
             await stack.enter_async_context(client)
@@ -640,6 +649,22 @@ class McpClient:
             await self._retire()
             self._status = Status.CLOSED
             self._stderr.delete()
+
+    async def anotify_roots_changed(self) -> bool:
+        """Tell a connected server that the bench's roots changed; False if not connected.
+
+        Bounded by the call timeout; a server that cannot take the notification is logged.
+        """
+        conn = self._conn
+        if self._status is not Status.CONNECTED or conn is None or conn.client is None:
+            return False
+        try:
+            with anyio.fail_after(self._timeout):
+                await notify_roots_changed(conn.client)
+        except Exception as exc:
+            logger.debug("roots/list_changed to %s failed: %r", self.name, exc)
+            return False
+        return True
 
     async def __aenter__(self) -> McpClient:
         await self.aconnect()
@@ -910,8 +935,10 @@ class McpClient:
                 if (self.transport == "http" and ticket.sent and not ticket.error_reply
                         and is_transport_failure(exc, ticket, connection_up=False)):
                     ticket.refused = await self._refusal(conn, ticket)
-                raise self._mapped(exc, tool, limit, "call", ticket=ticket,
-                                   conn=conn) from self._redact.cause(exc)
+                error = self._mapped(exc, tool, limit, "call", ticket=ticket, conn=conn)
+                if self._requests is not None:  # a failed sampling/elicitation answer says so
+                    error = call_error(error, exc, self._requests, self.name, started)
+                raise error from self._redact.cause(exc)
         finally:
             TICKET.reset(token)
             conn.tracker.forget(ticket)
@@ -922,7 +949,10 @@ class McpClient:
         if raw.is_error:
             # Redact before shortening: a cut must never leave half a secret behind.
             text = _html.shorten(self._redact(result.text or "(no text)"), 500)
-            raise ToolFailed(f"the tool reported an error: {text}", tool=tool, result=result)
+            failed = ToolFailed(f"the tool reported an error: {text}", tool=tool, result=result)
+            if self._requests is not None:
+                raise call_error(failed, None, self._requests, self.name, started)
+            raise failed
         return result
 
     async def _check_output(self, name: str, result: types.CallToolResult) -> None:

@@ -1,0 +1,449 @@
+"""``"ask"``: the sampling and elicitation widgets, and the cell-side pump.
+
+The widget tests drive ipywidgets state directly (no kernel, no browser): the asker is given
+a ``display`` that collects widgets, the test plays the main thread (``service``), sets
+values and clicks buttons, and the request on the shared loop gets the answer. The slow tests
+run a real ipykernel through jupyter_client, with the test playing JupyterLab: a cell blocks
+in a plain ``bench.call``, and the test answers the form with comm messages, as the frontend
+would. tests/test_browser_ask.py does the same in a real JupyterLab in Chromium.
+"""
+
+from __future__ import annotations
+
+import queue
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+import mcp.types as t
+import pytest
+
+from toolbench import _loop
+from toolbench._loop import get_loop
+from toolbench._notebook import ask as ask_mod
+from toolbench._notebook.ask import ElicitationAsk, NotebookAsker, SamplingAsk, wait_answered
+from toolbench._transports import server_requests as sr
+
+ROOT = Path(__file__).resolve().parents[1]
+TRIP_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "destination": {"type": "string", "maxLength": 100, "description": "Where to go."},
+        "nights": {"type": "integer", "minimum": 1, "maximum": 30},
+        "budget": {"type": "number", "minimum": 0},
+        "travel_class": {"type": "string", "enum": ["economy", "business", "first"],
+                         "default": "economy"},
+        "insurance": {"type": "boolean", "default": False},
+    },
+    "required": ["destination", "nights", "budget"],
+}
+
+
+def form_params(schema: dict[str, Any] | None = None, message: str = "Plan a trip"
+                ) -> t.ElicitRequestFormParams:
+    return t.ElicitRequestFormParams(message=message, requested_schema=schema or TRIP_SCHEMA)
+
+
+def sampling_params(count: int = 1, text: str = "Which city is hottest?"
+                    ) -> t.CreateMessageRequestParams:
+    return t.CreateMessageRequestParams(
+        messages=[t.SamplingMessage(role="user", content=t.TextContent(type="text", text=text))
+                  for _ in range(count)],
+        max_tokens=50, system_prompt="be brief")
+
+
+@pytest.fixture
+def asker() -> Iterator[tuple[NotebookAsker, list[Any]]]:
+    shown: list[Any] = []
+    previous = sr.registered_asker()
+    made = NotebookAsker(display=shown.append)
+    sr.register_asker(made)
+    yield made, shown
+    sr.register_asker(previous)
+
+
+def start(requests: sr.ServerRequests, kind: str, params: Any) -> Future[Any]:
+    """Send one request to the bench's handler on the shared loop (as the SDK would)."""
+    if kind == "sampling":
+        return get_loop().submit(lambda: requests.answer_sampling("beyond", params))
+    return get_loop().submit(lambda: requests.answer_elicitation("beyond", params))
+
+
+def html_of(widget: Any) -> str:
+    """Every HTML value in a widget tree (what a person would read)."""
+    found: list[str] = []
+    stack = [widget]
+    while stack:
+        current = stack.pop()
+        if type(current).__name__ == "HTML":
+            found.append(current.value)
+        stack.extend(getattr(current, "children", ()))
+    return "\n".join(found)
+
+
+# -- elicitation ------------------------------------------------------------------------------
+def test_form_accept_returns_checked_content(asker: tuple[NotebookAsker, list[Any]]) -> None:
+    made, shown = asker
+    requests = sr.ServerRequests(elicitation="ask")
+    future = start(requests, "elicitation", form_params())
+    (view,) = wait_answered(made)
+    assert isinstance(view, ElicitationAsk) and shown == [view.widget]
+    assert not future.done()
+    view.form["destination"].value = "Lima"
+    view.form["nights"].value = 4
+    view.form["budget"].value = 1234.5
+    view.form["insurance"].value = True
+    view.accept.click()
+    reply = future.result(timeout=10)
+    assert isinstance(reply, t.ElicitResult) and reply.action == "accept"
+    assert reply.content == {"destination": "Lima", "nights": 4, "budget": 1234.5,
+                             "travel_class": "economy", "insurance": True}
+    assert all(button.disabled for button in view.buttons)
+    assert "accepted" in view.status.value
+    view.decline.click()  # a second click changes nothing
+    assert made.service() == 0
+
+
+def test_invalid_input_is_marked_and_nothing_is_sent(
+    asker: tuple[NotebookAsker, list[Any]]
+) -> None:
+    made, _ = asker
+    requests = sr.ServerRequests(elicitation="ask")
+    future = start(requests, "elicitation", form_params())
+    (view,) = wait_answered(made)
+    view.form["destination"].value = "Lima"
+    view.form["nights"].value = 99  # maximum 30
+    view.form["budget"].value = 1.0
+    view.accept.click()
+    time.sleep(0.2)
+    assert not future.done()
+    assert "nothing was sent" in view.status.value
+    assert "30" in view.form.fields["nights"].error.value
+    view.form["nights"].value = 3
+    view.accept.click()
+    assert future.result(timeout=10).content["nights"] == 3
+
+
+@pytest.mark.parametrize("action", ["decline", "cancel"])
+def test_decline_and_cancel(asker: tuple[NotebookAsker, list[Any]], action: str) -> None:
+    made, _ = asker
+    future = start(sr.ServerRequests(elicitation="ask"), "elicitation", form_params())
+    (view,) = wait_answered(made)
+    getattr(view, action).click()
+    reply = future.result(timeout=10)
+    assert reply.action == action and reply.content is None
+
+
+def test_hostile_text_is_escaped(asker: tuple[NotebookAsker, list[Any]]) -> None:
+    made, _ = asker
+    schema = {"type": "object", "properties": {"x": {
+        "type": "string", "description": "<script>alert(1)</script>"}}}
+    start(sr.ServerRequests(elicitation="ask"), "elicitation",
+          form_params(schema, message="<img src=x onerror=alert(1)>"))
+    (view,) = wait_answered(made)
+    text = html_of(view.widget)
+    assert "<img" not in text and "&lt;img src=x onerror=alert(1)&gt;" in text
+    assert "<script>" not in text
+    view.cancel.click()
+
+
+def test_a_remote_ref_is_not_fetched_and_the_form_says_why(
+    asker: tuple[NotebookAsker, list[Any]]
+) -> None:
+    made, _ = asker
+    schema = {"type": "object", "properties": {
+        "x": {"$ref": "https://evil.example/x.json"}, "y": {"type": "string"}}}
+    future = start(sr.ServerRequests(elicitation="ask"), "elicitation", form_params(schema))
+    (view,) = wait_answered(made)
+    text = html_of(view.widget)
+    assert "not fully checked here" in text and "https://evil.example/x.json" in text
+    view.form["y"].value = "ok"
+    view.accept.click()
+    assert future.result(timeout=10).content == {"y": "ok"}
+
+
+def test_a_pathological_pattern_is_judged_in_linear_time(
+    asker: tuple[NotebookAsker, list[Any]]
+) -> None:
+    made, _ = asker
+    schema = {"type": "object", "properties": {"code": {"type": "string", "pattern": "^(a+)+$"}},
+              "required": ["code"]}
+    future = start(sr.ServerRequests(elicitation="ask"), "elicitation", form_params(schema))
+    (view,) = wait_answered(made)
+    view.form["code"].value = "a" * 50 + "b"
+    started = time.monotonic()
+    view.accept.click()
+    assert time.monotonic() - started < 2  # Python's re would take hours
+    assert "pattern" in view.form.fields["code"].error.value or "match" in \
+        view.form.fields["code"].error.value
+    assert not future.done()
+    view.form["code"].value = "aaa"
+    view.accept.click()
+    assert future.result(timeout=10).content == {"code": "aaa"}
+
+
+def test_a_pattern_re2_cannot_run_is_skipped_and_the_form_says_why(
+    asker: tuple[NotebookAsker, list[Any]]
+) -> None:
+    made, _ = asker
+    schema = {"type": "object", "properties": {"code": {"type": "string",
+                                                        "pattern": r"^(a)\1$"}}}
+    start(sr.ServerRequests(elicitation="ask"), "elicitation", form_params(schema))
+    (view,) = wait_answered(made)
+    assert "not fully checked here" in html_of(view.widget)
+    assert "pattern" in html_of(view.widget)
+    view.cancel.click()
+
+
+def test_url_elicitation_shows_an_escaped_link_and_opens_nothing(
+    asker: tuple[NotebookAsker, list[Any]]
+) -> None:
+    made, _ = asker
+    params = t.ElicitRequestURLParams(message="Sign in", url="https://auth.example/x?a=1&b=\"2\"",
+                                      elicitation_id="e1")
+    future = start(sr.ServerRequests(elicitation="ask"), "elicitation", params)
+    (view,) = wait_answered(made)
+    text = html_of(view.widget)
+    assert 'href="https://auth.example/x?a=1&amp;b=&quot;2&quot;"' in text
+    assert 'rel="noopener noreferrer nofollow"' in text and "nothing is opened" in text
+    assert view.form is None
+    view.accept.click()
+    reply = future.result(timeout=10)
+    assert reply.action == "accept" and reply.content is None
+    evil = ask_mod.safe_link("javascript:alert(1)")
+    assert "href" not in evil and "not an http(s) link" in evil
+
+
+# -- sampling ------------------------------------------------------------------------------
+def test_sampling_send_and_reject(asker: tuple[NotebookAsker, list[Any]]) -> None:
+    made, _ = asker
+    requests = sr.ServerRequests(sampling="ask")
+    future = start(requests, "sampling", sampling_params())
+    (view,) = wait_answered(made)
+    assert isinstance(view, SamplingAsk)
+    assert "Which city is hottest?" in view.transcript.value and "be brief" in \
+        view.transcript.value
+    view.send.click()  # empty: refused, nothing sent
+    assert not future.done() and "write a reply" in view.status.value
+    view.reply.value = "Nairobi is not; try Lima."
+    view.send.click()
+    reply = future.result(timeout=10)
+    assert isinstance(reply, t.CreateMessageResult)
+    assert reply.content.text == "Nairobi is not; try Lima."  # type: ignore[union-attr]
+    assert reply.model == "toolbench-human" and reply.role == "assistant"
+
+    future = start(requests, "sampling", sampling_params())
+    (view,) = wait_answered(made)
+    view.reject.click()
+    refused = future.result(timeout=10)
+    assert isinstance(refused, t.ErrorData) and refused.code == sr.USER_REJECTED
+    assert "rejected" in refused.message
+
+
+def test_ten_thousand_messages_render_bounded_and_escaped(
+    asker: tuple[NotebookAsker, list[Any]]
+) -> None:
+    made, _ = asker
+    params = sampling_params(10_000, text="<script>alert('x')</script>" + "y" * 5_000)
+    started = time.monotonic()
+    html = ask_mod.sampling_html("beyond", params)
+    assert time.monotonic() - started < 1.0
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert "9,980 earlier messages not shown (10,000 in all)" in html
+    assert html.count("&lt;script&gt;") == ask_mod.MAX_SHOWN_MESSAGES
+    assert len(html) < 60_000  # 20 messages of at most 2,000 characters, plus markup
+    start(sr.ServerRequests(sampling="ask"), "sampling", params)
+    (view,) = wait_answered(made)
+    view.reject.click()
+
+
+# -- bounds --------------------------------------------------------------------------------
+def test_an_unanswered_ask_expires_and_the_server_gets_an_error(
+    asker: tuple[NotebookAsker, list[Any]]
+) -> None:
+    made, _ = asker
+    requests = sr.ServerRequests(elicitation="ask", ask_timeout=0.5)
+    future = start(requests, "elicitation", form_params())
+    (view,) = wait_answered(made)
+    reply = future.result(timeout=10)
+    assert isinstance(reply, t.ErrorData) and "nobody answered" in reply.message
+    assert made.service() == 0  # the main thread settles the expired widget
+    assert all(button.disabled for button in view.buttons)
+    assert "ended before it was answered" in view.status.value
+
+
+def test_too_many_open_asks_are_refused(asker: tuple[NotebookAsker, list[Any]]) -> None:
+    made, _ = asker
+    requests = sr.ServerRequests(elicitation="ask")
+    futures = [start(requests, "elicitation", form_params()) for _ in range(sr.MAX_OPEN_ASKS)]
+    views = wait_answered(made, sr.MAX_OPEN_ASKS)
+    extra = start(requests, "elicitation", form_params()).result(timeout=10)
+    assert isinstance(extra, t.ErrorData) and "already waiting" in extra.message
+    for view in views:
+        view.cancel.click()
+    assert [f.result(timeout=10).action for f in futures] == ["cancel"] * sr.MAX_OPEN_ASKS
+
+
+def test_the_wait_hook_outside_a_kernel_is_a_plain_wait() -> None:
+    made = NotebookAsker(kernel=lambda: None)
+    lock = threading.Lock()
+    lock.acquire()
+    threading.Timer(0.1, lock.release).start()
+    started = time.monotonic()
+    made.wait(lock)
+    assert 0.05 < time.monotonic() - started < 5
+    assert made.available() == "this process is not a Jupyter kernel"
+
+
+def test_the_module_registers_the_process_asker() -> None:
+    assert isinstance(ask_mod.ASKER, NotebookAsker)
+    assert _loop.set_wait_hook is not None
+
+
+# -- a real kernel, the test playing JupyterLab ---------------------------------------------
+class Frontend:
+    """Enough of JupyterLab's widget manager: it reads comm_opens and sends comm_msgs."""
+
+    def __init__(self) -> None:
+        from jupyter_client.manager import start_new_kernel
+
+        self.manager, self.client = start_new_kernel(kernel_name="python3", cwd=str(ROOT))
+        self.models: dict[str, dict[str, Any]] = {}
+        self.outputs: list[str] = []
+        self.idle: set[str] = set()
+
+    def close(self) -> None:
+        self.client.stop_channels()
+        self.manager.shutdown_kernel(now=True)
+
+    def run(self, code: str, timeout: float = 90) -> None:
+        reply = self.client.execute_interactive(code, timeout=timeout,
+                                                output_hook=self._collect)
+        assert reply["content"]["status"] == "ok", reply["content"]
+
+    def _collect(self, message: dict[str, Any]) -> None:
+        kind, content = message["msg_type"], message["content"]
+        if kind == "comm_open":
+            self.models[content["comm_id"]] = dict(content["data"]["state"])
+        elif kind == "comm_msg" and content["comm_id"] in self.models:
+            data = content.get("data") or {}
+            if data.get("method") in ("update", "echo_update"):
+                self.models[content["comm_id"]].update(data.get("state") or {})
+        elif kind == "stream":
+            self.outputs.append(content["text"])
+        elif kind == "error":
+            self.outputs.append(f"{content['ename']}: {content['evalue']}")
+
+    def start(self, code: str) -> str:
+        return str(self.client.execute(code))
+
+    def read_until(self, done: Any, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while not done():
+            left = deadline - time.monotonic()
+            assert left > 0, f"timed out; outputs so far: {self.outputs}"
+            try:
+                message = self.client.get_iopub_msg(timeout=min(left, 1))
+            except queue.Empty:
+                continue
+            self._collect(message)
+            if (message["msg_type"] == "status"
+                    and message["content"]["execution_state"] == "idle"):
+                self.idle.add(message["parent_header"].get("msg_id"))
+
+    def showing(self, text: str) -> bool:
+        return any(isinstance(st.get("value"), str) and text in st["value"]
+                   for st in self.models.values())
+
+    def find(self, model: str, **state: Any) -> list[str]:
+        return [cid for cid, st in self.models.items() if st.get("_model_name") == model
+                and all(st.get(k) == v for k, v in state.items())]
+
+    def update(self, comm_id: str, **state: Any) -> None:
+        self.client.shell_channel.send(self.client.session.msg("comm_msg", {
+            "comm_id": comm_id, "data": {"method": "update", "state": state,
+                                         "buffer_paths": []}}))
+
+    def click(self, comm_id: str) -> None:
+        self.client.shell_channel.send(self.client.session.msg("comm_msg", {
+            "comm_id": comm_id, "data": {"method": "custom", "content": {"event": "click"}}}))
+
+
+@pytest.fixture
+def frontend() -> Iterator[Frontend]:
+    pytest.importorskip("jupyter_client")
+    made = Frontend()
+    try:
+        made.run(f"import sys; sys.path.insert(0, {str(ROOT)!r})\nimport toolbench as tb\n"
+                 f"bench = tb.Bench(elicitation='ask', sampling='ask', timeout=60)\n"
+                 f"bench.connect('beyond', [sys.executable, '-m', 'toolbench.demo.beyond'])")
+        yield made
+    finally:
+        made.close()
+
+
+@pytest.mark.slow
+def test_a_blocking_call_in_a_kernel_is_answered_through_the_form(frontend: Frontend) -> None:
+    cell = frontend.start("r = bench.call('beyond-ask_user', destination_hint='Lima')\n"
+                          "print('ANSWER', r.data)")
+    nxt = frontend.start("print('NEXT CELL RAN')")  # queued behind the blocked cell
+    frontend.read_until(lambda: frontend.find("ButtonModel", description="Accept"))
+    (accept,) = frontend.find("ButtonModel", description="Accept")
+    (text,) = frontend.find("TextModel")
+    (nights,) = frontend.find("IntTextModel")
+    (budget,) = frontend.find("FloatTextModel")
+    frontend.update(text, value="Lima")
+    frontend.update(nights, value=4)
+    frontend.update(budget, value=1234.5)
+    frontend.click(accept)
+    frontend.read_until(lambda: nxt in frontend.idle)
+    printed = "".join(frontend.outputs)
+    assert ("ANSWER {'action': 'accept', 'content': {'destination': 'Lima', 'nights': 4, "
+            "'budget': 1234.5, 'travel_class': 'economy', 'insurance': False}}") in printed
+    # the next cell waited for this one, and ran after it, once
+    assert printed.count("NEXT CELL RAN") == 1
+    assert printed.index("ANSWER") < printed.index("NEXT CELL RAN")
+    assert cell in frontend.idle
+
+
+@pytest.mark.slow
+def test_sampling_reply_typed_in_a_kernel_reaches_the_server(frontend: Frontend) -> None:
+    frontend.start("r = bench.call('beyond-ask_llm', question='<b>hot?</b>')\n"
+                   "print('REPLY', r.data['text'], r.data['model'])")
+    frontend.read_until(lambda: frontend.find("ButtonModel", description="Send"))
+    (send,) = frontend.find("ButtonModel", description="Send")
+    (reply,) = frontend.find("TextareaModel")
+    transcript = [st["value"] for st in frontend.models.values()
+                  if st.get("_model_name") == "HTMLModel" and "hot?" in st.get("value", "")]
+    assert transcript and "&lt;b&gt;hot?&lt;/b&gt;" in transcript[0]
+    frontend.update(reply, value="Lima, in February")
+    frontend.click(send)
+    frontend.read_until(lambda: "REPLY" in "".join(frontend.outputs))
+    assert "REPLY Lima, in February toolbench-human" in "".join(frontend.outputs)
+
+
+@pytest.mark.slow
+def test_an_interrupt_during_an_ask_cancels_the_call_and_the_kernel_goes_on(
+    frontend: Frontend
+) -> None:
+    cell = frontend.start("try:\n    bench.call('beyond-ask_user')\n"
+                          "except KeyboardInterrupt:\n    print('INTERRUPTED')\n")
+    frontend.read_until(lambda: frontend.find("ButtonModel", description="Accept"))
+    frontend.manager.interrupt_kernel()
+    frontend.read_until(lambda: cell in frontend.idle)
+    assert "INTERRUPTED" in "".join(frontend.outputs)
+    # the form says it is over; the bench and its connection still work
+    frontend.read_until(lambda: frontend.showing("ended before it was answered"))
+    (accept,) = frontend.find("ButtonModel", description="Accept")
+    assert frontend.models[accept]["disabled"] is True
+    frontend.outputs.clear()
+    frontend.run("print('AFTER', bench.call('beyond-countdown', steps=1, delay_ms=0).text)")
+    assert "AFTER counted 1 steps" in "".join(frontend.outputs)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(pytest.main([__file__, "-q"]))

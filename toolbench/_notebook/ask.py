@@ -1,0 +1,536 @@
+"""``"ask"``: a person answers a server's sampling or elicitation request in a notebook widget.
+
+**The hard part: the cell-side pump.** ``bench.call`` in a cell blocks the kernel's main
+thread until the call ends, and the kernel reads widget (comm) messages on that same thread.
+So a form shown during a synchronous call could never be answered: the click waits for the
+cell, and the cell waits for the click. We name the design *the cell-side pump*:
+
+1. The request arrives on toolbench's shared loop (another thread). The :class:`NotebookAsker`
+   queues it and waits, bounded, on a future.
+2. The main thread is inside ``SharedLoop.run``, which waits through the hook this module
+   installs (``toolbench._loop.set_wait_hook``) once a bench is made with ``"ask"``. Instead
+   of one blocking acquire, the hook waits in slices (``IDLE_SLICE_S``, ``BUSY_SLICE_S``). Between
+   slices, still on the main thread and in the cell's own context (so ``display`` lands in the
+   cell's output), it builds and shows the widgets of queued requests and, while one is open,
+   pumps the kernel: :class:`KernelPump` reads at most ``MAX_EVENTS`` pending shell messages
+   off the kernel's own socket, hands comm messages (widget updates and clicks) to the
+   kernel's comm handlers at once, and re-queues every other message (the next cell's
+   ``execute_request``, completions) on the kernel's event loop, in order, so the kernel
+   runs them after this cell exactly as it would have.
+3. The click's handler checks the answer and resolves the future; the shared loop replies to
+   the server; the call ends; the hook returns.
+
+A ``KeyboardInterrupt`` (the interrupt button) can arrive in any slice: it leaves the hook, so
+``SharedLoop.run`` cancels the call as always; the cancelled ask marks its widget expired; a
+message read off the socket is re-queued in a ``finally`` before the interrupt goes on.
+
+Why not ``jupyter-ui-poll``: checked here with ipykernel 7.4, its pump calls
+``kernel.do_one_iteration()``, which ipykernel 7 no longer has, and swallows the
+``AttributeError``: a click sent while a cell polled was never seen (20 s), while this pump saw
+it within 0.6 s and ran the queued next cell afterwards. ipykernel 7 itself dispatches comm
+messages during an *awaiting* cell, so ``await bench.acall(...)`` needs no pump; there the
+widget is shown through the kernel's event loop (:meth:`NotebookAsker.wake`).
+
+Everything a server sent is escaped and capped: at most ``MAX_SHOWN_MESSAGES`` messages of a
+sampling request are shown (the rest are counted), each at most ``MAX_MESSAGE_CHARS``; a URL
+request's link is shown (``http``/``https`` only), never opened. An elicitation form is
+``form.py``'s, checked by the bounded validator; when the schema cannot be fully checked
+here (a remote ``$ref``, a pattern re2 cannot run), the form says why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+import mcp_types as types
+
+from toolbench import _loop
+from toolbench._core import html as _html
+from toolbench._transports import server_requests as _requests
+from toolbench._transports.server_requests import HandlerError
+
+logger = logging.getLogger(__name__)
+
+IDLE_SLICE_S = 0.1
+"""While no ask is open, how often a waiting cell looks for a new one."""
+BUSY_SLICE_S = 0.02
+"""While an ask is open, how often the waiting cell pumps the kernel's messages."""
+MAX_EVENTS = 50
+"""Shell messages handled per pump slice (each is one widget update or click)."""
+MAX_SHOWN_MESSAGES = 20
+"""A sampling request's last messages shown; earlier ones are only counted."""
+MAX_MESSAGE_CHARS = 2_000
+MAX_TEXT_CHARS = 500
+"""Caps for a server's message, system prompt, URL and the like."""
+COMM_TYPES = frozenset({"comm_open", "comm_msg", "comm_close"})
+_RED = "color:#b00020"
+
+
+# -- rendering (pure, bounded, escaped) ----------------------------------------------------
+def _text(value: object, limit: int) -> str:
+    return _html.escape(_html.shorten(str(value), limit))
+
+
+def block_html(content: Any) -> str:
+    """One content block of a sampling message: text escaped and capped, media described."""
+    kind = getattr(content, "type", None)
+    if kind == "text":
+        text = str(getattr(content, "text", ""))
+        return (f"<span style='white-space:pre-wrap'>{_text(text, MAX_MESSAGE_CHARS)}</span>"
+                + (f" <small>({len(text):,} characters)</small>"
+                   if len(text) > MAX_MESSAGE_CHARS else ""))
+    if kind in ("image", "audio"):
+        data = str(getattr(content, "data", ""))
+        mime = _text(getattr(content, "mime_type", "?"), 80)
+        return f"<i>[{kind} {mime}, {len(data) * 3 // 4:,} bytes]</i>"
+    if isinstance(content, list):
+        return "<br>".join(block_html(c) for c in content[:MAX_SHOWN_MESSAGES])
+    return f"<i>[{_text(kind or type(content).__name__, 60)} block]</i>"
+
+
+def sampling_html(server: str, params: types.CreateMessageRequestParams) -> str:
+    """The request as a short transcript: bounded whatever the server sent."""
+    messages = list(params.messages)
+    shown = messages[-MAX_SHOWN_MESSAGES:]
+    parts = [f"<div><b>{_text(server, 80)}</b> asks for a reply (sampling), at most "
+             f"{int(params.max_tokens):,} tokens.</div>"]
+    if params.system_prompt:
+        parts.append(f"<div><small>system:</small> {_text(params.system_prompt, MAX_TEXT_CHARS)}"
+                     "</div>")
+    if len(messages) > len(shown):
+        parts.append(f"<div><i>{len(messages) - len(shown):,} earlier messages not shown "
+                     f"({len(messages):,} in all)</i></div>")
+    for message in shown:
+        parts.append(f"<div><small>{_text(message.role, 20)}:</small> "
+                     f"{block_html(message.content)}</div>")
+    return "<div class='toolbench-sampling'>" + "".join(parts) + "</div>"
+
+
+def safe_link(url: str) -> str:
+    """An http(s) URL as an escaped link that opens in a new tab only if a person clicks it;
+    any other scheme (``javascript:``, ``data:``, ``file:``) is shown as text only."""
+    shown = _text(url, MAX_TEXT_CHARS)
+    try:
+        scheme = urlsplit(url).scheme.lower()
+    except ValueError:
+        scheme = ""
+    if scheme not in ("http", "https"):
+        return f"<code>{shown}</code> <small style='{_RED}'>(not an http(s) link)</small>"
+    return (f"<a href=\"{_html.escape(url)}\" target=\"_blank\" "
+            f"rel=\"noopener noreferrer nofollow\">{shown}</a>")
+
+
+# -- the widgets ----------------------------------------------------------------------------
+Answer = Callable[[Any], None]
+"""Receives the answer: a value for the handler protocol, or a ``HandlerError``."""
+
+
+class _AskWidget:
+    """What both kinds share: a status line, buttons, and answering exactly once."""
+
+    def __init__(self, answer: Answer) -> None:
+        import ipywidgets as widgets
+
+        self._answer = answer
+        self.answered: str | None = None
+        self.status = widgets.HTML("")
+        self.buttons: list[Any] = []
+        self.widget: Any = None
+
+    def _button(self, label: str, style: str, on_click: Callable[[], None]) -> Any:
+        import ipywidgets as widgets
+
+        button = widgets.Button(description=label, button_style=style)
+        button.add_class("toolbench-ask-" + label.lower())
+        button.on_click(lambda _b: self._guarded(on_click))
+        self.buttons.append(button)
+        return button
+
+    def _guarded(self, action: Callable[[], None]) -> None:
+        if self.answered is not None:
+            return
+        try:
+            action()
+        except Exception as exc:  # a click handler must never raise into the kernel
+            self.status.value = f"<span style='{_RED}'>{_text(exc, 300)}</span>"
+
+    def finish(self, value: Any, note: str) -> None:
+        if self.answered is not None:
+            return
+        self.answered = note
+        for button in self.buttons:
+            button.disabled = True
+        self.status.value = f"<b>{_text(note, 200)}</b>"
+        self._answer(value)
+
+    def expire(self, why: str) -> None:
+        """The request ended without an answer from here (timeout, interrupt, call over)."""
+        if self.answered is not None:
+            return
+        self.answered = why
+        for button in self.buttons:
+            button.disabled = True
+        self.status.value = f"<span style='{_RED}'>{_text(why, 300)}</span>"
+
+
+class SamplingAsk(_AskWidget):
+    """A sampling request as a transcript, a reply box, and Send / Reject."""
+
+    def __init__(self, server: str, params: types.CreateMessageRequestParams,
+                 answer: Answer) -> None:
+        import ipywidgets as widgets
+
+        super().__init__(answer)
+        self.transcript = widgets.HTML(sampling_html(server, params))
+        self.reply = widgets.Textarea(placeholder="the reply the server gets", rows=4,
+                                      layout=widgets.Layout(width="95%"))
+        self.send = self._button("Send", "success", self._send)
+        self.reject = self._button("Reject", "danger", self._reject)
+        self.widget = widgets.VBox([self.transcript, self.reply,
+                                    widgets.HBox([self.send, self.reject]), self.status])
+        self.widget.add_class("toolbench-ask")
+
+    def _send(self) -> None:
+        if not self.reply.value.strip():
+            self.status.value = f"<span style='{_RED}'>write a reply first (or Reject)</span>"
+            return
+        self.finish(self.reply.value, "sent")
+
+    def _reject(self) -> None:
+        self.finish(HandlerError("the person rejected the sampling request",
+                                 code=_requests.USER_REJECTED), "rejected")
+
+
+class ElicitationAsk(_AskWidget):
+    """An elicitation: the schema as a form (or a URL as a link), Accept / Decline / Cancel."""
+
+    def __init__(self, server: str, params: types.ElicitRequestParams, answer: Answer) -> None:
+        import ipywidgets as widgets
+
+        from toolbench._notebook.form import build_form
+
+        super().__init__(answer)
+        self.params = params
+        self.form: Any = None
+        head = (f"<div><b>{_text(server, 80)}</b> asks: "
+                f"<span style='white-space:pre-wrap'>{_text(params.message, MAX_TEXT_CHARS)}"
+                "</span></div>")
+        rows: list[Any] = []
+        if isinstance(params, types.ElicitRequestURLParams):
+            head += (f"<div>It asks you to visit {safe_link(params.url)}; nothing is opened "
+                     "for you. Accept once you are done there.</div>")
+        else:
+            notes = _requests.schema_notes(params.requested_schema)
+            if notes:
+                shown = "".join(f"<li>{_text(n, 300)}</li>" for n in notes[:5])
+                head += (f"<div style='{_RED}'>Your answer is not fully checked here; the "
+                         f"server checks it:<ul>{shown}</ul></div>")
+            self.form = build_form(params.requested_schema)
+            rows.append(self.form.widget)
+        self.message = widgets.HTML(head)
+        self.accept = self._button("Accept", "success", self._accept)
+        self.decline = self._button("Decline", "warning", lambda: self.finish(
+            {"action": "decline"}, "declined"))
+        self.cancel = self._button("Cancel", "", lambda: self.finish(
+            {"action": "cancel"}, "cancelled"))
+        self.widget = widgets.VBox([self.message, *rows,
+                                    widgets.HBox([self.accept, self.decline, self.cancel]),
+                                    self.status])
+        self.widget.add_class("toolbench-ask")
+
+    def _accept(self) -> None:
+        if self.form is None:
+            self.finish({"action": "accept"}, "accepted")
+            return
+        from toolbench._notebook.form import FormError
+
+        try:
+            content = self.form.values()  # marks the broken fields, or the checked content
+        except FormError:
+            self.status.value = (f"<span style='{_RED}'>fix the marked fields; nothing was "
+                                 "sent yet</span>")
+            return
+        try:  # the same check the server's answer gets from a function handler
+            _requests.elicit_result({"action": "accept", "content": content}, self.params)
+        except HandlerError as exc:
+            self.status.value = f"<span style='{_RED}'>{_text(exc.message, 300)}</span>"
+            return
+        self.finish({"action": "accept", "content": content}, "accepted")
+
+
+# -- the pump ------------------------------------------------------------------------------
+class PumpUnavailable(RuntimeError):
+    """This kernel's message plumbing is not what the pump knows how to read."""
+
+
+class KernelPump:
+    """Handles the kernel's pending widget messages while the main thread is busy in a cell.
+
+    ipykernel 7 receives shell messages on its shell-channel thread and passes the main
+    shell's to the main thread through an inproc socket, read by a ``ZMQStream`` on the main
+    event loop; without that thread, the shell socket's own stream. Both are read here
+    directly, without waiting; see the module docstring for what happens to each message.
+    """
+
+    def __init__(self, kernel: Any) -> None:
+        try:
+            channel = getattr(kernel, "shell_channel_thread", None)
+            if channel is not None:
+                pair = channel.manager._shell_channel_to_main
+                self.stream, self.socket = pair.to_stream, pair.to_socket
+            else:
+                self.stream = kernel.shell_stream
+                self.socket = self.stream.socket
+            self.callback = self.stream._recv_callback
+            self.session, self.handlers = kernel.session, kernel.shell_handlers
+            self.io_loop = kernel.io_loop
+            self._tasks: set[asyncio.Future[Any]] = set()
+        except AttributeError as exc:
+            raise PumpUnavailable(f"this kernel ({type(kernel).__name__}) has no shell "
+                                  f"stream the pump can read: {exc}") from exc
+        if self.stream is None or self.callback is None or self.session is None:
+            raise PumpUnavailable("the kernel's shell stream is not set up yet")
+
+    def __call__(self, limit: int = MAX_EVENTS) -> int:
+        """Handle up to ``limit`` pending messages; returns how many were read."""
+        import zmq
+
+        count = 0
+        while count < limit:
+            try:
+                frames = self.socket.recv_multipart(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                break
+            count += 1
+            handled = False
+            try:
+                handled = self._comm(frames)
+            except Exception:
+                logger.debug("a widget message failed in the pump", exc_info=True)
+                handled = True  # as the kernel would: it logs a failing handler and goes on
+            finally:
+                if not handled:  # also on KeyboardInterrupt: nothing read is ever lost
+                    self.io_loop.add_callback(self._redeliver, frames)
+        return count
+
+    def _comm(self, frames: list[Any]) -> bool:
+        """Run a comm message's handler now (in the cell's context); False for any other."""
+        idents, rest = self.session.feed_identities(frames, copy=False)
+        header = self.session.deserialize(rest, content=False, copy=False)["header"]
+        kind = header.get("msg_type")
+        if kind not in COMM_TYPES or kind not in self.handlers:
+            return False
+        message = self.session.deserialize(rest, content=True, copy=False)
+        self.handlers[kind](self.stream, idents, message)
+        return True
+
+    def _redeliver(self, frames: list[Any]) -> None:
+        """Give a message back to the kernel's own handler, as its stream would have."""
+        result = self.callback(frames)
+        if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
+            task = asyncio.ensure_future(result)
+            self._tasks.add(task)  # asyncio keeps only weak references to tasks
+            task.add_done_callback(self._tasks.discard)
+
+
+def running_kernel() -> Any | None:
+    """The ipykernel kernel of this process, or None (a script, a terminal IPython)."""
+    if "ipykernel" not in sys.modules or "IPython" not in sys.modules:
+        return None
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    except Exception:
+        return None
+    return getattr(shell, "kernel", None) if shell is not None else None
+
+
+# -- the asker ------------------------------------------------------------------------------
+class _Pending:
+    """One question: who asks, what, the widget once shown, and where the answer goes."""
+
+    def __init__(self, kind: str, server: str, params: Any) -> None:
+        self.kind, self.server, self.params = kind, server, params
+        self.future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self.view: _AskWidget | None = None
+        self.expired: str | None = None
+
+    def answer(self, value: Any) -> None:
+        if not self.future.done():
+            self.future.set_result(value)
+
+
+class NotebookAsker:
+    """The ``Asker`` the notebook layer registers; widgets are only ever touched on the
+    kernel's main thread (:meth:`service`), answers cross to the shared loop by future."""
+
+    def __init__(self, *, display: Callable[[Any], None] | None = None,
+                 kernel: Callable[[], Any | None] = running_kernel) -> None:
+        self._display = display
+        self._kernel = kernel
+        self._lock = threading.Lock()
+        self._queue: list[_Pending] = []  # asked, not yet shown
+        self._open: list[_Pending] = []  # shown, waiting for a person
+        self._waiting = 0  # cells waiting in the hook right now
+        self._pumps: dict[int, KernelPump | None] = {}
+
+    # the Asker protocol
+    def available(self) -> str | None:
+        if self._display is not None:
+            return None
+        if self._kernel() is None:
+            return "this process is not a Jupyter kernel"
+        try:
+            import ipywidgets  # noqa: F401
+        except ImportError:
+            return "ipywidgets is not installed (pip install 'toolbench[lab]')"
+        return None
+
+    def prepare(self) -> None:
+        """A bench will ask: let synchronous calls wait through the pump from now on."""
+        if self._display is None and self._kernel() is not None:
+            _loop.set_wait_hook(self.wait)
+
+    async def sampling(self, server: str, params: types.CreateMessageRequestParams,
+                       timeout: float) -> Any:
+        return await self._ask("sampling", server, params)
+
+    async def elicitation(self, server: str, params: types.ElicitRequestParams,
+                          timeout: float) -> Any:
+        return await self._ask("elicitation", server, params)
+
+    async def _ask(self, kind: str, server: str, params: Any) -> Any:
+        pending = _Pending(kind, server, params)
+        with self._lock:
+            self._queue.append(pending)
+        self.wake()
+        try:
+            value = await asyncio.wrap_future(pending.future)
+        except BaseException:
+            pending.expired = ("this request ended before it was answered (the call timed "
+                               "out, was interrupted, or the server gave up)")
+            self.wake()
+            raise
+        if isinstance(value, HandlerError):
+            raise value
+        return value
+
+    # the main thread's side
+    def wake(self) -> None:
+        """Have the main thread look at the queue: a waiting cell will within a slice;
+        otherwise (an awaiting or idle kernel) the kernel's event loop runs :meth:`service`."""
+        if self._waiting or self._display is not None:
+            return
+        kernel = self._kernel()
+        io_loop = getattr(kernel, "io_loop", None)
+        if io_loop is not None:
+            io_loop.add_callback(self.service)
+
+    def service(self) -> int:
+        """Show queued questions and settle ended ones; main thread only. Returns how many
+        are open."""
+        with self._lock:
+            new, self._queue = self._queue, []
+        for pending in new:
+            if pending.expired is not None or pending.future.done():
+                continue
+            try:
+                pending.view = self._build(pending)
+                self._show(pending.view.widget)
+            except Exception as exc:  # a broken widget must not leave the server waiting
+                logger.debug("could not show an ask widget", exc_info=True)
+                pending.answer(HandlerError(
+                    f"the {pending.kind} widget could not be shown: {type(exc).__name__}: "
+                    f"{_html.shorten(str(exc), 200)}"))
+                continue
+            self._open.append(pending)
+        still: list[_Pending] = []
+        for pending in self._open:
+            if pending.expired is not None and pending.view is not None:
+                pending.view.expire(pending.expired)
+            elif not pending.future.done():
+                still.append(pending)
+        self._open = still
+        return len(still)
+
+    def _build(self, pending: _Pending) -> _AskWidget:
+        if pending.kind == "sampling":
+            return SamplingAsk(pending.server, pending.params, pending.answer)
+        return ElicitationAsk(pending.server, pending.params, pending.answer)
+
+    def _show(self, widget: Any) -> None:
+        if self._display is not None:
+            self._display(widget)
+            return
+        from IPython.display import display
+
+        display(widget)  # type: ignore[no-untyped-call]
+
+    @property
+    def open_views(self) -> list[_AskWidget]:
+        """The widgets waiting for a person (tests and the explorer read them)."""
+        return [p.view for p in self._open if p.view is not None]
+
+    def wait(self, done: threading.Lock) -> None:
+        """The shared loop's wait hook: block on ``done``, serving asks in bounded slices."""
+        kernel = self._kernel()
+        if kernel is None or threading.current_thread() is not threading.main_thread():
+            done.acquire()
+            return
+        self._waiting += 1
+        try:
+            while not done.acquire(timeout=BUSY_SLICE_S if self._open else IDLE_SLICE_S):
+                self._slice(kernel)
+        finally:
+            self._waiting -= 1
+            with contextlib.suppress(Exception):
+                self.service()  # settle what ended with the call (an expired form)
+
+    def _slice(self, kernel: Any) -> None:
+        try:
+            if self._queue or self._open:
+                self.service()
+            if self._open:
+                pump = self._pump(kernel)
+                if pump is not None:
+                    pump(MAX_EVENTS)
+        except Exception:  # the wait goes on; a pump failure must not fail the call
+            logger.debug("ask pump slice failed", exc_info=True)
+
+    def _pump(self, kernel: Any) -> KernelPump | None:
+        key = id(kernel)
+        if key not in self._pumps:
+            try:
+                self._pumps[key] = KernelPump(kernel)
+            except PumpUnavailable as exc:
+                logger.warning("toolbench cannot take widget events during a blocking call "
+                               "in this kernel (%s); use `await bench.acall(...)`", exc)
+                self._pumps[key] = None
+        return self._pumps[key]
+
+
+def wait_answered(asker: NotebookAsker, count: int = 1, timeout: float = 10.0) -> list[Any]:
+    """Serve ``asker`` (as the main thread would) until ``count`` widgets are open; for tests
+    and scripts that drive the widgets themselves. Bounded by ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        asker.service()
+        if len(asker.open_views) >= count:
+            return asker.open_views
+        time.sleep(0.01)
+    raise TimeoutError(f"{count} ask widget(s) did not appear within {timeout:g} s")
+
+
+ASKER = NotebookAsker()
+"""The process's asker; ``import toolbench`` registers it for ``"ask"``."""
+_requests.register_asker(ASKER)
