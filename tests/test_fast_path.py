@@ -197,3 +197,63 @@ def test_a_server_that_refuses_the_2025_handshake_gets_the_2026_one() -> None:
 def test_protocol_mode_is_checked() -> None:
     with pytest.raises(ValueError, match=r"invalid protocol_mode 'modern'.*'fast', 'auto'"):
         McpClient(["x"], protocol_mode="modern")
+
+
+def _count_walks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the argument walks ``check_arguments`` starts (its top-level ``_plain``)."""
+    from toolbench._core import client as _client
+
+    walks: list[int] = []
+    real = _client._plain
+
+    def counting(value: Any, depth: int) -> bool:
+        if depth == 0:
+            walks.append(1)
+        return real(value, depth)
+
+    monkeypatch.setattr(_client, "_plain", counting)
+    return walks
+
+
+def test_checked_arguments_are_walked_once_and_rechecked_once_changed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolbench._core.client import CheckedArguments, check_arguments
+
+    walks = _count_walks(monkeypatch)
+    original = {"a": 1, "rows": [{"x": "y"}]}
+    first = check_arguments(TID, original)
+    second = check_arguments(TID, first)
+    assert isinstance(second, CheckedArguments) and second == original
+    assert second is not first  # each layer still gets its own copy
+    assert len(walks) == 1
+    for change in (lambda d: d.__setitem__("bad", float("nan")),
+                   lambda d: d.update(bad=float("inf")),
+                   lambda d: d.setdefault("bad", float("nan"))):
+        copy = check_arguments(TID, original)
+        change(copy)
+        with pytest.raises(tb.Refused, match="bad"):
+            check_arguments(TID, copy)
+    import pickle
+
+    assert type(pickle.loads(pickle.dumps(first))) is dict  # travels as what it is
+
+
+@pytest.mark.slow
+def test_a_bench_call_walks_its_arguments_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bench, the router and McpClient each check; only the first walks (issue 17)."""
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("walks")
+
+    @server.tool()
+    def echo(rows: list[dict[str, Any]]) -> str:
+        return str(len(rows))
+
+    rows = [{"k": i, "s": "text"} for i in range(50)]
+    with tb.Bench(timeout=20) as bench:
+        bench.connect("w", server)
+        walks = _count_walks(monkeypatch)
+        assert bench.call("w-echo", rows=rows).text == "50"
+        assert len(walks) == 1
+        with pytest.raises(tb.Refused, match="NaN"):
+            bench.call("w-echo", rows=[{"k": float("nan")}])

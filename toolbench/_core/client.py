@@ -35,7 +35,7 @@ class ToolSpec:
         return [r for r in req if isinstance(r, str)] if isinstance(req, list) else []
 
     def renamed(self, name: str) -> ToolSpec:
-        """The same spec under another name (how the pegboard hands out prefixed names)."""
+        """The same spec under another name (a pegboard's prefixed name); nothing else changes."""
         return ToolSpec(
             name, self.description, self.input_schema, self.output_schema, self.annotations,
             self.title,
@@ -104,26 +104,16 @@ class ToolClient(Protocol):
     """Anything that can list and call tools for one or more locally named servers."""
 
     def servers(self) -> Iterable[str]:
-        """The local names of the servers this client serves (one for most clients)."""
+        """The locally named servers this client answers for (a router routes each to it)."""
         ...
 
     def destination(self, tool: ToolId) -> Destination:
-        """Where a call to ``tool`` goes: ``Destination.LOCAL`` or a remote host, which the
-        bench's ``Egress`` allowlist judges before anything is sent."""
+        """Where a call to ``tool`` would go (``LOCAL`` or a remote host), without any I/O:
+        an ``Egress`` allowlist judges it before anything is sent."""
         ...
 
     async def list_tools(self, server: str) -> list[ToolSpec]:
-        """Every tool ``server`` offers, as ``ToolSpec`` s under the tools' own names.
-
-        Args:
-            server: one of :meth:`servers`.
-
-        Returns:
-            The specs; the pegboard prefixes their names.
-
-        Raises:
-            Unreachable: the server is unknown, or could not be reached.
-        """
+        """Every tool ``server`` offers, as it declared them (all pages)."""
         ...
 
     async def call(
@@ -132,21 +122,10 @@ class ToolClient(Protocol):
         arguments: Mapping[str, Any],
         provenance: Provenance | None = None,
     ) -> Result:
-        """Call ``tool`` with ``arguments``; every failure is a ``ToolError``.
+        """Call ``tool`` with ``arguments``; ``provenance`` says who asked.
 
-        Args:
-            tool: which server's which tool.
-            arguments: a JSON object of JSON values.
-            provenance: fields to send along (MCP ``_meta``) where the transport can.
-
-        Returns:
-            The tool's ``Result``.
-
-        Raises:
-            ToolError: the subclass says what is known about the far side (DESIGN.md,
-                "Errors"): ``Refused`` and ``Unreachable`` mean it did not happen,
-                ``TimedOut`` and ``Malformed`` that it may have, ``ToolFailed`` that the
-                tool ran and reported an error.
+        Returns the tool's Result; every failure is a ``ToolError`` whose disposition says
+        whether the call may have happened (DESIGN.md, "Errors").
         """
         ...
 
@@ -156,25 +135,78 @@ MAX_ARGUMENT_DEPTH = 200
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
-def check_arguments(tool: ToolId | None, arguments: object) -> dict[str, Any]:
+class CheckedArguments(dict[str, Any]):
+    """A copy of arguments that :func:`check_arguments` passed: the next check copies, no walk.
+
+    A call crosses the bench, the router and the client, and each of them is a public door
+    that must check what it is handed; on the bench's own path the same arguments were
+    checked three or four times (issue 17). Each door still gets its own copy (as before, a
+    shallow one), but a copy made from one of these skips the walk. Changing the copy at the
+    top level (``args[k] = v``, ``update``, ...) makes it unchecked again, so the next door
+    walks it. Nested values are shared with the caller, as they always were; only code
+    between two doors could change them, and on toolbench's own path there is none.
+    """
+
+    checked = True
+    """False once changed at the top level (set on the instance; copying stays C-fast)."""
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.checked = False
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: str) -> None:
+        self.checked = False
+        super().__delitem__(key)
+
+    def __ior__(self, other: Any) -> CheckedArguments:  # type: ignore[override,misc]
+        self.checked = False
+        return super().__ior__(other)  # type: ignore[return-value]
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        self.checked = False
+        super().update(*args, **kwargs)
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        self.checked = False
+        return super().setdefault(key, default)
+
+    def pop(self, key: str, *default: Any) -> Any:
+        self.checked = False
+        return super().pop(key, *default)
+
+    def popitem(self) -> tuple[str, Any]:
+        self.checked = False
+        return super().popitem()
+
+    def clear(self) -> None:
+        self.checked = False
+        super().clear()
+
+    def __reduce__(self) -> Any:  # pickles (a Dask worker's job) as the plain dict it is
+        return dict, (dict(self),)
+
+
+def check_arguments(tool: ToolId | None, arguments: object) -> CheckedArguments:
     """Tool arguments are a JSON object of JSON values; anything else is refused before sending.
 
     NaN, infinities, lone surrogates, non-string keys and values that are not JSON would
     otherwise fail inside the SDK once the call counts as sent (in doubt), or go out as
-    something that is not JSON at all. It runs on every call (two or three times), so the
-    common case is one recursive walk over exact types, cheaper than ``json.dumps`` (three
-    scalar fields: about 0.1 µs more than the old key check); only a failure pays for
-    finding the path.
+    something that is not JSON at all. The common case is one recursive walk over exact
+    types, cheaper than ``json.dumps``; only a failure pays for finding the path. What
+    passes comes back as a :class:`CheckedArguments` copy, so the next layer's check of
+    the same call is a copy, not another walk.
     """
+    if type(arguments) is CheckedArguments and arguments.checked:
+        return CheckedArguments(arguments)
     if arguments is None:
-        return {}
+        return CheckedArguments()
     if not isinstance(arguments, Mapping):
         raise Refused(
             f"arguments must be an object (a mapping of names to values), not "
             f"{type(arguments).__name__} {_html.shorten(repr(arguments), 80)}",
             tool=tool,
         )
-    args = dict(arguments)
+    args = CheckedArguments(arguments)
     if not _plain(args, 0):
         bad = [k for k in args if not isinstance(k, str)]
         if bad:
@@ -195,7 +227,7 @@ def _plain_text(text: str) -> bool:
 def _plain(value: Any, depth: int) -> bool:
     """True for plain JSON of exact builtin types; False means "look closer", not "bad"."""
     kind = type(value)
-    if kind is dict:
+    if kind is dict or kind is CheckedArguments:  # the latter only at the top
         if depth >= MAX_ARGUMENT_DEPTH:
             return False
         for key, item in value.items():
