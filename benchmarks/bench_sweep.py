@@ -16,6 +16,9 @@ every subject once, in an order that flips every round, so drifting load weighs 
    the SDK awaited in both protocol modes it offers: ``auto`` (negotiates 2026-07-28) and
    ``legacy`` (the 2025 initialize handshake).
 5. In-process tools: ``ToolBox`` and ``Toolset``, through ``Bench.call`` and called directly.
+6. The sync hop's floor: ``SharedLoop.run`` around fixed Python work of an in-process
+   call's length (0 and 300 µs) against the same work in the caller's thread: no toolbench,
+   no SDK.
 
 Ratios are the **median of per-round ratios** (paired: the two subjects of a ratio ran in the
 same round, seconds apart), with the goals of issue 17.
@@ -184,6 +187,28 @@ def paired(figures: common.Figures, name: str, workload: str, num: str,
         note=f"median of {len(ratios)} paired rounds, range {min(ratios):.3f}–{max(ratios):.3f}"))
 
 
+def paired_share(figures: common.Figures, name: str, workload: str, num: str, sub: str,
+                 den: str | tuple[str, ...], allowance: float | None = None) -> None:
+    """The median of per-round ``(num - sub) / den``: what one part of a call costs, as a
+    share of the peer's whole call (``den`` several subjects: the round's fastest).
+
+    ``Bench.call`` minus ``Bench.acall`` on its own loop is the hop to the loop and back;
+    over the SDK's call it is the share of the goal's allowance (0.30, 0.05) the hop
+    alone takes, however cheap toolbench's work on the loop gets.
+    """
+    dens = (den,) if isinstance(den, str) else den
+    keys = [(workload, num), (workload, sub), *((workload, d) for d in dens)]
+    if not all(k in figures.measurements for k in keys):
+        return
+    top, minus = (figures.measurements[k].samples for k in keys[:2])
+    bottoms = [figures.measurements[k].samples for k in keys[2:]]
+    shares = [(a - b) / min(d[i] for d in bottoms)
+              for i, (a, b) in enumerate(zip(top, minus, strict=True))]
+    figures.ratios.append(common.Ratio(
+        name, statistics.median(shares), allowance,
+        note=f"median of {len(shares)} paired rounds, range {min(shares):.3f}–{max(shares):.3f}"))
+
+
 # -- 1, 2. sweeps -------------------------------------------------------------------------
 async def _sweep_subjects(stack: AsyncExitStack, argv: list[str], bench: Bench, fm: Any,
                           errlog: TextIO, n: int) -> list[Subject]:
@@ -262,6 +287,9 @@ def one_inprocess(figures: common.Figures, quick: bool, fm: Any) -> None:
     paired(figures, "Bench.call / SDK awaited, in process", W_ONE_IN, TB_CALL, SDK_IN, 1.30)
     paired(figures, "Bench.acall on its loop / SDK awaited, in process", W_ONE_IN, TB_ACALL,
            SDK_IN)
+    paired_share(figures, "(Bench.call - Bench.acall on its loop) / SDK awaited, in process "
+                 "(the hop's share; the goal allows 0.30 in all)", W_ONE_IN, TB_CALL, TB_ACALL,
+                 SDK_IN, 0.30)
 
 
 # -- 4. one call, stdio ---------------------------------------------------------------------
@@ -297,6 +325,8 @@ def one_stdio(figures: common.Figures, quick: bool, fm: Any, errlog: TextIO) -> 
                         lambda i: legacy.call_tool("add", {"a": i, "b": 2}), calls)),
                     (f"{TB_CALL}, protocol {protocol}",
                      lambda: _sync(_bench_seq(bench, "s-add", calls))),
+                    (f"{TB_ACALL}, protocol {protocol}",
+                     lambda: _sync(_bench_on_loop(bench, "s-add", calls))),
                     *([(f"{TB_CALL}, protocol {other_protocol} (override)",
                         lambda: _sync(_bench_seq(bench, "a-add", calls)))]
                       if other_protocol is not None else []),
@@ -320,6 +350,79 @@ def one_stdio(figures: common.Figures, quick: bool, fm: Any, errlog: TextIO) -> 
     paired(figures, "Bench.call / SDK legacy (2025), stdio", W_ONE_IO, tb, SDK_LEGACY)
     paired(figures, "SDK auto (2026) / SDK legacy (2025), stdio", W_ONE_IO, SDK_AUTO,
            SDK_LEGACY)
+    on_loop = f"{TB_ACALL}, protocol {protocol}"
+    paired(figures, "Bench.acall on its loop / faster SDK mode, stdio", W_ONE_IO, on_loop,
+           (SDK_AUTO, SDK_LEGACY))
+    paired_share(figures, "(Bench.call - Bench.acall on its loop) / faster SDK mode, stdio "
+                 "(the hop's share; the goal allows 0.05 in all)", W_ONE_IO, tb, on_loop,
+                 (SDK_AUTO, SDK_LEGACY), 0.05)
+
+
+# -- 6. the hop's floor ---------------------------------------------------------------------
+W_HOP = "issue 17: the sync hop around fixed Python work (no toolbench, no SDK)"
+
+
+def _work(loops: int) -> None:
+    """A fixed amount of Python work (not a wall-clock wait: preemption must not count as
+    work, and a thread that runs colder after sleeping must show as taking longer)."""
+    total = 0
+    for i in range(loops):
+        total += i
+
+
+def _loops_for(us: float) -> int:
+    """How many ``_work`` loops take ``us`` µs here, warm, in this thread (best of 5)."""
+    if not us:
+        return 0
+    n = 20_000
+    best = min(common.timed(lambda: _work(n)) for _ in range(5))
+    return max(1, round(n * us / 1e6 / best))
+
+
+def hop_floor(figures: common.Figures, quick: bool) -> None:
+    """What ``SharedLoop.run`` costs around work of a call's length, with nothing else.
+
+    The work is a fixed Python loop on the loop thread (it holds the GIL, as a call's Python
+    does), against the same loop in the caller's own thread. Its extra time is the floor of any
+    synchronous call through the shared loop: the loop's wake-up, the caller's, and
+    whatever the two threads lose by having slept (on a VM whose idle vCPUs halt at once,
+    both wake-ups grow with how long a thread slept; BENCHMARKS.md, "Per-call cost").
+    """
+    rounds, calls = (2, 100) if quick else (9, 400)
+    common.progress(f"{W_HOP}: {rounds} rounds x {calls} calls")
+    loop = get_loop()
+    for us in (0, 300):
+        loops = _loops_for(us)
+
+        async def on_loop(loops: int = loops) -> None:
+            _work(loops)
+
+        def inline(loops: int = loops) -> float:
+            started = time.perf_counter()
+            for _ in range(calls):
+                _work(loops)
+            return time.perf_counter() - started
+
+        def hopped(fn: Callable[[], Awaitable[None]] = on_loop) -> float:
+            started = time.perf_counter()
+            for _ in range(calls):
+                loop.run(fn)
+            return time.perf_counter() - started
+
+        here, there = (f"{us} µs of work in the caller's thread",
+                       f"{us} µs of work via the sync hop")
+        inline(), hopped()
+        for r in range(rounds):
+            pair = [(here, inline), (there, hopped)]
+            values = {}
+            for subject, fn in (pair if r % 2 == 0 else pair[::-1]):
+                values[subject] = fn() * 1e6 / calls
+                figures.add(W_HOP, subject, "µs/call", values[subject])
+            figures.add(W_HOP, f"hop overhead around {us} µs", "µs/call",
+                        values[there] - values[here])
+        if us:
+            paired_share(figures, f"hop overhead / {us} µs of work (an in-process SDK call's "
+                         "length; the goal allows 0.30 in all)", W_HOP, there, here, here, 0.30)
 
 
 # -- 5. in-process tools --------------------------------------------------------------------
@@ -375,6 +478,7 @@ def run(quick: bool = False) -> dict[str, Any]:
         one_inprocess(figures, quick, fm)
         one_stdio(figures, quick, fm, errlog)
         one_local(figures, quick)
+        hop_floor(figures, quick)
         sweep(figures, quick, fm, errlog, sdk_server=True)
     return figures.as_dict()
 
@@ -384,7 +488,7 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="small and fast (a smoke test)")
     parser.add_argument("--json", default="", help="also write the figures to this file")
     parser.add_argument("--only", default="", help="comma-separated: sweep, sdk_sweep, "
-                        "inprocess, stdio, local (default: all)")
+                        "inprocess, stdio, local, hop (default: all)")
     ns = parser.parse_args()
     if ns.only:
         figs, fm_ = common.Figures(), _fastmcp()
@@ -394,7 +498,8 @@ if __name__ == "__main__":
                  "sdk_sweep": lambda: sweep(figs, ns.quick, fm_, log, sdk_server=True),
                  "inprocess": lambda: one_inprocess(figs, ns.quick, fm_),
                  "stdio": lambda: one_stdio(figs, ns.quick, fm_, log),
-                 "local": lambda: one_local(figs, ns.quick)}[part.strip()]()
+                 "local": lambda: one_local(figs, ns.quick),
+                 "hop": lambda: hop_floor(figs, ns.quick)}[part.strip()]()
         data = figs.as_dict()
     else:
         data = run(ns.quick)
