@@ -92,7 +92,7 @@ def _pid(client: LoopClient) -> str:
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_50mb_reply_is_malformed_restarts_and_spares_the_neighbour() -> None:
-    """The measured case of issue 13: 50 MB took 24 s, slowed the loop, broke the next call."""
+    """The measured case: 50 MB once took 24 s, slowed the loop and broke the next call."""
     latencies: list[float] = []
     stop = threading.Event()
     with LoopClient(BIG, name="big", timeout=60) as big, LoopClient(ECHO, name="echo") as echo:

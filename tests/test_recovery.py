@@ -1,4 +1,4 @@
-"""Real servers that answer with errors, go away and come back (issue 13, items 5, 6, 9).
+"""Real servers that answer with errors, go away and come back (DESIGN.md, "The trust boundary").
 
 Each test asserts the outcome, the disposition, a time bound, and that the connection still
 works afterwards: the same pid and an unbroken in-memory counter for an error reply (nothing

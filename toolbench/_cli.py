@@ -9,7 +9,6 @@ config should not stand between the user and the one tool they asked for.
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import os
 import subprocess
@@ -19,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
+
+from toolbench._core.ids import did_you_mean
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -151,8 +152,7 @@ class _Source:
 
     def check_server(self, name: str) -> None:
         if name not in self.entries:
-            close = difflib.get_close_matches(name, list(self.entries), n=3)
-            hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+            hint = did_you_mean(name, self.entries)
             raise UsageError(f"no server {name!r} in {self.label}{hint} (servers: "
                              f"{', '.join(self.entries) or 'none'})")
 
@@ -208,9 +208,8 @@ def _owners(source: _Source, name: str) -> list[str]:
     if not owners:
         prefixes = {str(_namespace(s, e)): s for s, e in source.entries.items()}
         head = name.split(SEPARATOR, 1)[0]
-        close = difflib.get_close_matches(head, list(prefixes), n=3)
-        hint = (f"; did you mean {', '.join(repr(c + name[len(head):]) for c in close)}?"
-                if close and SEPARATOR in name else "")
+        hint = (did_you_mean(head, prefixes, tail=name[len(head):]) if SEPARATOR in name
+                else "")
         raise UsageError(
             f"no server in {source.label} owns {name!r}: a name is SERVER{SEPARATOR}TOOL "
             f"(servers: {', '.join(source.entries) or 'none'}) or tool://SERVER/TOOL{hint} "
@@ -293,8 +292,7 @@ def _unknown_name(bench: Bench, name: str) -> str:
     tid = ToolId.parse(name)
     if tid is not None:
         tools = sorted(e.tool for e in bench.pegboard.entries(tid.server))
-        close = difflib.get_close_matches(tid.tool, tools, n=3)
-        hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+        hint = did_you_mean(tid.tool, tools)
         return f"server {tid.server!r} has no tool {tid.tool!r}{hint} (its tools: " \
                f"{', '.join(tools) or 'none'})"
     try:

@@ -25,7 +25,6 @@ file (with ``${VAR}`` unexpanded), never the expanded value.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import warnings
@@ -35,6 +34,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, quote_plus, urlsplit
 
+from toolbench._core.checks import is_seconds, is_whole
 from toolbench._core.ids import SERVER_RULE, is_server_name
 from toolbench._transports.limits import check_max_message_bytes, check_max_tools
 
@@ -155,15 +155,14 @@ def _string_map(value: Any, source: str, path: str) -> dict[str, str]:
 
 
 def _seconds(value: Any, source: str, path: str) -> float:
-    if (isinstance(value, bool) or not isinstance(value, (int, float))
-            or not math.isfinite(value) or not value > 0):
+    if not is_seconds(value):
         raise ConfigError(source, path, f"expected a positive, finite number of seconds, "
                           f"got {_describe(value)}")
     return value
 
 
 def _count(value: Any, source: str, path: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if not is_whole(value):
         raise ConfigError(source, path, f"expected a positive integer, got {_describe(value)}")
     return value
 

@@ -131,6 +131,11 @@ class Egress:
         """LOCAL is never judged; a remote host must be listed exactly."""
         return destination.host is None or destination.host in self._hosts
 
+    def refusal(self, destination: Destination) -> str:
+        """Why a connect or call to ``destination`` was refused: one wording everywhere."""
+        return (f"egress refused: host {destination.host!r} is not in the allowlist "
+                f"{sorted(self._hosts)}; nothing was sent")
+
     def __contains__(self, host: object) -> bool:
         return isinstance(host, str) and host.lower() in self._hosts
 
@@ -222,3 +227,12 @@ class Provenance:
     def __repr__(self) -> str:
         inner = ", ".join(f"{k}={v!r}" for k, v in self._fields.items())
         return f"Provenance({inner})"
+
+
+def did_you_mean(name: str, offered: Iterable[str], *, tail: str = "") -> str:
+    """``"; did you mean 'a', 'b'?"`` for the names closest to ``name`` (``tail`` is added
+    to each), or ``""``: the one hint every unknown-name error ends with."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(offered), n=3)
+    return f"; did you mean {', '.join(repr(c + tail) for c in close)}?" if close else ""

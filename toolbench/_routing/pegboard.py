@@ -20,14 +20,12 @@ so such tools are skipped, logged, and remembered per service (``skipped(server)
 bench's ``servers`` table. Collisions *between* servers are still refused whole: there the
 later server cannot be told apart from the earlier one by name.
 
-**Why the separator must be in the MCP tool-name alphabet.** DESIGN.md mentions ``"::"`` as an
-example separator, while the pegboard issue asks for a clear error for any separator with
-characters outside ``[A-Za-z0-9_.-]``. The prefixed name is what gets sent onward as a tool
-name (to a model's tool list, to a Toolset, to another MCP client), so it must itself be a
-valid MCP tool name. ``web::search`` is not one: accepting ``"::"`` would defer the failure
-to some later, distant consumer that rejects it. So the stricter rule wins: ``"::"`` is
-refused at construction with a message saying why, and ``"-"``, ``"__"``, ``"."`` or
-``"_"`` work. (A note for DESIGN.md: its ``"::"`` example should read ``"__"`` or ``"."``.)
+**Why the separator must be in the MCP tool-name alphabet.** The prefixed name is what gets
+sent onward as a tool name (to a model's tool list, to a Toolset, to another MCP client), so
+it must itself be a valid MCP tool name, ``[A-Za-z0-9_.-]``. ``web::search`` is not one:
+accepting ``"::"`` would defer the failure to some later, distant consumer that rejects it.
+So ``"::"`` is refused at construction with a message saying why, and ``"-"``, ``"__"``,
+``"."`` or ``"_"`` work (DESIGN.md, "Names and identity", says the same).
 
 **Why reads take no lock.** The whole registry is an immutable snapshot. Writers build a new
 snapshot and swap it in under a lock (copy-on-write); readers take one reference to the
@@ -45,7 +43,6 @@ sends that server to the client the service was added with, its route, so re-add
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import enum
 import functools
 import heapq
@@ -64,6 +61,7 @@ from toolbench._core.ids import (
     Provenance,
     ToolId,
     check_server_name,
+    did_you_mean,
     is_server_name,
     is_tool_name,
 )
@@ -545,8 +543,7 @@ class PegBoard:
 
     @staticmethod
     def _unknown(board: _Board, name: str) -> Unreachable:
-        close = difflib.get_close_matches(name, _suggestion_pool(board.sorted_names(), name), n=3)
-        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        hint = did_you_mean(name, _suggestion_pool(board.sorted_names(), name))
         return Unreachable(f"no tool named {name!r} on this pegboard{hint}")
 
     def get_tool(self, name: str) -> ToolSpec:

@@ -104,11 +104,7 @@ class ToolRouter:
             return
         destination = self.destination(tool)
         if not self.egress.allows(destination):
-            raise Unreachable(
-                f"egress refused: host {destination.host!r} is not in the allowlist "
-                f"{sorted(self.egress.hosts)}; nothing was sent",
-                tool=tool,
-            )
+            raise Unreachable(self.egress.refusal(destination), tool=tool)
 
     async def list_tools(self, server: str) -> list[ToolSpec]:
         """The tools of ``server``, from its client.

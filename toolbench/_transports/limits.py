@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx2
 
+from toolbench._core.checks import whole
 from toolbench._transports.mcp_errors import leaves
 
 DEFAULT_MAX_MESSAGE_BYTES = 32 * 2**20
@@ -33,18 +34,12 @@ TAG = f"[toolbench-too-large-{secrets.token_hex(8)}]"
 
 def check_max_message_bytes(value: object) -> int:
     """``max_message_bytes`` must be a whole number of bytes, at least 1 KiB."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1024:
-        raise ValueError(
-            f"invalid max_message_bytes {value!r}: a whole number of bytes, at least 1024"
-        )
-    return value
+    return whole(value, "max_message_bytes", minimum=1024, unit="bytes")
 
 
 def check_max_tools(value: object) -> int:
     """``max_tools`` must be a positive whole number."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"invalid max_tools {value!r}: a positive whole number of tools")
-    return value
+    return whole(value, "max_tools", unit="tools")
 
 
 def too_large_message(size: int, limit: int, what: str = "message") -> str:

@@ -25,6 +25,7 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from toolbench._core import html as _html
+from toolbench._core.checks import is_whole
 from toolbench._core.client import Result, ToolSpec, check_arguments, result_from_value
 from toolbench._core.errors import Malformed, Refused, TimedOut, ToolFailed, Unreachable
 from toolbench._core.ids import Destination, Provenance, ToolId, check_server_name, check_tool_name
@@ -97,7 +98,7 @@ class _Gates:
 def _check_cap(value: object, what: str) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if not is_whole(value):
         raise ValueError(
             f"{what} must be a positive int or None (no cap), not {value!r}"
         )
