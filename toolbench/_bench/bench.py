@@ -28,6 +28,13 @@ from toolbench._bench import config as _config
 from toolbench._bench.batch import Job, bind, compare_frame, positive_count, progress_bar, run_jobs
 from toolbench._bench.handles import ToolHandles
 from toolbench._bench.journal import Journal, warn_not_durable, warn_unwritten
+from toolbench._bench.progress import (
+    Progress,
+    ProgressBar,
+    ProgressShown,
+    logs_frame,
+    progress_shown,
+)
 from toolbench._bench.records import Record, RecordStore, frame, make_record, new_call_id, utcnow
 from toolbench._core import preload as _preload
 from toolbench._core import validate as _validate
@@ -45,6 +52,7 @@ from toolbench._routing.connections import (
 from toolbench._routing.pegboard import USE_SERVER_NAME, Namespace, PegBoard, describe_skipped
 from toolbench._routing.router import ToolRouter
 from toolbench._transports.mcp_errors import Redactor
+from toolbench._transports.notifications import LogLevel, Notifications
 from toolbench._transports.server_requests import Handler, ServerRequests
 from toolbench._transports.toolbox import ToolBox
 
@@ -163,7 +171,8 @@ class BaseBench:
     def __init__(self, journal: str | os.PathLike[str] | None = None, separator: str = "-",
                  egress: Egress | Iterable[str] | None = None, timeout: float = 60.0,
                  connect_timeout: float = 30.0, *, sampling: Handler = None,
-                 elicitation: Handler = None, roots: Iterable[Any] | None = None) -> None:
+                 elicitation: Handler = None, roots: Iterable[Any] | None = None,
+                 log_level: LogLevel | None = "info") -> None:
         """Make an empty bench; connect servers with ``connect``, ``add`` or ``load_config``.
 
         Args:
@@ -206,6 +215,9 @@ class BaseBench:
             A handler that raises, times out or returns garbage gives the server an error
             reply, and the call's error says so. Example:
             ``Bench(elicitation="ask", sampling=lambda request: "42")``.
+            log_level (str | None): the least severe log message servers are asked to send
+                (``"debug"`` ... ``"emergency"``); they land in ``bench.logs``. ``None``
+                asks for none. Example: ``Bench(log_level="debug")``.
 
         Example:
             >>> bench = tb.Bench(journal="calls.sqlite", timeout=10)   # doctest: +SKIP
@@ -222,6 +234,7 @@ class BaseBench:
         self._store = RecordStore(Journal(journal) if journal is not None else None)
         self._closed = False
         self._requests = ServerRequests(sampling, elicitation, roots)
+        self._notifications = Notifications(log_level)
         self.tools = ToolHandles(self)
         get_loop().track(self)
         _preload.start()  # jsonschema's slow import, done before the first call needs it
@@ -278,7 +291,8 @@ class BaseBench:
         options.setdefault("timeout", self.timeout)
         options.setdefault("connect_timeout", self.connect_timeout)
         try:
-            connection = open_connection(name, target, options, self._requests)
+            connection = open_connection(name, target, options, self._requests,
+                                         self._notifications)
         except Exception as exc:
             clean = _scrubbed(exc, redact)
             if clean is exc:
@@ -631,6 +645,14 @@ class BaseBench:
         return pd.DataFrame(rows, columns=list(CATALOG_COLUMNS))
 
     @property
+    def logs(self) -> pd.DataFrame:
+        """Every server's log messages and progress updates, oldest first (the last
+        ``PER_SERVER`` of each server): ``time``, ``server``, ``kind`` (``log`` or
+        ``progress``), ``level``, ``logger``, ``message``, ``data``, ``call_id`` (a progress
+        update's call, as in ``records``). Text is capped; nothing here was sent by us."""
+        return logs_frame(self._notifications.entries())
+
+    @property
     def records(self) -> pd.DataFrame:
         """Every call made through this bench (and loaded from its journal), oldest first."""
         return frame(self._store.snapshot())
@@ -661,8 +683,12 @@ class BaseBench:
 
     async def _invoke(self, target: _Target, arguments: Any, *, batch: str | None,
                       timeout: float | None, provenance: Provenance,
+                      progress: ProgressShown | None = None,
                       ) -> tuple[Record, Result | None, ToolError | None]:
-        """Make one call and record it; a failure comes back as data, never raised."""
+        """Make one call and record it; a failure comes back as data, never raised.
+
+        The server's progress updates always reach ``bench.logs`` under this call's id;
+        ``progress`` (a bar, or the user's function) sees them too."""
         call_id, started = new_call_id(), utcnow()
         limit = self.timeout if timeout is None else timeout
         t0 = time.perf_counter()  # reset once the call is sent: latency is the far side's
@@ -700,13 +726,14 @@ class BaseBench:
             # This outer bound is only a backstop, a little later, for a client that hangs;
             # a client that bounds itself (ours, or one the router bounds) gets none, so a
             # call has one timeout scope (issue 17: each costs ~10 µs).
+            on_progress = self._notifications.progress(target.tool.server, call_id, progress)
             if self.router.bounds_itself(target.tool):
                 result = await self.router.call(target.tool, args, provenance,
-                                                timeout=remaining)
+                                                timeout=remaining, progress=on_progress)
             else:
                 async with asyncio.timeout(remaining + TIMEOUT_BACKSTOP_S):
                     result = await self.router.call(target.tool, args, provenance,
-                                                    timeout=remaining)
+                                                    timeout=remaining, progress=on_progress)
         except ToolError as exc:
             error = exc
         except TimeoutError as exc:  # the router's bound for a plain client, or the backstop
@@ -745,7 +772,7 @@ class BaseBench:
     async def _call(self, name: str, arguments: Mapping[str, Any] | None = None, /, *,
                     timeout: float | None = None,
                     provenance: Provenance | Mapping[str, Any] | None = None,
-                    **kwargs: Any) -> Result:
+                    progress: Progress = None, **kwargs: Any) -> Result:
         """The failed call is recorded before its error is raised: nothing is lost."""
         self._check_open()
         if arguments is not None and kwargs:
@@ -753,10 +780,15 @@ class BaseBench:
         if timeout is not None:
             _positive(timeout, "timeout")
         target = self._resolve(name)
-        _, result, error = await self._invoke(
-            target, kwargs if arguments is None else arguments, batch=None, timeout=timeout,
-            provenance=self._provenance(provenance),
-        )
+        shown = progress_shown(progress, f"call {target.name}")
+        try:
+            _, result, error = await self._invoke(
+                target, kwargs if arguments is None else arguments, batch=None,
+                timeout=timeout, provenance=self._provenance(provenance), progress=shown,
+            )
+        finally:
+            if isinstance(shown, ProgressBar):
+                shown.close()
         if error is not None:
             raise error
         assert result is not None
@@ -765,7 +797,7 @@ class BaseBench:
     def call(self, name: str, arguments: Mapping[str, Any] | None = None, /, *,
              timeout: float | None = None,
              provenance: Provenance | Mapping[str, Any] | None = None,
-             **kwargs: Any) -> Result:
+             progress: Progress = None, **kwargs: Any) -> Result:
         """Call one tool by pegboard name or ``tool://`` reference.
 
         Args:
@@ -773,6 +805,11 @@ class BaseBench:
             arguments: the tool's arguments as one mapping; or pass them as keywords.
             timeout: seconds before the call fails as ``TimedOut`` (default: the bench's).
             provenance: fields recorded with the call (a ``Provenance`` or a mapping).
+            progress: the server's progress updates: ``None`` shows a bar in a notebook
+                (made on the first update), ``False`` none, a function is called with
+                ``(progress, total, message)`` on toolbench's loop (keep it quick). Every
+                update also lands in ``bench.logs``. Like ``timeout`` and ``provenance``,
+                it is never sent as a tool argument.
             **kwargs: the tool's arguments, as keywords (not together with ``arguments``).
 
         Returns:
@@ -789,15 +826,15 @@ class BaseBench:
             {'result': 343.557}
         """
         return get_loop().run(self._call, name, arguments, timeout=timeout,
-                              provenance=provenance, **kwargs)
+                              provenance=provenance, progress=progress, **kwargs)
 
     async def acall(self, name: str, arguments: Mapping[str, Any] | None = None, /, *,
                     timeout: float | None = None,
                     provenance: Provenance | Mapping[str, Any] | None = None,
-                    **kwargs: Any) -> Result:
+                    progress: Progress = None, **kwargs: Any) -> Result:
         """Awaitable :meth:`call`: the same arguments, result and errors."""
         return await get_loop().arun(self._call, name, arguments, timeout=timeout,
-                                     provenance=provenance, **kwargs)
+                                     provenance=provenance, progress=progress, **kwargs)
 
     # -- many calls -----------------------------------------------------------------------
     def _same_named(self, name: str, servers: Iterable[str] | None) -> list[_Target]:

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
     from toolbench._core.ids import Egress
     from toolbench._notebook.widgets import Explorer
+    from toolbench._transports.notifications import LogLevel
+    from toolbench._transports.server_requests import Handler
 
 
 class BenchOptions(TypedDict, total=False):
@@ -27,6 +29,10 @@ class BenchOptions(TypedDict, total=False):
     egress: Egress | Iterable[str] | None
     timeout: float
     connect_timeout: float
+    sampling: Handler
+    elicitation: Handler
+    roots: Iterable[Any] | None
+    log_level: LogLevel | None
 
 
 class Bench(BaseBench):

@@ -15,6 +15,7 @@ from toolbench._core.client import Result, ToolClient, ToolSpec
 from toolbench._core.ids import Destination, Provenance, ToolId
 from toolbench._routing.router import call_client
 from toolbench._transports.mcp import ProtocolMode, TransportName
+from toolbench._transports.notifications import Notifications
 from toolbench._transports.server_requests import ServerRequests
 
 
@@ -142,11 +143,13 @@ def _is_mcp_server(target: object) -> bool:
 
 
 def open_connection(name: str, target: Any, options: Mapping[str, Any],
-                    requests: ServerRequests | None = None) -> Connection:
+                    requests: ServerRequests | None = None,
+                    notifications: Notifications | None = None) -> Connection:
     """Build (not open) the connection for ``target``; bad targets and options raise here.
 
-    ``requests`` (the bench's sampling, elicitation and roots answers) goes to an MCP
-    connection the bench creates; an ``McpClient`` given as the target keeps its own.
+    ``requests`` (the bench's sampling, elicitation and roots answers) and
+    ``notifications`` (its bounded log book) go to an MCP connection the bench creates; an
+    ``McpClient`` given as the target keeps its own.
     """
     from toolbench._transports.mcp import McpClient
     from toolbench._transports.toolbox import ToolBox
@@ -167,6 +170,8 @@ def open_connection(name: str, target: Any, options: Mapping[str, Any],
         kwargs["secrets"] = tuple(kwargs.get("secrets", ()))
         if requests is not None and requests.active:
             kwargs["server_requests"] = requests
+        if notifications is not None:
+            kwargs["notifications"] = notifications
         client = McpClient(target, name=name, **kwargs)
         return Connection(name, client, client.transport, owned=True, mcp=client)
     if isinstance(target, ToolClient):

@@ -12,6 +12,7 @@ import anyio
 from toolbench._core.client import Result, ToolClient, ToolSpec, check_arguments
 from toolbench._core.errors import Unreachable
 from toolbench._core.ids import Destination, Egress, Provenance, ToolId, check_server_name
+from toolbench._transports.notifications import ProgressFn
 
 
 class ToolRouter:
@@ -116,16 +117,23 @@ class ToolRouter:
 
     async def call(self, tool: ToolId, arguments: Mapping[str, Any],
                    provenance: Provenance | None = None, *,
-                   timeout: float | None = None) -> Result:
+                   timeout: float | None = None,
+                   progress: ProgressFn | None = None) -> Result:
         """Call through the routed client; ``timeout`` is always honoured.
 
         A client whose ``call`` takes ``timeout=`` gets it, so it can tell a call that never
         left (queued, still connecting: did not happen) from one that got no answer (in
         doubt). Any other client (the three-argument ToolClient form) is bounded here, and
-        its timeout is in doubt, since nothing says how far the call got.
+        its timeout is in doubt, since nothing says how far the call got. ``progress`` goes
+        to a client that reports progress (McpClient); other clients have none to report.
         """
         client = self.client(tool.server, tool)
         self.check_egress(tool)
+        if progress is not None and takes_keyword(client, "progress"):
+            call: Any = client.call  # McpClient's form: timeout and progress keywords
+            result: Result = await call(tool, check_arguments(tool, arguments), provenance,
+                                        timeout=timeout, progress=progress)
+            return result
         return await call_client(client, tool, check_arguments(tool, arguments), provenance,
                                  timeout)
 
@@ -144,6 +152,23 @@ async def call_client(client: ToolClient, tool: ToolId, arguments: Mapping[str, 
 
 
 _TAKES_TIMEOUT: dict[type, bool] = {}
+_TAKES_KEYWORD: dict[tuple[type, str], bool] = {}
+
+
+def takes_keyword(client: ToolClient, keyword: str) -> bool:
+    """Whether ``client.call`` names ``keyword`` as a keyword argument (cached per class)."""
+    key = (type(client), keyword)
+    known = _TAKES_KEYWORD.get(key)
+    if known is None:
+        params: Mapping[str, inspect.Parameter]
+        try:
+            params = inspect.signature(client.call).parameters
+        except (TypeError, ValueError):
+            params = {}
+        param = params.get(keyword)
+        known = _TAKES_KEYWORD[key] = param is not None and param.kind in (
+            param.KEYWORD_ONLY, param.POSITIONAL_OR_KEYWORD)
+    return known
 
 
 def takes_timeout(client: ToolClient) -> bool:

@@ -59,9 +59,11 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolbench._core import html as _html
 from toolbench._core.client import Result, ToolSpec, check_arguments
+from toolbench._core.contents import PromptResult, ReadResult
 from toolbench._core.errors import Malformed, ToolError, ToolFailed, Unreachable
 from toolbench._core.ids import Destination, Provenance, ToolId, check_server_name, is_tool_name
 from toolbench._core.validate import validate_output
+from toolbench._transports import mcp_resources as _resources
 from toolbench._transports.limits import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_MAX_TOOLS,
@@ -85,6 +87,7 @@ from toolbench._transports.mcp_errors import (
     refused_connect,
     tracked,
 )
+from toolbench._transports.notifications import Notifications
 from toolbench._transports.server_requests import (
     ServerRequests,
     call_error,
@@ -250,10 +253,13 @@ class McpClient:
         max_tools: int = DEFAULT_MAX_TOOLS,
         protocol_mode: str = "fast",
         server_requests: ServerRequests | None = None,
+        notifications: Notifications | None = None,
     ) -> None:
         self.name = check_server_name(name)
         # Sampling, elicitation and roots answers (a Bench shares one among its servers).
         self._requests = server_requests
+        # Where log messages go (a Bench's bounded book); None: no logs asked for.
+        self._notifications = notifications
         if protocol_mode not in PROTOCOL_MODES:
             raise ValueError(f"invalid protocol_mode {protocol_mode!r}: use one of "
                              f"{list(PROTOCOL_MODES)}")
@@ -545,6 +551,8 @@ class McpClient:
             message_handler=lambda message: self._on_message(conn, message),
             client_info=types.Implementation(name="toolbench", version="0.1.0"),
             **(self._requests.callbacks(self.name) if self._requests is not None else {}),
+            **(self._notifications.callbacks(self.name)
+               if self._notifications is not None else {}),
         )
         try:
             await stack.enter_async_context(client)
@@ -1025,6 +1033,67 @@ class McpClient:
                 f"structuredContent is {type(structured).__name__}, not an object", tool=tool
             )
         return Result(content, structured, bool(raw.is_error), latency, tool)
+
+    # -- resources and prompts (the requests live in toolbench._transports.mcp_resources) ---
+    async def list_resources(self, server: str) -> list[dict[str, Any]]:
+        """Every resource the server lists (all pages, bounded as ``list_tools`` is).
+
+        Returns:
+            One dict per resource: ``name``, ``uri``, ``title``, ``description``,
+            ``mime_type``, ``size``, ``annotations``.
+
+        Raises:
+            Refused: the server does not offer resources (nothing was sent).
+            Unreachable, TimedOut, Malformed: as for a call (DESIGN.md, "Errors").
+        """
+        return await _resources.list_resources(self, server)
+
+    async def list_resource_templates(self, server: str) -> list[dict[str, Any]]:
+        """Every resource template the server lists; ``uri`` holds the template (RFC 6570).
+
+        Raises:
+            Refused: the server does not offer resources (nothing was sent).
+        """
+        return await _resources.list_resource_templates(self, server)
+
+    async def read_resource(self, server: str, uri: str, *, timeout: float | None = None,
+                            provenance: Provenance | None = None) -> ReadResult:
+        """Read one resource (or a template's URI filled in); a read is idempotent.
+
+        Args:
+            server: this client's server name.
+            uri: the resource's URI.
+            timeout: seconds (default: the client's ``timeout``).
+            provenance: sent along as the request's ``_meta``.
+
+        Raises:
+            Refused: no resources offered, a bad URI, or the server refused (unknown URI).
+            Malformed: the contents exceed ``max_message_bytes``, or are unreadable.
+            TimedOut: sent, and no answer in time (asking again is safe).
+        """
+        return await _resources.read_resource(self, server, uri, timeout=timeout,
+                                              provenance=provenance)
+
+    async def list_prompts(self, server: str) -> list[dict[str, Any]]:
+        """Every prompt the server lists: ``prompt``, ``title``, ``description``, ``arguments``.
+
+        Raises:
+            Refused: the server does not offer prompts (nothing was sent).
+        """
+        return await _resources.list_prompts(self, server)
+
+    async def get_prompt(self, server: str, name: str,
+                         arguments: Mapping[str, str] | None = None, *,
+                         timeout: float | None = None,
+                         provenance: Provenance | None = None) -> PromptResult:
+        """Fetch a prompt's messages; its arguments are strings (MCP's rule, checked first).
+
+        Raises:
+            Refused: no prompts offered, a non-string argument, or the server refused.
+            TimedOut: sent, and no answer in time (asking again is safe).
+        """
+        return await _resources.get_prompt(self, server, name, arguments, timeout=timeout,
+                                           provenance=provenance)
 
 
 

@@ -1,0 +1,90 @@
+"""What a call shows of its server's progress, and the ``bench.logs`` table.
+
+Most calls report no progress, so a call's bar is made on the first update, not before;
+tqdm throttles its redraws (``mininterval``), so a server sending thousands of updates costs
+a counter update each, not a redraw each. Outside a notebook no bar is made at all: a
+terminal's bar would interleave with the caller's own output.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from toolbench._core import html as _html
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from toolbench._transports.notifications import Entry
+
+LOG_COLUMNS = ("time", "server", "kind", "level", "logger", "message", "data", "call_id")
+BAR_INTERVAL_S = 0.2
+"""The least time between two redraws of a call's bar."""
+
+ProgressShown = Callable[[float, float | None, str | None], None]
+"""What sees a call's progress updates besides ``bench.logs``: a bar, or the user's function."""
+Progress = bool | ProgressShown | None
+"""``call(..., progress=)``: ``None`` a bar in a notebook, ``False`` none, or a function."""
+
+
+def in_notebook() -> bool:
+    """A Jupyter kernel runs this process (a bar there is a widget, not terminal text)."""
+    return "ipykernel" in sys.modules
+
+
+class ProgressBar:
+    """One call's bar, made on its first update; ``close`` ends it (a no-op if never made)."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self._bar: Any = None
+        self._broken = False
+
+    def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        if self._broken:
+            return
+        if self._bar is None:
+            try:
+                from tqdm.auto import tqdm
+            except ImportError:  # tqdm comes with the lab extra; without it, no bar
+                self._broken = True
+                return
+            self._bar = tqdm(total=total, desc=self.label, leave=True,
+                             mininterval=BAR_INTERVAL_S)
+        bar = self._bar
+        if total is not None and bar.total != total:
+            bar.total = total
+        if message:
+            bar.set_postfix_str(_html.shorten(str(message), 60), refresh=False)
+        step = progress - bar.n
+        if step > 0:
+            bar.update(step)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+def progress_shown(progress: Progress, label: str) -> ProgressShown | None:
+    """What ``call(..., progress=)`` asks for, checked before anything is sent."""
+    if progress is None:
+        return ProgressBar(label) if in_notebook() else None
+    if progress is False:
+        return None
+    if progress is True:
+        return ProgressBar(label)
+    if callable(progress):
+        return progress
+    raise TypeError(f"progress must be None (a bar in a notebook), False (none), True or a "
+                    f"function of (progress, total, message), not {progress!r}")
+
+
+def logs_frame(entries: Iterable[Entry]) -> pd.DataFrame:
+    """``bench.logs``: one row per entry, in the columns DESIGN.md names."""
+    import pandas as pd
+
+    rows = [(e.time, e.server, e.kind, e.level, e.logger, e.message, e.data, e.call_id)
+            for e in entries]
+    return pd.DataFrame(rows, columns=list(LOG_COLUMNS))
