@@ -315,6 +315,7 @@ class Frontend:
         self.models: dict[str, dict[str, Any]] = {}
         self.outputs: list[str] = []
         self.idle: set[str] = set()
+        self.displayed: list[str] = []  # the cell (request id) each display went to
 
     def close(self) -> None:
         self.client.stop_channels()
@@ -335,6 +336,8 @@ class Frontend:
                 self.models[content["comm_id"]].update(data.get("state") or {})
         elif kind == "stream":
             self.outputs.append(content["text"])
+        elif kind == "display_data":
+            self.displayed.append(message["parent_header"].get("msg_id", ""))
         elif kind == "error":
             self.outputs.append(f"{content['ename']}: {content['evalue']}")
 
@@ -408,6 +411,20 @@ def test_a_blocking_call_in_a_kernel_is_answered_through_the_form(frontend: Fron
     assert printed.count("NEXT CELL RAN") == 1
     assert printed.index("ANSWER") < printed.index("NEXT CELL RAN")
     assert cell in frontend.idle
+    assert frontend.displayed == [cell]  # the form showed in the blocked cell
+
+
+@pytest.mark.slow
+def test_an_awaiting_cell_is_answered_too(frontend: Frontend) -> None:
+    """``await bench.acall(...)``: ipykernel dispatches comms itself while a cell awaits; the
+    form is shown through the kernel's event loop, in the awaiting cell."""
+    cell = frontend.start("r = await bench.acall('beyond-ask_user')\nprint('ANSWER', r.data)")
+    frontend.read_until(lambda: frontend.find("ButtonModel", description="Decline"))
+    (decline,) = frontend.find("ButtonModel", description="Decline")
+    frontend.click(decline)
+    frontend.read_until(lambda: cell in frontend.idle)
+    assert "ANSWER {'action': 'decline', 'content': None}" in "".join(frontend.outputs)
+    assert frontend.displayed == [cell]  # the form showed in the awaiting cell
 
 
 @pytest.mark.slow
@@ -432,7 +449,7 @@ def test_an_interrupt_during_an_ask_cancels_the_call_and_the_kernel_goes_on(
 ) -> None:
     cell = frontend.start("try:\n    bench.call('beyond-ask_user')\n"
                           "except KeyboardInterrupt:\n    print('INTERRUPTED')\n")
-    frontend.read_until(lambda: frontend.find("ButtonModel", description="Accept"))
+    frontend.read_until(lambda: cell in frontend.displayed)  # the person sees the form
     frontend.manager.interrupt_kernel()
     frontend.read_until(lambda: cell in frontend.idle)
     assert "INTERRUPTED" in "".join(frontend.outputs)

@@ -72,6 +72,8 @@ MAX_MESSAGE_CHARS = 2_000
 MAX_TEXT_CHARS = 500
 """Caps for a server's message, system prompt, URL and the like."""
 COMM_TYPES = frozenset({"comm_open", "comm_msg", "comm_close"})
+ENDED = ("this request ended before it was answered (the call timed out, was interrupted, or "
+         "the server gave up)")
 _RED = "color:#b00020"
 
 
@@ -383,6 +385,8 @@ class NotebookAsker:
         self._open: list[_Pending] = []  # shown, waiting for a person
         self._waiting = 0  # cells waiting in the hook right now
         self._pumps: dict[int, KernelPump | None] = {}
+        self._following = False
+        self._cell_parent: dict[str, Any] | None = None
 
     # the Asker protocol
     def available(self) -> str | None:
@@ -397,9 +401,23 @@ class NotebookAsker:
         return None
 
     def prepare(self) -> None:
-        """A bench will ask: let synchronous calls wait through the pump from now on."""
-        if self._display is None and self._kernel() is not None:
-            _loop.set_wait_hook(self.wait)
+        """A bench will ask: let synchronous calls wait through the pump from now on, and
+        follow which cell runs (a form shown through the event loop goes to that cell)."""
+        kernel = self._kernel()
+        if self._display is not None or kernel is None:
+            return
+        _loop.set_wait_hook(self.wait)
+        shell = getattr(kernel, "shell", None)
+        if shell is not None and not self._following:
+            self._following = True
+            self._remember_cell()
+            shell.events.register("pre_run_cell", self._remember_cell)
+
+    def _remember_cell(self, *_info: Any) -> None:
+        """Runs in the cell's own context (main thread): note its request, for ``display``."""
+        kernel = self._kernel()
+        with contextlib.suppress(Exception):
+            self._cell_parent = kernel.get_parent("shell") if kernel is not None else None
 
     async def sampling(self, server: str, params: types.CreateMessageRequestParams,
                        timeout: float) -> Any:
@@ -417,8 +435,7 @@ class NotebookAsker:
         try:
             value = await asyncio.wrap_future(pending.future)
         except BaseException:
-            pending.expired = ("this request ended before it was answered (the call timed "
-                               "out, was interrupted, or the server gave up)")
+            pending.expired = ENDED
             self.wake()
             raise
         if isinstance(value, HandlerError):
@@ -434,13 +451,26 @@ class NotebookAsker:
         kernel = self._kernel()
         io_loop = getattr(kernel, "io_loop", None)
         if io_loop is not None:
-            io_loop.add_callback(self.service)
+            io_loop.add_callback(self._service_in_cell, kernel)
+
+    def _service_in_cell(self, kernel: Any) -> None:
+        """:meth:`service` from the kernel's event loop, in a context of its own: outputs are
+        tied to the last cell that ran (the awaiting one), not to whatever request the
+        kernel's fallback context last saw."""
+        shell = getattr(kernel, "shell", None)
+        if shell is not None and self._cell_parent:
+            with contextlib.suppress(Exception):
+                shell.set_parent(self._cell_parent)
+        self.service()
 
     def service(self) -> int:
         """Show queued questions and settle ended ones; main thread only. Returns how many
         are open."""
         with self._lock:
             new, self._queue = self._queue, []
+        # Open first, then build: an interrupt while a widget is built or shown must not
+        # lose the question (its widget is then settled by a later service).
+        self._open.extend(new)
         for pending in new:
             if pending.expired is not None or pending.future.done():
                 continue
@@ -452,12 +482,11 @@ class NotebookAsker:
                 pending.answer(HandlerError(
                     f"the {pending.kind} widget could not be shown: {type(exc).__name__}: "
                     f"{_html.shorten(str(exc), 200)}"))
-                continue
-            self._open.append(pending)
         still: list[_Pending] = []
         for pending in self._open:
-            if pending.expired is not None and pending.view is not None:
-                pending.view.expire(pending.expired)
+            if pending.expired is not None or pending.future.cancelled():
+                if pending.view is not None:  # (cancelled: the expiry note may lag a moment)
+                    pending.view.expire(pending.expired or ENDED)
             elif not pending.future.done():
                 still.append(pending)
         self._open = still
