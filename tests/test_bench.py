@@ -22,7 +22,7 @@ from toolbench._bench.records import COLUMNS
 
 RECORD_COLUMNS = ["call_id", "batch", "started", "server", "tool", "name", "arguments", "ok",
                   "disposition", "error_type", "error", "latency_ms", "text", "structured",
-                  "content", "provenance"]
+                  "content", "provenance", "kind"]
 
 
 def make_server(label: str, delay: float = 0.0) -> MCPServer:

@@ -3,7 +3,9 @@
 from toolbench._bench.config import ConfigError, ConfigWarning
 from toolbench._bench.handles import ToolHandle
 from toolbench._bench.journal import JournalWarning
+from toolbench._bench.resources import ListingWarning
 from toolbench._core.client import Result, ToolClient, ToolSpec
+from toolbench._core.contents import PromptResult, ReadResult
 from toolbench._core.errors import (
     Disposition,
     Malformed,
@@ -33,11 +35,14 @@ __all__ = [
     "Disposition",
     "Egress",
     "JournalWarning",
+    "ListingWarning",
     "Malformed",
     "McpClient",
     "NameCollision",
     "PegBoard",
+    "PromptResult",
     "Provenance",
+    "ReadResult",
     "Refused",
     "Result",
     "TimedOut",

@@ -521,7 +521,7 @@ class Journal:
                 row = (r.call_id, r.batch, started, r.server, r.tool, r.name,
                        args_json, int(r.ok), r.disposition, r.error_type, sqlite_text(r.error),
                        r.latency_ms, sqlite_text(r.text), dump_json(r.structured),
-                       dump_json(r.content), prov_json)
+                       dump_json(r.content), prov_json, r.kind)
                 if outcome.logged:
                     logged.append(row)
                 elif outcome.orphan:

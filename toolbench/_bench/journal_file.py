@@ -31,9 +31,13 @@ from toolbench._bench.sqlite_pages import leaf_rows
 
 APPLICATION_ID = 0x74624A4C
 """``PRAGMA application_id`` of a toolbench journal ("tbJL"): how a journal is recognised."""
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """``PRAGMA user_version``. 1 was the unversioned ``calls``-only file (migrated on open);
-2 adds the ``intents`` table. A later toolbench migrates from here; this one refuses newer."""
+2 adds the ``intents`` table; 3 adds ``calls.kind`` (tool, resource, prompt; added to an
+older file on open, its old rows read as ``tool``). A later toolbench migrates from here;
+this one refuses newer."""
+ADDED_COLUMNS = ("kind",)
+"""``calls`` columns a file from an older schema may lack (always last, in this order)."""
 OPEN_BUSY_S = 5.0
 """How long opening waits for a lock when the file must be created or migrated."""
 
@@ -195,7 +199,8 @@ def _classify(path: str, app_id: int, version: int, tables: Mapping[str, list[st
             raise _refuse(path, f"was written by a newer toolbench (journal schema version "
                                 f"{version}; this toolbench reads up to {SCHEMA_VERSION}); "
                                 "it was left untouched")
-        missing = [c for c in COLUMNS if c not in tables.get("calls", [])]
+        missing = [c for c in COLUMNS
+                   if c not in tables.get("calls", []) and c not in ADDED_COLUMNS]
         if missing or "intents" not in names:
             state = "present" if "intents" in names else "missing"
             raise _refuse(path, f"is a toolbench journal without its tables (calls lacks "
@@ -204,7 +209,8 @@ def _classify(path: str, app_id: int, version: int, tables: Mapping[str, list[st
     if app_id == 0 and version == 0 and not names and not others:
         return  # an empty database: nothing to lose, it becomes a journal
     if (app_id == 0 and version == 0 and "calls" in names and names <= _LEGACY_TABLES
-            and all(c in tables["calls"] for c in COLUMNS) and not others):
+            and all(c in tables["calls"] for c in COLUMNS if c not in ADDED_COLUMNS)
+            and not others):
         return  # a journal from before schema versions: migrated when opened for writing
     what = (f"application_id {app_id:#x}" if app_id else
             f"tables {sorted(names)}" if names else f"schema objects {sorted(others)}")
@@ -238,6 +244,10 @@ def open_for_writing(path: str) -> tuple[sqlite3.Connection | None, str | None]:
                 db.execute("ROLLBACK")
                 raise _refuse(path, "changed while it was being opened; it was left untouched")
             db.execute(_CALLS_DDL)
+            present = {c[1] for c in db.execute("PRAGMA table_info(calls)")}
+            for column in ADDED_COLUMNS:  # an older file: old rows read NULL (a tool call)
+                if column not in present:
+                    db.execute(f"ALTER TABLE calls ADD COLUMN {column} TEXT")
             db.execute(_INTENTS_DDL)
             db.execute(f"PRAGMA application_id={APPLICATION_ID}")
             db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
@@ -320,9 +330,16 @@ def _when(value: Any) -> datetime:
     return started
 
 
+_KINDS = frozenset({"tool", "resource", "prompt"})
+
+
 def _record(row: Sequence[Any]) -> Record:
+    """A row of ``calls``; one from before ``kind`` existed (16 values, or NULL) is a tool's."""
     (call_id, batch, started, server, tool, name, arguments, ok, disposition, error_type,
-     error, latency_ms, text, structured, content, provenance) = row
+     error, latency_ms, text, structured, content, provenance) = row[:16]
+    kind = row[16] if len(row) > 16 and row[16] is not None else "tool"
+    if len(row) > 17 or kind not in _KINDS:
+        raise ValueError("bad kind")
     if not all(isinstance(v, str) and v for v in (call_id, server, tool, name)):
         raise ValueError("identity columns must be text")
     if ok not in (0, 1) or disposition not in _DISPOSITIONS:
@@ -340,7 +357,7 @@ def _record(row: Sequence[Any]) -> Record:
         disposition=disposition, error_type=_text(error_type), error=_text(error),
         latency_ms=None if latency_ms is None else float(latency_ms), text=_text(text),
         structured=_object(structured, dict), content=blocks,
-        provenance=_object(provenance, dict),
+        provenance=_object(provenance, dict), kind=kind,
     )
 
 
@@ -356,13 +373,18 @@ def _decode(rows: Iterable[Sequence[Any]],
 
 
 def _load_calls(db: sqlite3.Connection, path: str) -> tuple[list[Record], int, str | None]:
-    rows, damage = _scan(db, "calls", COLUMNS)
+    present = {c[1] for c in db.execute("PRAGMA table_info(calls)")}
+    columns = [c for c in COLUMNS if c in present]  # an older file lacks ADDED_COLUMNS
+    rows, damage = _scan(db, "calls", columns)
     if damage is not None:
         # The B-tree is broken (a truncated file loses the pages that lead to its rows):
         # read the surviving leaf pages directly, as SQLite's own recovery does.
         seen = {row[0] for row in rows}
         try:
-            extra = [row for row in leaf_rows(path, len(COLUMNS) + 1) if row[0] not in seen]
+            # Rows written before ADDED_COLUMNS were added are that much narrower on disk.
+            extra = [row for width in range(len(COLUMNS) + 1 - len(ADDED_COLUMNS),
+                                             len(COLUMNS) + 2)
+                     for row in leaf_rows(path, width) if row[0] not in seen]
         except (OSError, ValueError, IndexError):
             extra = []
         rows = sorted([*rows, *extra], key=lambda row: row[0])

@@ -47,6 +47,11 @@ class Record:
     structured: dict[str, Any] | None
     content: list[dict[str, Any]]
     provenance: dict[str, Any] | None
+    kind: str = "tool"
+    """What was done: ``tool`` (a call), ``resource`` (a read) or ``prompt`` (a prompt fetch).
+    Last, so a journal written before it existed gains it as a column (NULL reads as tool).
+    A read or a prompt fetch is idempotent: ``in_doubt`` there only means no answer came,
+    and asking again is always safe."""
 
     def as_dict(self) -> dict[str, Any]:
         return {f: getattr(self, f) for f in COLUMNS}
@@ -90,6 +95,7 @@ def make_record(
     provenance: Mapping[str, Any] | None,
     result: Result | None = None,
     error: BaseException | None = None,
+    kind: str = "tool",
 ) -> Record:
     """Fold a result or an error into a row; an error's attached result keeps its text."""
     shown = result
@@ -109,7 +115,7 @@ def make_record(
         shown.text if shown is not None else None,
         shown.structured if shown is not None else None,
         list(shown.content) if shown is not None else [],
-        dict(provenance) if provenance else None,
+        dict(provenance) if provenance else None, kind,
     )
 
 
@@ -245,6 +251,8 @@ class RecordStore:
 
     def _index(self, record: Record) -> None:
         assert self._resume is not None
+        if record.kind != "tool":  # reads and prompt fetches are idempotent: never skipped
+            return
         if record.ok:
             slot = 0
         elif record.disposition == "in_doubt":

@@ -130,6 +130,41 @@ class ToolClient(Protocol):
         ...
 
 
+@runtime_checkable
+class ResourceClient(Protocol):
+    """The optional rest of MCP: resources and prompts (``McpClient`` offers it).
+
+    A ``ToolClient`` need not implement it (a ``ToolBox`` or ``Toolset`` serves tools only);
+    the bench checks for it and says plainly when a server offers no resources or prompts.
+    Listings are row dicts (see ``toolbench._transports.mcp_resources``); a read returns a
+    ``ReadResult``, a prompt fetch a ``PromptResult`` (``toolbench._core.contents``).
+    """
+
+    async def list_resources(self, server: str) -> list[dict[str, Any]]:
+        """Every resource ``server`` lists, one row dict each."""
+        ...
+
+    async def list_resource_templates(self, server: str) -> list[dict[str, Any]]:
+        """Every resource template ``server`` lists, one row dict each."""
+        ...
+
+    async def read_resource(self, server: str, uri: str, *, timeout: float | None = None,
+                            provenance: Provenance | None = None) -> Any:
+        """Read one resource of ``server``; failures are ``ToolError``s, as for a call."""
+        ...
+
+    async def list_prompts(self, server: str) -> list[dict[str, Any]]:
+        """Every prompt ``server`` lists, one row dict each."""
+        ...
+
+    async def get_prompt(self, server: str, name: str,
+                         arguments: Mapping[str, str] | None = None, *,
+                         timeout: float | None = None,
+                         provenance: Provenance | None = None) -> Any:
+        """Fetch one prompt's messages from ``server``."""
+        ...
+
+
 MAX_ARGUMENT_DEPTH = 200
 """Nesting levels allowed in arguments; the SDK's serialiser gives up at about 250."""
 _SURROGATE = re.compile(r"[\ud800-\udfff]")

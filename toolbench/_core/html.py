@@ -139,6 +139,10 @@ def _result_html(result: Result, budget: int) -> str:
             images += 1
             tag = image_tag(block.get("data"), block.get("mimeType"))
             parts.append(tag or f"<i>[image {escape(block.get('mimeType'))} not shown]</i>")
+        elif kind in ("resource_link", "resource"):
+            shown = resource_block_html(block, max(left, 200))
+            left -= len(shown)
+            parts.append(shown)
         elif kind not in ("text", "image"):
             parts.append(f"<i>[{escape(shorten(str(kind), 40))} block]</i>")
     if result.structured is not None:
@@ -148,3 +152,79 @@ def _result_html(result: Result, budget: int) -> str:
         note = " <small>(shortened)</small>" if cut or text.endswith("…") else ""
         parts.append(f"<pre style='white-space:pre-wrap'>{escape(text)}</pre>{note}")
     return "<div class='toolbench-result'>" + "".join(parts) + "</div>"
+
+
+# -- resources: links, embedded contents, reads ---------------------------------------------
+JSON_TYPES = frozenset({"application/json", "text/json"})
+MAX_PRETTY_CHARS = 1_000_000
+"""JSON text longer than this is shown as sent (cut), not parsed to be pretty-printed."""
+_PRE = "<pre style='white-space:pre-wrap'>"
+
+
+def is_json_type(mime_type: object) -> bool:
+    """``application/json`` and the ``+json`` family (a resource's text is then JSON)."""
+    if not isinstance(mime_type, str):
+        return False
+    base = mime_type.split(";", 1)[0].strip().lower()
+    return base in JSON_TYPES or base.endswith("+json")
+
+
+def blob_size(blob: object) -> int | None:
+    """The byte count of base64 text, from its length alone: a blob is never decoded for
+    display (a 30 MB blob must cost nothing to show)."""
+    if not isinstance(blob, str):
+        return None
+    length = len(blob) - blob.count("\n") - blob.count(" ") - blob.count("\r")
+    return max(length * 3 // 4 - blob[-2:].count("="), 0)
+
+
+def contents_html(item: object, room: int) -> str:
+    """One resource's contents (``{uri, mimeType, text | blob}``), escaped and capped.
+
+    Text is shortened to ``room``; JSON text is shown pretty; a safe raster image is inlined
+    (``image_tag`` caps it); any other blob is shown by size and type, never decoded.
+    """
+    if not isinstance(item, dict):
+        return "<i>[unreadable contents]</i>"
+    mime = item.get("mimeType")
+    mime_text = escape(shorten(str(mime), 80)) if mime else "no type"
+    if "blob" in item:
+        blob = item.get("blob")
+        tag = image_tag(blob, mime)
+        if tag is not None:
+            return tag
+        size = blob_size(blob)
+        told = f"{size:,} bytes" if size is not None else "unreadable"
+        return f"<i>[binary: {told}, {mime_text}; not shown]</i>"
+    text = item.get("text")
+    text = text if isinstance(text, str) else to_text(text)
+    if is_json_type(mime) and len(text) <= MAX_PRETTY_CHARS:  # a huge one: shown as sent
+        try:
+            text = pretty_json(json.loads(text), room)
+        except (ValueError, RecursionError):
+            text = text  # not JSON after all: shown as text
+    short = shorten(text, room)
+    more = f" <small>({len(text):,} characters in all)</small>" if short != text else ""
+    return f"{_PRE}{escape(short)}</pre>{more}"
+
+
+def resource_block_html(block: dict[str, Any], room: int) -> str:
+    """A ``resource_link`` or embedded ``resource`` content block: its URI, name and type,
+    and (embedded) its contents; ``bench.read(block)`` follows either."""
+    kind = block.get("type")
+    inner = block.get("resource") if kind == "resource" else block
+    inner = inner if isinstance(inner, dict) else {}
+    facts = [f"<code>{escape(shorten(str(inner.get('uri', '')), 300))}</code>"]
+    for key in ("name", "title"):
+        if isinstance(block.get(key), str) and block.get(key):
+            facts.append(escape(shorten(block[key], 120)))
+    if inner.get("mimeType"):
+        facts.append(f"<small>{escape(shorten(str(inner['mimeType']), 80))}</small>")
+    label = "resource link" if kind == "resource_link" else "embedded resource"
+    head = f"<div><i>[{label}]</i> {' · '.join(facts)}</div>"
+    if kind == "resource_link":
+        description = block.get("description")
+        if isinstance(description, str) and description:
+            head += f"<div><small>{escape(shorten(description, 300))}</small></div>"
+        return f"<div class='toolbench-resource'>{head}</div>"
+    return f"<div class='toolbench-resource'>{head}{contents_html(inner, room)}</div>"

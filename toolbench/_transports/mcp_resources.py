@@ -1,0 +1,237 @@
+"""Resources, resource templates and prompts of one MCP connection (``McpClient``'s requests).
+
+Kept apart from the connection code in ``toolbench._transports.mcp``; ``McpClient``'s
+``list_resources``, ``list_resource_templates``, ``read_resource``, ``list_prompts`` and
+``get_prompt`` are one line each that call these. Every failure goes through the same
+mapping as a tool call (``McpClient._mapped``, DESIGN.md's error table), with a
+``CallTicket`` for the request's own method, so a request that never left is
+``did_not_happen`` and one that got no answer is ``in_doubt``. A read and a prompt fetch
+are idempotent (MCP defines them as reads), so ``in_doubt`` there means only that no answer
+came: asking again is safe.
+
+Bounds (DESIGN.md, "The trust boundary"), as for tools: a listing follows ``nextCursor`` at
+most ``MAX_PAGES`` pages and ``max_tools`` items, each page within ``timeout`` and the whole
+within ``connect_timeout``; a repeated cursor is ``Malformed``. A read whose contents exceed
+``max_message_bytes`` is ``Malformed`` on every transport (stdio and HTTP drop such a
+message before it is parsed and restart the connection; in process there is no message,
+so the contents are measured here).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+import anyio
+import mcp_types as types
+from mcp_types import RequestParamsMeta
+
+from toolbench._core import html as _html
+from toolbench._core.checks import seconds
+from toolbench._core.contents import PromptResult, ReadResult
+from toolbench._core.errors import Malformed, Refused, Unreachable
+from toolbench._core.ids import Provenance
+from toolbench._transports.mcp_errors import TICKET, CallTicket, is_transport_failure
+
+if TYPE_CHECKING:
+    from mcp import Client
+
+    from toolbench._transports.mcp import McpClient
+
+MAX_PAGES = 10_000
+"""Pages a listing may take (the bound ``McpClient.list_tools`` has, for the same reason)."""
+MAX_URI_CHARS = 8192
+"""A URI longer than this is refused before sending (no real resource needs more)."""
+
+
+def _plain(value: Any) -> Any:
+    if value is None:
+        return None
+    if hasattr(value, "model_dump"):
+        return value.model_dump(by_alias=True, exclude_none=True, mode="json")
+    return value
+
+
+def _offers(mcp: McpClient, sdk: Client, what: str) -> None:
+    """Refuse, before sending, a request the server's capabilities do not offer."""
+    capabilities = sdk.server_capabilities
+    if getattr(capabilities, what, None) is None:
+        raise Refused(f"server {mcp.name!r} does not offer {what} (its capabilities list "
+                      f"none); nothing was sent")
+
+
+async def _request(mcp: McpClient, what: str, method: str, timeout: float | None,
+                   send: Callable[[Client], Awaitable[Any]]) -> Any:
+    """One request, mapped like a tool call: the ticket tells sent from never sent."""
+    limit = mcp._timeout if timeout is None else seconds(timeout, "timeout")
+    loop = asyncio.get_running_loop()
+    if loop is not mcp._bound:
+        mcp._primitives()
+    deadline = loop.time() + limit
+    conn, sdk = await mcp._session(None, deadline, limit)
+    _offers(mcp, sdk, what)
+    limiter = mcp._limiter
+    if limiter is not None:
+        with anyio.move_on_at(deadline) as queued:
+            await limiter.acquire()
+        if queued.cancelled_caught:
+            raise Unreachable(f"the {method} was not sent: it waited {limit:g} s for one of "
+                              f"max_concurrent={mcp._max_concurrent} slots")
+    ticket = CallTicket(method=method, tracked=conn.tracker.active)
+    token = TICKET.set(ticket)
+    try:
+        try:
+            async with asyncio.timeout_at(deadline):
+                return await send(sdk)
+        except Exception as exc:
+            if (mcp.transport == "http" and ticket.sent and not ticket.error_reply
+                    and is_transport_failure(exc, ticket, connection_up=False)):
+                ticket.refused = await mcp._refusal(conn, ticket)
+            error = mcp._mapped(exc, None, limit, method, ticket=ticket, conn=conn)
+            raise error from mcp._redact.cause(exc)
+    finally:
+        TICKET.reset(token)
+        conn.tracker.forget(ticket)
+        if limiter is not None:
+            limiter.release()
+
+
+async def _list_all(mcp: McpClient, server: str, what: str, method: str, field: str,
+                    page: Callable[[Client, str | None], Awaitable[Any]],
+                    row: Callable[[Any], dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every item of a listing, bounded like ``McpClient.list_tools``."""
+    mcp._check_server(server)
+    items: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    cursor: str | None = None
+    pages = 0
+    with anyio.move_on_after(mcp._connect_timeout):
+        while pages < MAX_PAGES:
+            answer = await _request(mcp, what, method, None,
+                                    functools.partial(_page, page, cursor))
+            pages += 1
+            found = list(getattr(answer, field) or [])
+            if len(items) + len(found) > mcp._max_tools:
+                raise Unreachable(f"server {mcp.name!r} lists more than max_tools="
+                                  f"{mcp._max_tools:,} {what}; stopped after {pages} pages")
+            items.extend(row(item) for item in found)
+            cursor = answer.next_cursor
+            if cursor is None:
+                return items
+            if cursor in seen:
+                raise Malformed(f"server {mcp.name!r} repeated the {method} cursor "
+                                f"{_html.shorten(cursor, 60)!r}; the list never ends")
+            seen.add(cursor)
+        raise Unreachable(f"server {mcp.name!r} sent more than {MAX_PAGES:,} pages of {what} "
+                          f"({len(items):,} so far); listing stopped")
+    raise Unreachable(f"listing the {what} of {mcp.name!r} took longer than connect_timeout="
+                      f"{mcp._connect_timeout:g} s ({len(items):,} in {pages} pages so far)")
+
+
+async def _page(page: Callable[[Client, str | None], Awaitable[Any]], cursor: str | None,
+                sdk: Client) -> Any:
+    return await page(sdk, cursor)
+
+
+def _resource_row(item: types.Resource) -> dict[str, Any]:
+    return {"name": item.name, "uri": str(item.uri), "title": item.title,
+            "description": item.description, "mime_type": item.mime_type, "size": item.size,
+            "annotations": _plain(item.annotations)}
+
+
+def _template_row(item: types.ResourceTemplate) -> dict[str, Any]:
+    return {"name": item.name, "uri": str(item.uri_template), "title": item.title,
+            "description": item.description, "mime_type": item.mime_type, "size": None,
+            "annotations": _plain(item.annotations)}
+
+
+def _prompt_row(item: types.Prompt) -> dict[str, Any]:
+    return {"prompt": item.name, "title": item.title, "description": item.description,
+            "arguments": [_plain(a) for a in item.arguments or []]}
+
+
+async def list_resources(mcp: McpClient, server: str) -> list[dict[str, Any]]:
+    """Every resource ``server`` lists (all pages), one row dict each."""
+    return await _list_all(mcp, server, "resources", "resources/list", "resources",
+                           lambda sdk, cursor: sdk.list_resources(cursor=cursor),
+                           _resource_row)
+
+
+async def list_resource_templates(mcp: McpClient, server: str) -> list[dict[str, Any]]:
+    """Every resource template ``server`` lists (all pages); ``uri`` holds the template."""
+    return await _list_all(mcp, server, "resources", "resources/templates/list",
+                           "resource_templates",
+                           lambda sdk, cursor: sdk.list_resource_templates(cursor=cursor),
+                           _template_row)
+
+
+async def list_prompts(mcp: McpClient, server: str) -> list[dict[str, Any]]:
+    """Every prompt ``server`` lists (all pages), one row dict each."""
+    return await _list_all(mcp, server, "prompts", "prompts/list", "prompts",
+                           lambda sdk, cursor: sdk.list_prompts(cursor=cursor), _prompt_row)
+
+
+def _meta(provenance: Provenance | None) -> RequestParamsMeta | None:
+    """Provenance as the request's ``_meta``, as a tool call sends it (JSON only)."""
+    if provenance is None or not provenance:
+        return None
+    fields = json.loads(json.dumps(provenance.as_dict(), default=str))
+    return cast("RequestParamsMeta", {Provenance.META_KEY: fields})
+
+
+async def read_resource(mcp: McpClient, server: str, uri: str, *, timeout: float | None = None,
+                        provenance: Provenance | None = None) -> ReadResult:
+    """Read one resource (a template's URI filled in works too); bounded in size."""
+    mcp._check_server(server)
+    if not isinstance(uri, str) or not uri or len(uri) > MAX_URI_CHARS:
+        shown = _html.shorten(repr(uri), 80)
+        raise Refused(f"a resource URI is a non-empty str of at most {MAX_URI_CHARS:,} "
+                      f"characters, not {shown}; nothing was sent")
+    meta = _meta(provenance)
+    started = time.perf_counter()
+    raw = await _request(mcp, "resources", "resources/read", timeout,
+                         lambda sdk: sdk.read_resource(uri, meta=meta))
+    latency = time.perf_counter() - started
+    try:
+        contents = [item.model_dump(by_alias=True, exclude_none=True, mode="json")
+                    for item in raw.contents]
+    except Exception as exc:
+        raise Malformed(f"unreadable resources/read answer for {_html.shorten(uri, 200)!r}: "
+                        f"{type(exc).__name__}") from exc
+    size = sum(len(str(c.get("text") or c.get("blob") or "")) for c in contents)
+    if size > mcp._max_message_bytes:
+        raise Malformed(f"resource {_html.shorten(uri, 200)!r} of {mcp.name!r} is {size:,} "
+                        f"characters, more than max_message_bytes="
+                        f"{mcp._max_message_bytes:,}; it is not kept")
+    return ReadResult(uri, contents, mcp.name, latency)
+
+
+async def get_prompt(mcp: McpClient, server: str, name: str,
+                     arguments: Mapping[str, str] | None = None, *,
+                     timeout: float | None = None,
+                     provenance: Provenance | None = None) -> PromptResult:
+    """Fetch one prompt's messages; MCP prompt arguments are strings, checked before sending."""
+    mcp._check_server(server)
+    args = dict(arguments or {})
+    bad = [(k, v) for k, v in args.items() if not isinstance(k, str) or not isinstance(v, str)]
+    if bad:
+        key, value = bad[0]
+        raise Refused(f"prompt {name!r}: argument {_html.shorten(repr(key), 60)} is "
+                      f"{type(value).__name__} {_html.shorten(repr(value), 60)}; MCP prompt "
+                      "arguments are strings (pass str(value)); nothing was sent")
+    meta = _meta(provenance)
+    started = time.perf_counter()
+    raw = await _request(mcp, "prompts", "prompts/get", timeout,
+                         lambda sdk: sdk.get_prompt(name, args or None, meta=meta))
+    latency = time.perf_counter() - started
+    try:
+        messages = [m.model_dump(by_alias=True, exclude_none=True, mode="json")
+                    for m in raw.messages]
+    except Exception as exc:
+        raise Malformed(f"unreadable prompts/get answer for {name!r}: "
+                        f"{type(exc).__name__}") from exc
+    return PromptResult(name, name, mcp.name, messages, raw.description, args, latency)
