@@ -207,7 +207,10 @@ class _Reader:
                         item.message, types.JSONRPCNotification
                     ):
                         await self._budget.take()
-                    await self.sink.send(item)
+                    try:  # the session is waiting for it: hand it over without a loop turn
+                        self.sink.send_nowait(item)
+                    except anyio.WouldBlock:
+                        await self.sink.send(item)
                 if line and line == self.flow.change_unseen:  # skip a run of copies at C speed
                     start = self._skip_repeats(chunk, start, line)
 
@@ -341,7 +344,16 @@ async def bounded_stdio_client(
         assert process.stdin is not None
         try:
             async with write_reader:
-                async for session_message in write_reader:
+                while True:
+                    try:  # what is already waiting goes out without a loop turn first
+                        session_message = write_reader.receive_nowait()
+                    except anyio.WouldBlock:
+                        try:
+                            session_message = await write_reader.receive()
+                        except anyio.EndOfStream:
+                            break
+                    except anyio.EndOfStream:
+                        break
                     message = session_message.message
                     flow.sent(message)
                     data = message.model_dump_json(by_alias=True, exclude_unset=True)
