@@ -53,6 +53,7 @@ from toolbench._core.contents import PromptResult, ReadResult
 from toolbench._core.errors import Refused, TimedOut, ToolError, Unreachable
 from toolbench._core.ids import Provenance, did_you_mean
 from toolbench._loop import get_loop
+from toolbench._transports.mcp_resources import NOT_OFFERED
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -120,6 +121,8 @@ class BeyondTools:
         With ``server`` given, its failure (not offering ``what`` included) is raised.
         """
         candidates = self._candidates(server)
+        if server is not None:  # its failure is the caller's, raised as it is
+            return [(server, row) for row in await ask(candidates[0][1], server)]
         found: dict[str, list[dict[str, Any]]] = {}
         failed: dict[str, str] = {}
 
@@ -127,13 +130,9 @@ class BeyondTools:
             try:
                 found[name] = await ask(client, name)
             except Refused as exc:
-                if server is not None:
-                    raise
-                if "does not offer" not in exc.detail:
+                if NOT_OFFERED not in exc.detail:  # not offering is no failure
                     failed[name] = exc.detail
             except ToolError as exc:
-                if server is not None:
-                    raise
                 failed[name] = exc.detail
 
         async with anyio.create_task_group() as group:

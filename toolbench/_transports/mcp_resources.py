@@ -44,6 +44,9 @@ if TYPE_CHECKING:
 
 MAX_PAGES = 10_000
 """Pages a listing may take (the bound ``McpClient.list_tools`` has, for the same reason)."""
+NOT_OFFERED = "does not offer"
+"""In the ``Refused`` of a server whose capabilities lack resources or prompts (a bench
+listing every server leaves such a server out quietly)."""
 MAX_URI_CHARS = 8192
 """A URI longer than this is refused before sending (no real resource needs more)."""
 
@@ -60,7 +63,7 @@ def _offers(mcp: McpClient, sdk: Client, what: str) -> None:
     """Refuse, before sending, a request the server's capabilities do not offer."""
     capabilities = sdk.server_capabilities
     if getattr(capabilities, what, None) is None:
-        raise Refused(f"server {mcp.name!r} does not offer {what} (its capabilities list "
+        raise Refused(f"server {mcp.name!r} {NOT_OFFERED} {what} (its capabilities list "
                       f"none); nothing was sent")
 
 
