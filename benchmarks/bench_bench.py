@@ -50,12 +50,6 @@ W_RECORD = "6. recording {n:,} calls"
 SDK = "mcp.Client.call_tool (SDK, floor)"
 
 
-class LegacyMcpClient(McpClient):
-    """The JSON-RPC wire path in process (McpClient's default is the SDK's direct dispatch)."""
-
-    _INPROCESS_MODE = "legacy"
-
-
 # -- 1. a call against the SDK's --------------------------------------------------------------
 Clock = tuple[float, float]
 """(wall seconds, process CPU seconds): CPU time is what a busy shared machine distorts least."""
@@ -111,7 +105,8 @@ def call_overhead(figures: common.Figures, quick: bool) -> None:
             plain, journaled = Bench(), Bench(journal=Path(tmp) / "calls.sqlite")
             try:
                 for bench in (plain, journaled):
-                    target: Any = server if mode == "auto" else LegacyMcpClient(server, name="s")
+                    target: Any = server if mode == "auto" else McpClient(
+                        server, name="s", protocol_mode="legacy")
                     bench.connect("s", target)
                     bench.call("s-add", {"a": 0, "b": 0})
                 subjects: list[tuple[str, Any]] = [

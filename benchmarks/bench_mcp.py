@@ -31,12 +31,6 @@ from toolbench._transports.mcp import McpClient
 TARGET_RATIO = 1.15
 
 
-class _LegacyMcpClient(McpClient):
-    """The wire path, to compare like with like (McpClient defaults to direct dispatch)."""
-
-    _INPROCESS_MODE = "legacy"
-
-
 def _server() -> MCPServer:
     srv = MCPServer("bench")
 
@@ -84,11 +78,11 @@ def run(quick: bool) -> dict[str, Any]:
     rounds, calls = (3, 150) if quick else (5, 600)
     server = _server()
     figures: dict[str, Any] = {"rounds": rounds, "calls_per_round": calls}
-    for mode, cls in (("legacy", _LegacyMcpClient), ("auto", McpClient)):
+    for mode in ("legacy", "auto"):  # "legacy": the JSON-RPC wire path, like for like
         ours: list[float] = []
         sdk: list[float] = []
         on_loop: list[float] = []
-        client = cls(server, name="bench")
+        client = McpClient(server, name="bench", protocol_mode=mode)
         get_loop().run(client.aconnect)
         try:
             get_loop().run(client.call, ToolId("bench", "add"), {"a": 0, "b": 0})

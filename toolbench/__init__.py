@@ -17,6 +17,7 @@ from toolbench._core.errors import (
     Unreachable,
 )
 from toolbench._core.ids import Destination, Egress, Provenance, ToolId
+from toolbench._core.version import __version__ as __version__
 from toolbench._notebook import accessor as _accessor
 from toolbench._notebook import ask as _ask  # noqa: F401 - registers "ask" (sampling, elicitation)
 from toolbench._notebook.bench import Bench
@@ -61,7 +62,6 @@ __all__ = [
     "tool",
 ]
 
-__version__ = "0.1.0"
 
 # df.tb on every DataFrame, registered when pandas is imported; this does not import pandas.
 _accessor.install()

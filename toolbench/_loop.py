@@ -2,15 +2,17 @@
 
 Jupyter runs each cell in its own asyncio task, and the SDK's cancel scopes must be entered
 and exited by one task. So every bench and its connections live on this loop, in a named
-daemon thread, and their owner tasks outlive any cell. Public coroutines run here; their
-synchronous twins submit and wait.
+daemon thread, and their owner tasks outlive any cell. A bench's coroutines run here; its
+public methods hand each one over (``run`` blocks a cell, ``arun`` awaits from any loop).
 
 The loop is asyncio (run by ``anyio.run``, so anyio works on it), and the hops to it are
 plain asyncio: the design of anyio's ``BlockingPortal``, without the portal. A sync call
 crosses with ``call_soon_threadsafe`` and a lock its task releases (:class:`_Hop`); the
-async face and ``submit`` use ``run_coroutine_threadsafe``. Issue 17 measured the portal's
-round trip at about twice ``run_coroutine_threadsafe``'s, and the lock at 0.59 of that
-(BENCHMARKS.md, "Per-call cost"); a call's overhead is mostly this hop.
+async face and ``submit`` use ``run_coroutine_threadsafe``. The portal's round trip measured
+about twice ``run_coroutine_threadsafe``'s, and the lock 0.59 of that (BENCHMARKS.md,
+"Per-call cost"); a call's overhead is mostly this hop. On the loop itself, hot paths use
+asyncio's primitives directly (``asyncio.timeout``: a few µs cheaper per call than anyio's
+backend lookup); everything else uses anyio.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import threading
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import Future
-from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
+from typing import Any, ParamSpec, Protocol, TypeVar
 
 import anyio
 
@@ -166,7 +168,7 @@ class SharedLoop:
 class _Hop:
     """One synchronous call's trip to the loop and back: a lighter future.
 
-    Measured against ``run_coroutine_threadsafe`` + ``Future.result()`` (issue 17): the
+    Measured against ``run_coroutine_threadsafe`` + ``Future.result()``: the
     concurrent future's condition variable, its callbacks and asyncio's future chaining
     (one more loop iteration before the caller is told) cost ~20 µs of a ~60 µs bare round
     trip here. This one is a lock the caller blocks on, released by the task itself the
@@ -259,30 +261,3 @@ def get_loop() -> SharedLoop:
             _loop = SharedLoop()
             atexit.register(_loop.shutdown)
         return _loop
-
-
-def twins(
-    core: Callable[Concatenate[S, P], Awaitable[R]],
-) -> tuple[
-    Callable[Concatenate[S, P], Coroutine[Any, Any, R]],
-    Callable[Concatenate[S, P], R],
-]:
-    """Make the public async face and its sync twin from one private coroutine method.
-
-    ``_call`` becomes ``acall`` (awaitable from any loop) and ``call`` (blocking); neither
-    holds logic of its own, so the two can never disagree.
-    """
-    public = core.__name__.lstrip("_")
-
-    async def async_face(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        return await get_loop().arun(core, self, *args, **kwargs)
-
-    def sync_face(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        return get_loop().run(core, self, *args, **kwargs)
-
-    faces: tuple[Callable[..., Any], ...] = (async_face, sync_face)
-    for face, name in zip(faces, ("a" + public, public), strict=True):
-        functools.update_wrapper(face, core)
-        face.__name__ = name
-        face.__qualname__ = core.__qualname__.rsplit(".", 1)[0] + "." + name
-    return async_face, sync_face

@@ -89,7 +89,7 @@ async def run_jobs(jobs: Sequence[Job], *, overall: int | None, per_server: int 
     if overall and not per_server:
         # One cap only (a map): ``overall`` workers take the jobs in order. The same order
         # and cap as a task per job behind a limiter, for 2 µs of CPU per job instead of
-        # 58 (3,000 jobs; issue 17's profile), which decided a map on a fast server.
+        # 58 (3,000 jobs, profiled), which decided a map on a fast server.
         pending = iter(enumerate(jobs))
 
         async def worker() -> None:
@@ -106,12 +106,6 @@ async def run_jobs(jobs: Sequence[Job], *, overall: int | None, per_server: int 
         for index, job in enumerate(jobs):
             tg.start_soon(one, index, job)
     return results
-
-
-def positive_count(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{what} must be a whole number of at least 1, not {value!r}")
-    return value
 
 
 def bind(fn: Any, *args: Any, **kwargs: Any) -> Any:

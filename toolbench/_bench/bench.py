@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 import os
 import sys
 import time
@@ -25,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Self, Unpack, cast
 import anyio
 
 from toolbench._bench import config as _config
-from toolbench._bench.batch import Job, bind, compare_frame, positive_count, progress_bar, run_jobs
+from toolbench._bench.batch import Job, bind, compare_frame, progress_bar, run_jobs
 from toolbench._bench.handles import ToolHandles
 from toolbench._bench.journal import Journal, warn_not_durable, warn_unwritten
 from toolbench._bench.progress import (
@@ -39,6 +38,7 @@ from toolbench._bench.records import Record, RecordStore, frame, make_record, ne
 from toolbench._bench.resources import BeyondTools
 from toolbench._core import preload as _preload
 from toolbench._core import validate as _validate
+from toolbench._core.checks import seconds, whole
 from toolbench._core.client import Result, ToolSpec, check_arguments
 from toolbench._core.errors import TimedOut, ToolError, Unreachable
 from toolbench._core.ids import Egress, Provenance, ToolId, check_server_name
@@ -95,16 +95,6 @@ def _scrubbed(exc: BaseException, redact: Redactor) -> BaseException:
             clean = ValueError(f"{type(exc).__name__}: {text}")
     clean.__suppress_context__ = True
     return clean
-
-
-def _positive(value: Any, what: str, *, allow_none: bool = False) -> Any:
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-        value > 0 and math.isfinite(value)
-    ):
-        raise ValueError(f"{what} must be a positive number of seconds, not {value!r}")
-    return value
 
 
 def _schema_warnings(schema: Any) -> list[str]:
@@ -224,8 +214,8 @@ class BaseBench(BeyondTools):
             >>> bench = tb.Bench(journal="calls.sqlite", timeout=10)   # doctest: +SKIP
             >>> bench.connect("time", "mcp-server-time --local-timezone UTC")  # doctest: +SKIP
         """
-        self.timeout = _positive(timeout, "timeout")
-        self.connect_timeout = _positive(connect_timeout, "connect_timeout")
+        self.timeout = seconds(timeout, "timeout")
+        self.connect_timeout = seconds(connect_timeout, "connect_timeout")
         if egress is not None and not isinstance(egress, Egress):
             egress = Egress(egress)
         self.egress: Egress | None = egress
@@ -288,7 +278,7 @@ class BaseBench(BeyondTools):
         if existing is not None and existing.current_status() not in REPLACEABLE:
             raise ValueError(f"server {name!r} is already connected; disconnect it first")
         if "timeout" in options:
-            _positive(options["timeout"], "timeout")
+            seconds(options["timeout"], "timeout")
         options.setdefault("timeout", self.timeout)
         options.setdefault("connect_timeout", self.connect_timeout)
         try:
@@ -722,11 +712,11 @@ class BaseBench(BeyondTools):
             sent = True
             # asyncio.timeout, not anyio.fail_after: the bench always runs on the shared
             # asyncio loop, and this is a few microseconds cheaper on every call.
-            # The router hands the timeout down (M1): the client itself decides whether a
+            # The router hands the timeout down: the client itself decides whether a
             # call that ran out of time was sent (in doubt) or never left (did not happen).
             # This outer bound is only a backstop, a little later, for a client that hangs;
             # a client that bounds itself (ours, or one the router bounds) gets none, so a
-            # call has one timeout scope (issue 17: each costs ~10 µs).
+            # call has one timeout scope (each costs ~10 µs).
             on_progress = self._notifications.progress(target.tool.server, call_id, progress)
             if self.router.bounds_itself(target.tool):
                 result = await self.router.call(target.tool, args, provenance,
@@ -779,7 +769,7 @@ class BaseBench(BeyondTools):
         if arguments is not None and kwargs:
             raise TypeError("pass arguments as one mapping or as keywords, not both")
         if timeout is not None:
-            _positive(timeout, "timeout")
+            seconds(timeout, "timeout")
         target = self._resolve(name)
         shown = progress_shown(progress, f"call {target.name}")
         try:
@@ -903,7 +893,7 @@ class BaseBench(BeyondTools):
                        **kwargs: Any) -> pd.DataFrame:
         """Each server is its own lane, so a slow server never holds up the others."""
         self._check_open()
-        positive_count(concurrency, "concurrency")
+        whole(concurrency, "concurrency")
         targets = self._same_named(name, servers)
         calls = [(index, target, args) for index, args in enumerate(self._cases(cases, kwargs))
                  for target in targets]
@@ -963,7 +953,7 @@ class BaseBench(BeyondTools):
         """Resumed cases are looked up before anything is sent, so a resumed map never
         calls a case twice, on one machine or on a cluster."""
         self._check_open()
-        positive_count(concurrency, "concurrency")
+        whole(concurrency, "concurrency")
         target = self._resolve(name)
         if cluster is not None:  # checked before anything runs or ships
             from toolbench._bench import cluster as _cluster

@@ -134,11 +134,9 @@ class Connection:
 
 
 def _is_mcp_server(target: object) -> bool:
-    try:
-        from mcp.server import Server
-        from mcp.server.mcpserver import MCPServer
-    except ImportError:  # pragma: no cover - mcp is a hard dependency
-        return False
+    from mcp.server import Server
+    from mcp.server.mcpserver import MCPServer
+
     return isinstance(target, (Server, MCPServer))
 
 

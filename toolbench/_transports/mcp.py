@@ -14,7 +14,7 @@ shared loop that keeps connections alive between notebook cells, belong to the `
 In-process servers connect in the SDK's default ``auto`` mode (direct dispatch): the same
 server over stdio also negotiates the 2026 protocol, so behaviour matches, it needs no
 JSON-RPC framing, and ``tools/list_changed`` still arrives (through ``message_handler`` and
-through ``listen``). ``_INPROCESS_MODE = "legacy"`` on a subclass selects the wire path.
+through ``listen``). ``protocol_mode="legacy"`` selects the JSON-RPC wire path instead.
 """
 
 from __future__ import annotations
@@ -58,11 +58,13 @@ from mcp_types import RequestParamsMeta
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolbench._core import html as _html
+from toolbench._core.checks import is_whole, seconds
 from toolbench._core.client import Result, ToolSpec, check_arguments
 from toolbench._core.contents import PromptResult, ReadResult
 from toolbench._core.errors import Malformed, ToolError, ToolFailed, Unreachable
 from toolbench._core.ids import Destination, Provenance, ToolId, check_server_name, is_tool_name
 from toolbench._core.validate import validate_output
+from toolbench._core.version import __version__
 from toolbench._transports import mcp_resources as _resources
 from toolbench._transports.limits import (
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -126,11 +128,12 @@ PROTOCOL_MODES: tuple[ProtocolMode, ...] = ("fast", "auto", "legacy")
 """How a stdio or HTTP connection picks its protocol (``protocol_mode``). ``"fast"`` (the
 default): the 2025 ``initialize`` handshake, and the SDK's ``auto`` (``server/discover``,
 2026-07-28 where offered) only if the server refuses it with an error reply. Measured on the
-SDK's own Python server over stdio (issue 17, BENCHMARKS.md), a call costs ~25 % more on a
+SDK's own Python server over stdio (BENCHMARKS.md, "Per-call cost"), a call costs ~25 % more on a
 2026 connection (per-request stamps and result validation), and nothing toolbench does needs
 2026: ``tools/list_changed`` arrives as a notification there. ``"auto"`` and ``"legacy"``
 are the SDK's modes, as they are. The ``protocol`` column of ``bench.servers`` shows what was
-negotiated. In process, the SDK's direct dispatch stays (``_INPROCESS_MODE``)."""
+negotiated. In process, the SDK's direct dispatch stays, unless ``"legacy"`` asks for the
+wire path."""
 
 
 
@@ -196,7 +199,7 @@ class _Conn:
         self.task_group: anyio.abc.TaskGroup | None = None
         self.error: BaseException | None = None
         self.garbage: str | None = None
-        self.tracker = Tracker()  # (M1) what each call's request went through
+        self.tracker = Tracker()  # what each call's request went through
         self.task: asyncio.Task[None] | None = None  # the owner task
 
     def on_eof(self) -> None:
@@ -232,7 +235,6 @@ class McpClient:
     ``connect_timeout`` and ``MAX_PAGES``; past a bound, listing is ``Unreachable``.
     """
 
-    _INPROCESS_MODE: str = "auto"
     honours_timeout = True
     """``call(..., timeout=)`` always ends by then (its own scope): no backstop is needed."""
 
@@ -266,12 +268,9 @@ class McpClient:
         self._protocol_mode = protocol_mode
         if transport is not None and transport not in _TRANSPORTS:
             raise ValueError(f"invalid transport {transport!r}: use one of {list(_TRANSPORTS)}")
-        self._timeout = _positive("timeout", timeout)
-        self._connect_timeout = _positive("connect_timeout", connect_timeout)
-        if max_concurrent is not None and (
-            not isinstance(max_concurrent, int) or isinstance(max_concurrent, bool)
-            or max_concurrent < 1
-        ):
+        self._timeout = seconds(timeout, "timeout")
+        self._connect_timeout = seconds(connect_timeout, "connect_timeout")
+        if max_concurrent is not None and not is_whole(max_concurrent):
             raise ValueError(
                 f"invalid max_concurrent {max_concurrent!r}: a positive integer, or None for no cap"
             )
@@ -304,7 +303,7 @@ class McpClient:
         self._lock: anyio.Lock | None = None
         self._limiter: anyio.CapacityLimiter | None = None
         self._listeners: list[ToolsChangedFn] = []
-        self._backoff = 0.0  # (M1) seconds of the current retry window; 0 after a success
+        self._backoff = 0.0  # seconds of the current retry window; 0 after a success
         self._retry_at = 0.0  # loop time before which a failed/lost server is not retried
         self._attempt: anyio.Event | None = None  # set when the reconnect under way ends
         self._attempt_task: asyncio.Task[None] | None = None
@@ -532,7 +531,7 @@ class McpClient:
     def _wire_modes(self) -> tuple[str, ...]:
         """The SDK connect modes to try, in order (see ``protocol_mode``)."""
         if self._server is not None:
-            return (self._INPROCESS_MODE,)
+            return ("legacy",) if self._protocol_mode == "legacy" else ("auto",)
         if self._protocol_mode == "fast":
             return ("legacy", "auto")
         return (self._protocol_mode,)
@@ -549,7 +548,7 @@ class McpClient:
             mode=mode,
             cache=None,
             message_handler=lambda message: self._on_message(conn, message),
-            client_info=types.Implementation(name="toolbench", version="0.1.0"),
+            client_info=types.Implementation(name="toolbench", version=__version__),
             **(self._requests.callbacks(self.name) if self._requests is not None else {}),
             **(self._notifications.callbacks(self.name)
                if self._notifications is not None else {}),
@@ -898,7 +897,7 @@ class McpClient:
         """
         args = check_arguments(tool, arguments)
         self._check_server(tool.server, tool)
-        limit = self._timeout if timeout is None else _positive("timeout", timeout)
+        limit = self._timeout if timeout is None else seconds(timeout, "timeout")
         meta = _meta(provenance)
         # The shared loop is asyncio: its clock is anyio's, read without anyio's backend
         # lookup (a few µs per read, twice per call).
@@ -907,7 +906,7 @@ class McpClient:
             self._primitives()  # binds a new client; refuses a second live loop
         deadline = loop.time() + limit
         conn, client = await self._session(tool, deadline, limit)
-        # (M1) The timeout covers connecting, queueing and the request. What runs out before
+        # The timeout covers connecting, queueing and the request. What runs out before
         # the request reaches the transport did not happen (Unreachable), never in doubt.
         limiter = self._limiter
         if limiter is not None:
@@ -931,7 +930,7 @@ class McpClient:
             try:
                 # Our own clock, not the SDK's read timeout: then a REQUEST_TIMEOUT error can
                 # only be one the server sent, and a timeout before the hand-over is ours.
-                # The call's one timeout scope (issue 17): asyncio's, about half the cost of
+                # The call's one timeout scope: asyncio's, about half the cost of
                 # anyio.fail_after per call; the bench adds no backstop around it.
                 async with asyncio.timeout_at(deadline):
                     raw = await client.call_tool(
@@ -987,12 +986,12 @@ class McpClient:
         self, exc: Exception, tool: ToolId | None, limit: float, action: str,
         *, ticket: CallTicket | None = None, conn: _Conn | None = None,
     ) -> ToolError:
-        too_large = oversize(exc)  # (M2) the transport dropped an oversized reply unread
+        too_large = oversize(exc)  # the transport dropped an oversized reply unread
         if too_large is not None:
             if self._conn is not None:
                 self._lost(self._conn, too_large)
             return Malformed(f"the {action} failed: {too_large}", tool=tool)
-        # (M1) Only a transport failure restarts the connection; an error reply never does.
+        # Only a transport failure restarts the connection; an error reply never does.
         conn = conn if conn is not None else self._conn
         up = (conn is not None and conn is self._conn and self._status is Status.CONNECTED
               and not conn.done.is_set())
@@ -1172,12 +1171,6 @@ def _meta(provenance: Provenance | None) -> dict[str, Any] | None:
 
 
 _JSON_SCALARS = frozenset({str, int, bool, type(None)})
-
-
-def _positive(label: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise ValueError(f"invalid {label} {value!r}: a positive number of seconds")
-    return float(value)
 
 
 def _string_map(label: str, value: Mapping[str, str] | None) -> dict[str, str]:
