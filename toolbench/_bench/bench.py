@@ -201,7 +201,8 @@ class BaseBench(BeyondTools):
                 works while a plain ``bench.call`` blocks the cell.
             roots (paths or file:// URIs | None): folders advertised to servers; set
                 ``bench.roots`` later to change them (connected servers are told).
-                ``None`` (default) advertises no roots capability.
+                ``None`` (default) advertises no roots capability. Example:
+                ``Bench(roots=["~/data"])``.
 
             A handler that raises, times out or returns garbage gives the server an error
             reply, and the call's error says so. Example:
