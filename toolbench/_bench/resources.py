@@ -232,8 +232,15 @@ class BeyondTools:
             self._prompt_names = index
         return index
 
+    def _servers_now(self) -> frozenset[tuple[str, int]]:
+        """Which connections the prompt index would have to know (a change means re-list)."""
+        return frozenset((name, id(self._rows[name].connection))
+                         for name, _ in self._candidates(None))
+
     async def _prompt_rows(self, server: str | None) -> list[tuple[str, dict[str, Any]]]:
         """Every prompt listed now, named; the index of names is brought up to date."""
+        if server is None:
+            self._prompt_servers = self._servers_now()
         rows = await self._gather(server, lambda c, s: c.list_prompts(s), "prompts")
         index = self._prompt_index()
         listed = {name for name, _ in rows} | ({server} if server is not None else set())
@@ -442,8 +449,8 @@ class BeyondTools:
         if not isinstance(name, str):
             raise TypeError(f"a prompt name is a str, not {type(name).__name__} {name!r}")
         index = self._prompt_index()
-        if name not in index:
-            await self._prompt_rows(None)
+        if name not in index or getattr(self, "_prompt_servers", None) != self._servers_now():
+            await self._prompt_rows(None)  # unseen, or servers came and went since
         found = index.get(name, [])
         if not found:
             raise Unreachable(f"no connected server offers a prompt named {name!r}"

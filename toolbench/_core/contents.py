@@ -109,16 +109,19 @@ class ReadResult:
                 head += f" <small>on {_html.escape(self.server)}</small>"
             if self.latency_s is not None:
                 head += f" <small>{self.latency_s * 1000:.1f} ms</small>"
-            parts, left = [f"<div>{head}</div>"], RENDER_BUDGET
+            parts, left, count = [f"<div>{head}</div>"], RENDER_BUDGET, 0
             for item in self.contents[:MAX_SHOWN]:
+                if left <= 0:  # the budget is spent: the rest are counted, not shown
+                    break
+                count += 1
                 if len(self.contents) > 1 and isinstance(item, dict):
                     uri = _html.escape(_html.shorten(str(item.get("uri", "")), 300))
                     parts.append(f"<div><code>{uri}</code></div>")
                 shown = _html.contents_html(item, max(left, 200))
                 left -= len(shown)
                 parts.append(shown)
-            if len(self.contents) > MAX_SHOWN:
-                parts.append(f"<i>[{len(self.contents) - MAX_SHOWN:,} more items]</i>")
+            if len(self.contents) > count:
+                parts.append(f"<i>[{len(self.contents) - count:,} more items]</i>")
             return "<div class='toolbench-read'>" + "".join(parts) + "</div>"
         except Exception as exc:  # never raise from display
             return f"<pre>{_html.escape(type(exc).__name__)}: contents could not be shown</pre>"
@@ -184,8 +187,11 @@ class PromptResult:
         parts = [f"<div>{head}</div>"]
         if self.description:
             parts.append(f"<div><i>{_html.escape(_html.shorten(self.description, 500))}</i></div>")
-        left = RENDER_BUDGET
+        left, shown_count = RENDER_BUDGET, 0
         for message in self.messages[:MAX_SHOWN]:
+            if left <= 0:  # the budget is spent: the rest are counted, not shown
+                break
+            shown_count += 1
             if not isinstance(message, dict):
                 continue
             role = str(message.get("role", "?"))
@@ -197,8 +203,8 @@ class PromptResult:
                 f"<div class='toolbench-message' style='margin:4px 0;padding:4px 8px;"
                 f"background:{side};border-radius:4px'><small><b>"
                 f"{_html.escape(_html.shorten(role, 40))}</b></small>{shown}</div>")
-        if len(self.messages) > MAX_SHOWN:
-            parts.append(f"<i>[{len(self.messages) - MAX_SHOWN:,} more messages]</i>")
+        if len(self.messages) > shown_count:
+            parts.append(f"<i>[{len(self.messages) - shown_count:,} more messages]</i>")
         return "<div class='toolbench-transcript'>" + "".join(parts) + "</div>"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
