@@ -744,6 +744,8 @@ class BaseBench(BeyondTools):
         except Exception as exc:  # a foreign bug in some client: the far side's fate is unknown
             error = TimedOut(f"{type(exc).__name__}: {exc}", tool=target.tool)
             error.__cause__ = exc
+        if result is not None and result.task_id is not None:  # it ran as a server task
+            prov = {**prov, "task_id": result.task_id}
         record = make_record(
             call_id=call_id, batch=batch, started=started, server=target.tool.server,
             tool=target.tool.tool, name=target.name, arguments=recorded_args,

@@ -51,6 +51,9 @@ class Result:
     is_error: bool = False
     latency_s: float | None = None
     tool: ToolId | None = None
+    task_id: str | None = None
+    """The server's task id, for a tool that runs only as a task (records keep it in
+    ``provenance["task_id"]``)."""
 
     @property
     def text(self) -> str:

@@ -89,6 +89,7 @@ from toolbench._transports.mcp_errors import (
     refused_connect,
     tracked,
 )
+from toolbench._transports.mcp_tasks import call_as_task, requires_task
 from toolbench._transports.notifications import Notifications
 from toolbench._transports.server_requests import (
     ServerRequests,
@@ -280,6 +281,7 @@ class McpClient:
         self._max_message_bytes = check_max_message_bytes(max_message_bytes)
         self._max_tools = check_max_tools(max_tools)
         self._output_schemas: dict[str, dict[str, Any]] | None = None  # None: never listed
+        self._task_tools: frozenset[str] = frozenset()  # tools that run only as tasks
         self._relist_running = False
         self._relist_pending = False
         self._env = _string_map("env", env)
@@ -828,6 +830,7 @@ class McpClient:
         self._check_server(server)
         client = await self._client(None)
         specs: list[ToolSpec] = []
+        as_tasks: set[str] = set()
         cursor: str | None = None
         seen: set[str] = set()
         pages = 0
@@ -843,11 +846,13 @@ class McpClient:
                             f"{self._max_tools:,} tools; discovery stopped after {pages} pages"
                         )
                     specs.extend(_spec(tool) for tool in page.tools)
+                    as_tasks.update(tool.name for tool in page.tools if requires_task(tool))
                     cursor = page.next_cursor
                     if cursor is None:
                         self._output_schemas = {
                             s.name: s.output_schema for s in specs if s.output_schema is not None
                         }
+                        self._task_tools = frozenset(as_tasks)
                         return specs
                     if cursor in seen:
                         raise Malformed(f"server {self.name!r} repeated the tools/list cursor "
@@ -918,6 +923,7 @@ class McpClient:
                     f"max_concurrent={self._max_concurrent} slots", tool=tool
                 )
         ticket = CallTicket(tracked=conn.tracker.active)
+        task_ids: list[str] = []  # a tool that runs only as a task: the server's task id
         token = TICKET.set(ticket)
         try:
             started = time.perf_counter()
@@ -933,11 +939,14 @@ class McpClient:
                 # The call's one timeout scope: asyncio's, about half the cost of
                 # anyio.fail_after per call; the bench adds no backstop around it.
                 async with asyncio.timeout_at(deadline):
-                    raw = await client.call_tool(
-                        tool.tool, args, read_timeout_seconds=None,
-                        progress_callback=cast("ProgressFnT | None", progress),
-                        meta=cast("RequestParamsMeta | None", meta),
-                    )
+                    if tool.tool in self._task_tools:
+                        raw = await call_as_task(client, tool, args, meta, task_ids.append)
+                    else:
+                        raw = await client.call_tool(
+                            tool.tool, args, read_timeout_seconds=None,
+                            progress_callback=cast("ProgressFnT | None", progress),
+                            meta=cast("RequestParamsMeta | None", meta),
+                        )
             except Exception as exc:
                 if (self.transport == "http" and ticket.sent and not ticket.error_reply
                         and is_transport_failure(exc, ticket, connection_up=False)):
@@ -945,6 +954,8 @@ class McpClient:
                 error = self._mapped(exc, tool, limit, "call", ticket=ticket, conn=conn)
                 if self._requests is not None:  # a failed sampling/elicitation answer says so
                     error = call_error(error, exc, self._requests, self.name, started)
+                if task_ids:  # the server's task was cancelled (tasks/cancel) on the way out
+                    error.detail = f"{error.detail} (task {task_ids[0]})"
                 raise error from self._redact.cause(exc)
         finally:
             TICKET.reset(token)
@@ -953,6 +964,8 @@ class McpClient:
                 limiter.release()
         latency = time.perf_counter() - started
         result = self._result(raw, tool, latency)
+        if task_ids:
+            result.task_id = task_ids[0]
         if raw.is_error:
             # Redact before shortening: a cut must never leave half a secret behind.
             text = _html.shorten(self._redact(result.text or "(no text)"), 500)
