@@ -2,7 +2,7 @@
 
 These pin down, against the real reference server over stdio and streamable HTTP, the facts
 toolbench's resources/prompts/sampling/elicitation/logging/progress/tasks support builds on
-(see /work/coord/everything-notes.md). They skip only when node or npm is missing; a missing
+(see tests/servers/everything-notes.md). They skip only when node or npm is missing; a missing
 install (``.ci/run`` installs it; see ``servers.everything.install_command``) is a failure.
 """
 
