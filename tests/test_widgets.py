@@ -4,24 +4,38 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from typing import Any, Literal
 
 import anyio
+import ipywidgets as widgets
 import pytest
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError as ServerToolError
-from test_display import BIG, HOSTILE, SCRIPT, hostile_server, no_live_markup
+from mcp.server.mcpserver.prompts.base import (
+    AssistantMessage,
+    Message,
+    Prompt,
+    PromptArgument,
+    UserMessage,
+)
+from mcp.server.mcpserver.resources.types import TextResource
+from mcp.shared.exceptions import MCPDeprecationWarning
+from test_display import BIG, HOSTILE, IMG, SCRIPT, hostile_server, no_live_markup
 
 import toolbench as tb
 from toolbench._notebook.widgets import (
     BUSY_HTML,
     CLOSED_HTML,
     LIST_WIDTH,
+    LOG_ROWS,
+    SECTIONS,
     Explorer,
     bench_closed,
     explorer,
 )
+from toolbench.demo import beyond
 
 WAIT = 20.0
 SMALL = 100_000
@@ -404,3 +418,379 @@ def test_bench_closed_during_a_call_keeps_the_buttons_off(app: Explorer, bench: 
     assert not closing.is_alive()
     assert app.call_button.disabled and app.compare_button.disabled
     assert "This bench is closed" in app.banner.value
+
+
+# -- the Resources, Prompts and Log sections ------------------------------------------------
+RESOURCES, PROMPTS, LOG = (SECTIONS.index(s) for s in ("Resources", "Prompts", "Log"))
+
+
+def open_section(app: Explorer, index: int) -> None:
+    """Open a section as a click on its tab does; wait for the listing it starts, if any."""
+    app.last_future = None
+    app.sections.selected_index = index
+    if app.last_future is not None:
+        wait(app)
+
+
+def choose(choice: Any, text: str) -> None:
+    """Pick the Dropdown option whose label contains ``text`` (as a person would)."""
+    values = [v for label, v in choice.options if text in label]
+    assert len(values) == 1, (text, choice.options)
+    choice.value = values[0]
+
+
+def escaped(html: str) -> None:
+    """Nothing a hostile server sent is live markup: no script, no image with a handler."""
+    assert "<script" not in html.lower()
+    assert "<img src=x" not in html and "onerror=alert" not in html.replace(
+        "&lt;img src=x onerror=alert", "")
+
+
+@pytest.fixture
+def beyond_bench(bench: tb.Bench) -> tb.Bench:
+    bench.connect("beyond", beyond.create())
+    return bench
+
+
+def test_resources_tab_lists_reads_every_kind_and_fills_a_template(
+        beyond_bench: tb.Bench) -> None:
+    bench = beyond_bench
+    app = explorer(bench)
+    try:
+        assert not app.resources_loaded and app.resource_table.value == ""  # not at build
+        open_section(app, RESOURCES)
+        labels = [label for label, _ in app.resource_choice.options]
+        expected = sorted(bench.resources()["uri"]) + list(bench.resource_templates()["uri"])
+        assert sorted(u for u in expected if "{" not in u) == sorted(
+            r["uri"] for r in app.resource_rows if r["kind"] == "resource")
+        assert len(labels) == 1 + len(expected) and labels[0] == "(choose a resource)"
+        assert "city://{name}" in app.resource_table.value
+        assert "[template]" in labels[-1]
+        # mem has no resources and ledger is a ToolBox: each says so, the tab still lists.
+        assert "<code>ledger</code>" in app.resources_note.value
+        assert "<code>mem</code>: lists no resources" in app.resources_note.value
+        assert len(bench.records) == 0, "listing is not a read"
+
+        choose(app.resource_choice, "beyond://cities.json")
+        wait(app)
+        assert "&quot;Nairobi&quot;" in app.resource_output.value
+        assert isinstance(app.last_result, tb.ReadResult)
+        assert app.last_result.data == bench.read("beyond", "beyond://cities.json").data
+        choose(app.resource_choice, "swatch")
+        wait(app)
+        assert 'src="data:image/png;base64,' in app.resource_output.value
+        choose(app.resource_choice, "bytes.bin")
+        wait(app)
+        assert "256" in app.resource_output.value and "octet-stream" in app.resource_output.value
+        assert "\\x00" not in app.resource_output.value
+
+        reads = len(bench.records)
+        choose(app.resource_choice, "[template]")
+        assert app.last_future is None and "fill in" in app.resource_output.value
+        assert app.resource_uri.value == "city://{name}"
+        assert app.read() is None and len(bench.records) == reads  # nothing was sent
+        app.resource_uri.value = "city://lima"
+        app.read_button.click()
+        wait(app)
+        assert "&quot;Peru&quot;" in app.resource_output.value
+        app.resource_uri.value = "city://atlantis"
+        app.read_button.click()
+        wait(app)
+        assert isinstance(app.last_result, tb.ToolError)
+        assert "atlantis" in app.resource_output.value
+        records = bench.records
+        assert set(records["kind"]) == {"resource"}
+        assert list(records["name"][-2:]) == ["city://lima", "city://atlantis"]
+        assert "city://lima" in app.history.value
+        assert not app.read_button.disabled and app.read_busy.value == ""
+    finally:
+        app.close()
+
+
+def test_prompts_tab_builds_a_form_and_shows_the_transcript(beyond_bench: tb.Bench) -> None:
+    bench = beyond_bench
+    app = explorer(bench)
+    try:
+        assert app.prompt_button.disabled, "nothing chosen yet"
+        open_section(app, PROMPTS)
+        assert [label for label, _ in app.prompt_choice.options][1:] == [
+            "beyond-welcome — Welcome", "beyond-plan_trip — Plan a trip"]
+        assert "<code>mem</code>: lists no prompts" in app.prompts_note.value
+        choose(app.prompt_choice, "plan_trip")
+        form = app.prompt_form
+        assert list(form.fields) == ["from_city", "to_city", "days"]
+        assert "Ask an assistant to plan a trip" in app.prompt_info.value
+        app.prompt_button.click()  # the required cities are empty
+        assert app.last_future is None and len(bench.records) == 0
+        assert "nothing was sent" in form.message.value
+        assert "required" in form.fields["from_city"].error.value
+        assert form.fields["days"].error.value == ""  # optional
+        form["from_city"].value = "Paris"
+        form["to_city"].value = "Tokyo"
+        app.prompt_button.click()
+        wait(app)
+        html = app.prompt_output.value
+        assert "Plan a 3-day trip from Paris to Tokyo" in html
+        assert "toolbench-transcript" in html and "city://tokyo" in html
+        assert isinstance(app.last_result, tb.PromptResult)
+        row = bench.records.iloc[-1]
+        assert row["kind"] == "prompt" and row["name"] == "beyond-plan_trip"
+        assert row["arguments"] == {"from_city": "Paris", "to_city": "Tokyo"}  # days unsent
+        form["days"].value = "x"
+        app.prompt_button.click()
+        wait(app)
+        assert isinstance(app.last_result, tb.ToolError) and "plan_trip" in app.prompt_output.value
+        assert not app.prompt_button.disabled and app.prompt_busy.value == ""
+
+        choose(app.prompt_choice, "welcome")
+        assert app.prompt_form.fields == {} and app.prompt_output.value == ""
+        assert "takes no arguments" in app.prompt_form.widget.children[0].value
+        app.get_prompt()
+        wait(app)
+        assert "What can this server do?" in app.prompt_output.value
+    finally:
+        app.close()
+
+
+def test_log_tab_shows_logs_newest_first_and_refreshes(beyond_bench: tb.Bench) -> None:
+    bench = beyond_bench
+    app = explorer(bench)
+    try:
+        open_section(app, LOG)
+        assert "No log messages" in app.log.value and "bench.logs" in app.log.value
+        bench.call("beyond-chatty")
+        bench.call("beyond-countdown", steps=3, delay_ms=0, progress=False)
+        assert "No log messages" in app.log.value  # until refreshed
+        app.log_button.click()
+        html = app.log.value
+        logs = bench.logs
+        assert f"{len(logs)} rows" in html and "newest first" in html
+        newest, oldest = logs.iloc[-1], logs.iloc[0]
+        assert html.index(str(newest["message"])) < html.index(str(oldest["message"]))
+        assert "step 3 of 3" in html and "warning message from chatty" in html
+        # A call made in the explorer refreshes the log by itself.
+        app.sections.selected_index = 0
+        app.tool_list.value = "beyond-chatty"
+        app.call_button.click()
+        wait(app)
+        assert f"{len(bench.logs)} rows" in app.log.value and len(bench.logs) > len(logs)
+    finally:
+        app.close()
+
+
+def test_sections_follow_the_server_filter_and_the_search(beyond_bench: tb.Bench) -> None:
+    bench = beyond_bench
+    bench.connect("twin", beyond.create())
+    app = explorer(bench)
+    try:
+        open_section(app, RESOURCES)
+        open_section(app, PROMPTS)
+        assert len(app.resource_choice.options) == 1 + 10
+        assert len(app.prompt_choice.options) == 1 + 4
+        choose(app.resource_choice, "twin · cities")
+        wait(app)
+        assert "on twin" in app.resource_output.value
+        app.server_filter.value = "twin"
+        assert {r["server"] for i in [v for _, v in app.resource_choice.options][1:]
+                for r in [app.resource_rows[i]]} == {"twin"}
+        assert app.resource_choice.value is not None, "the choice survives a filter that keeps it"
+        assert "5 of 10 resources and templates" in app.resources_note.value
+        app.search.value = "PNG"
+        assert [label for label, _ in app.resource_choice.options][1:] == [
+            "twin · swatch  (beyond://swatch.png)"]
+        assert app.resource_choice.value is None, "a filtered-out choice is dropped"
+        assert [label for label, _ in app.prompt_choice.options] == ["(choose a prompt)"]
+        assert "0 of 4 prompts" in app.prompts_note.value and app.prompt_table.value == ""
+        app.search.value = ""
+        app.server_filter.value = ""
+        bench.disconnect("twin")
+        app.refresh_button.click()  # the top refresh lists the opened sections again
+        wait(app)
+        assert "twin" not in app.prompts_note.value + app.prompt_table.value
+        assert len(app.prompt_choice.options) == 1 + 2
+    finally:
+        app.close()
+
+
+def test_a_bench_without_resources_or_prompts_explains_its_empty_tabs(app: Explorer) -> None:
+    open_section(app, RESOURCES)
+    note = app.resources_note.value
+    assert "No resources here" in note and "<code>{variables}</code>" in note
+    assert "<code>mem</code>: lists no resources" in note
+    assert "<code>ledger</code>: server &#x27;ledger&#x27; (toolbox) offers tools only" in note
+    assert app.resource_table.value == "" and len(app.resource_choice.options) == 1
+    assert app.read() is None and "choose a resource" in app.resource_output.value
+    open_section(app, PROMPTS)
+    assert "No prompts here" in app.prompts_note.value
+    assert "<code>mem</code>: lists no prompts" in app.prompts_note.value
+    assert app.get_prompt() is None
+    open_section(app, LOG)
+    assert "No log messages" in app.log.value
+
+
+LOGGED = 250
+
+
+def hostile_beyond() -> MCPServer:
+    """Resources, templates, prompts and log lines whose every string is markup."""
+    srv = MCPServer("hostile-beyond")
+    srv.add_resource(TextResource(uri="evil://note", name=HOSTILE, title=IMG,
+                                  description=HOSTILE + BIG, mime_type="text/html",
+                                  text=HOSTILE + BIG))
+
+    @srv.resource("evil://{x}/item", name=SCRIPT, title=IMG, description=HOSTILE,
+                  mime_type=IMG)
+    def item(x: str) -> str:
+        return HOSTILE + x
+
+    @srv.prompt(name=SCRIPT, title=IMG, description=HOSTILE + BIG)
+    def shout(who: str) -> list[Message]:
+        return [UserMessage(HOSTILE + who + BIG), AssistantMessage(IMG)]
+
+    srv.add_prompt(Prompt(name="odd_arguments", description=IMG, fn=lambda: [],
+                          arguments=[PromptArgument(name=HOSTILE, description=SCRIPT,
+                                                    required=True)]))
+
+    @srv.tool()
+    async def flood(ctx: Context) -> str:
+        for n in range(LOGGED):
+            with warnings.catch_warnings():  # logging is deprecated on 2026-07-28
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                sending = ctx.session.send_log_message(
+                    level="warning", data=f"{n} {HOSTILE}{BIG[:20_000]}", logger=HOSTILE,
+                    related_request_id=ctx.request_id)
+            await sending
+        return "flooded"
+
+    return srv
+
+
+def test_hostile_resources_prompts_and_logs_are_escaped_and_capped(bench: tb.Bench) -> None:
+    bench.connect("evil", hostile_beyond())
+    app = explorer(bench)
+    try:
+        open_section(app, RESOURCES)
+        shown = [app.resources_note.value, app.resource_table.value]
+        assert "&lt;script&gt;" in app.resource_table.value
+        choose(app.resource_choice, "evil://note")
+        wait(app)
+        shown += [app.resource_info.value, app.resource_output.value]
+        assert "&lt;img src=x onerror=alert(1)&gt;" in app.resource_output.value
+        choose(app.resource_choice, "[template]")
+        shown.append(app.resource_info.value)
+        app.resource_uri.value = f"evil://{SCRIPT}/item"
+        app.read()
+        wait(app)
+        shown.append(app.resource_output.value)
+
+        open_section(app, PROMPTS)
+        shown += [app.prompts_note.value, app.prompt_table.value]
+        choose(app.prompt_choice, "odd_arguments")
+        label = app.prompt_form.fields[HOSTILE].row.children[0].value
+        shown += [app.prompt_info.value, label]
+        assert "&lt;script&gt;" in label
+        choose(app.prompt_choice, "evil-<script>")
+        app.prompt_form["who"].value = IMG
+        app.get_prompt()
+        wait(app)
+        shown += [app.prompt_info.value, app.prompt_output.value]
+        assert "&lt;script&gt;alert(&#x27;xss&#x27;)&lt;/script&gt;" in app.prompt_output.value
+
+        bench.call("evil-flood")
+        open_section(app, LOG)
+        shown.append(app.log.value)
+        assert f"showing {LOG_ROWS} of {LOGGED} rows" in app.log.value
+        assert f"{LOGGED - 1} &lt;script&gt;" in app.log.value  # the newest comes first
+        shown.append(app.history.value)
+        for html in shown:
+            escaped(html)
+            assert len(html) < SMALL
+        assert BIG[:1000] not in str(app._repr_mimebundle_())
+    finally:
+        app.close()
+
+
+def test_a_slow_read_keeps_the_kernel_free_and_the_button_busy(bench: tb.Bench) -> None:
+    srv = MCPServer("slow")
+
+    @srv.resource("slow://gate", name="gate")
+    async def slow() -> str:
+        opened = await anyio.to_thread.run_sync(gate.wait, WAIT)
+        return "opened" if opened else "timed out"
+
+    bench.connect("slow", srv)
+    gate.clear()
+    app = explorer(bench)
+    try:
+        open_section(app, RESOURCES)
+        choose(app.resource_choice, "slow://gate")
+        # Were the read done in this thread, the gate (opened below) would never open.
+        assert app.read_button.disabled and "running" in app.read_busy.value
+        assert app.read() is None  # a second press while busy does nothing
+        gate.set()
+        wait(app)
+        assert "opened" in app.resource_output.value and not app.read_button.disabled
+    finally:
+        gate.set()
+        app.close()
+
+
+def test_listing_and_display_failures_are_shown_not_raised(
+        beyond_bench: tb.Bench, monkeypatch: pytest.MonkeyPatch) -> None:
+    bench = beyond_bench
+
+    async def broken(server: str | None = None, search: str | None = None) -> Any:
+        raise RuntimeError(f"listing broke on {server} {SCRIPT}")
+
+    monkeypatch.setattr(bench, "aprompts", broken)
+    app = explorer(bench)
+    try:
+        open_section(app, PROMPTS)
+        note = app.prompts_note.value
+        assert "<code>beyond</code>: RuntimeError: listing broke on beyond" in note
+        escaped(note)
+        open_section(app, RESOURCES)
+        app.resource_rows.append({"kind": "resource"})  # a row without a name or server
+        app.show_resources()  # must not raise
+        assert "KeyError" in app.resources_note.value
+        monkeypatch.setattr(type(bench), "logs", property(lambda _: 1 / 0))
+        app.show_log()
+        assert "log unavailable (ZeroDivisionError)" in app.log.value
+    finally:
+        app.close()
+
+
+def test_a_closed_bench_turns_the_new_sections_off(beyond_bench: tb.Bench) -> None:
+    bench = beyond_bench
+    app = explorer(bench)
+    try:
+        open_section(app, RESOURCES)
+        bench.close()
+        assert app.load_resources() is None and app.load_prompts() is None
+        assert "This bench is closed" in app.resources_note.value
+        choose(app.resource_choice, "cities")
+        assert app.last_future is None and "This bench is closed" in app.resource_output.value
+        for button in (app.resources_button, app.read_button, app.prompts_button,
+                       app.prompt_button, app.log_button):
+            assert button.disabled, button.description
+        assert "This bench is closed" in app.prompt_output.value
+    finally:
+        app.close()
+
+
+def test_new_buttons_and_lists_do_not_clash_with_the_page_s_tool_list(app: Explorer) -> None:
+    """A page finds the tool list as the explorer's one Select, and the Call, Compare and
+    History controls by name; the new sections must not add look-alikes."""
+
+    def walk(widget: Any) -> Iterator[Any]:
+        yield widget
+        for child in getattr(widget, "children", ()):
+            yield from walk(child)
+
+    every = list(walk(app.widget))
+    assert [w for w in every if isinstance(w, widgets.Select)] == [app.tool_list]
+    names = [w.description.lower() for w in every if isinstance(w, widgets.Button)]
+    for word in ("call", "compare"):
+        assert sum(word in name for name in names) == 1, names
+    assert list(app.sections.titles) == list(SECTIONS)
+    assert list(app.tabs.titles) == ["Call", "Compare", "History"]
