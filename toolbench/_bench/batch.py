@@ -6,7 +6,7 @@ behind a slow server hold nothing that another server's jobs could use.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -141,3 +141,17 @@ def compare_frame(rows: Sequence[tuple[int, Record]]) -> pd.DataFrame:
     df["latency_ms"] = df["latency_ms"].astype(float)
     df["case"] = df["case"].astype(int)
     return df
+
+
+def as_cases(cases: Any, kwargs: Mapping[str, Any]) -> list[Any]:
+    """The argument sets of a ``compare``/``map``: one mapping, a list of them, or keywords
+    (one set); anything else is refused naming what it got."""
+    if cases is not None and kwargs:
+        raise TypeError("pass the argument sets as cases or as keywords, not both")
+    if cases is None:
+        return [dict(kwargs)]
+    if isinstance(cases, Mapping):
+        return [cases]
+    if isinstance(cases, (str, bytes)) or not isinstance(cases, Iterable):
+        raise TypeError(f"cases must be a mapping or a list of mappings, not {cases!r}")
+    return list(cases)

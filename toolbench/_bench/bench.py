@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Self, Unpack, cast
 import anyio
 
 from toolbench._bench import config as _config
-from toolbench._bench.batch import Job, bind, compare_frame, progress_bar, run_jobs
+from toolbench._bench.batch import Job, as_cases, bind, compare_frame, progress_bar, run_jobs
 from toolbench._bench.handles import ToolHandles
 from toolbench._bench.journal import Journal, warn_not_durable, warn_unwritten
 from toolbench._bench.progress import (
@@ -41,7 +41,7 @@ from toolbench._core import validate as _validate
 from toolbench._core.checks import seconds, whole
 from toolbench._core.client import Result, ToolSpec, check_arguments
 from toolbench._core.errors import TimedOut, ToolError, Unreachable
-from toolbench._core.ids import Egress, Provenance, ToolId, check_server_name
+from toolbench._core.ids import Egress, Provenance, ToolId, check_server_name, did_you_mean
 from toolbench._core.validate import validate_arguments
 from toolbench._loop import get_loop
 from toolbench._routing.connections import (
@@ -297,10 +297,7 @@ class BaseBench(BeyondTools):
         self._rows[name] = row
         try:
             if self.egress is not None and not self.egress.allows(connection.destination):
-                raise Unreachable(
-                    f"egress refused: host {connection.destination.host!r} is not in the "
-                    f"allowlist {sorted(self.egress.hosts)}; nothing was sent"
-                )
+                raise Unreachable(self.egress.refusal(connection.destination))
             await connection.open()
             count = await self.pegboard.add_service(name, connection.client,
                                                     namespace=namespace)
@@ -848,25 +845,9 @@ class BaseBench(BeyondTools):
                 raise ValueError(f"unknown servers {unknown}; connected: {sorted(self._rows)}")
             targets = [t for t in targets if t.tool.server in wanted]
         if not targets:
-            offered = sorted({e.tool for e in self.pegboard.entries()})
-            import difflib
-
-            close = difflib.get_close_matches(original, offered, n=3)
-            hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+            hint = did_you_mean(original, sorted({e.tool for e in self.pegboard.entries()}))
             raise Unreachable(f"no connected server offers a tool named {original!r}{hint}")
         return targets
-
-    @staticmethod
-    def _cases(cases: Any, kwargs: Mapping[str, Any]) -> list[Any]:
-        if cases is not None and kwargs:
-            raise TypeError("pass the argument sets as cases or as keywords, not both")
-        if cases is None:
-            return [dict(kwargs)]
-        if isinstance(cases, Mapping):
-            return [cases]
-        if isinstance(cases, (str, bytes)) or not isinstance(cases, Iterable):
-            raise TypeError(f"cases must be a mapping or a list of mappings, not {cases!r}")
-        return list(cases)
 
     async def _batch(self, calls: Sequence[tuple[int, _Target, Any]], label: str,
                      provenance: Provenance | Mapping[str, Any] | None, *,
@@ -898,7 +879,7 @@ class BaseBench(BeyondTools):
         self._check_open()
         whole(concurrency, "concurrency")
         targets = self._same_named(name, servers)
-        calls = [(index, target, args) for index, args in enumerate(self._cases(cases, kwargs))
+        calls = [(index, target, args) for index, args in enumerate(as_cases(cases, kwargs))
                  for target in targets]
         records = await self._batch(calls, f"compare {name}", provenance, timeout=timeout,
                                     progress=progress, overall=None, per_server=concurrency)
@@ -962,7 +943,7 @@ class BaseBench(BeyondTools):
             from toolbench._bench import cluster as _cluster
 
             _cluster.check_cluster(self, cluster, target.tool.server)
-        arg_sets = self._cases(cases, {})
+        arg_sets = as_cases(cases, {})
         slots: list[Record | None] = [None] * len(arg_sets)
         calls = []
         for index, args in enumerate(arg_sets):

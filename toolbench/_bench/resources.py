@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
-from toolbench._bench.batch import Job, bind, compare_frame, progress_bar, run_jobs
+from toolbench._bench.batch import Job, as_cases, bind, compare_frame, progress_bar, run_jobs
 from toolbench._bench.journal import warn_not_durable
 from toolbench._bench.records import Record, frame, make_record, new_call_id, utcnow
 from toolbench._core import html as _html
@@ -572,7 +572,7 @@ class BeyondTools:
         if not targets:
             raise Unreachable(f"no connected server offers a prompt named {own!r}"
                               f"{did_you_mean(own, {p for e in index.values() for _, p in e})}")
-        arg_sets = _cases(cases, kwargs)
+        arg_sets = as_cases(cases, kwargs)
         batch, base = uuid.uuid4().hex, self._provenance(provenance)
         calls = [(case, target, args) for case, args in enumerate(arg_sets)
                  for target in targets]
@@ -636,7 +636,7 @@ class BeyondTools:
         if timeout is not None:
             seconds(timeout, "timeout")
         full, server, prompt = await self._resolve_prompt(name)
-        arg_sets = _cases(cases, {})
+        arg_sets = as_cases(cases, {})
         batch, base = uuid.uuid4().hex, self._provenance(provenance)
         jobs = [(server, bind(self._prompt_one, full, server, prompt, args, batch=batch,
                               timeout=timeout, provenance=base.with_fields(case=case)))
@@ -802,18 +802,6 @@ def _read_shown(answer: ReadResult) -> tuple[str | None, list[dict[str, Any]]]:
 
 def _prompt_shown(answer: PromptResult) -> tuple[str | None, list[dict[str, Any]]]:
     return answer.text, list(answer.messages)
-
-
-def _cases(cases: Any, kwargs: Mapping[str, Any]) -> list[Any]:
-    if cases is not None and kwargs:
-        raise TypeError("pass the argument sets as cases or as keywords, not both")
-    if cases is None:
-        return [dict(kwargs)]
-    if isinstance(cases, Mapping):
-        return [cases]
-    if isinstance(cases, (str, bytes)) or not isinstance(cases, Iterable):
-        raise TypeError(f"cases must be a mapping or a list of mappings, not {cases!r}")
-    return list(cases)
 
 
 def _uris(uris: Any) -> list[str]:
