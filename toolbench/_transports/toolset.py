@@ -32,6 +32,7 @@ from toolbench._core.ids import Destination, Provenance, ToolId, check_server_na
 from toolbench._core.validate import schema_problems, validate_arguments
 from toolbench._transports.toolset_serve import (
     GraceWatch,
+    Served,
     build_server,
     check_target,
     serve_toolset,
@@ -499,7 +500,7 @@ class Toolset:
         check_target(transport, host, port, allowed_hosts, allowed_origins)
         self.start()
         try:
-            await serve_toolset(self, transport, host=host, port=port,
+            await serve_toolset(self._served(), transport, host=host, port=port,
                                 allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
         finally:
             self._watch.stop()  # it ended or failed: that is said loudly enough already
@@ -507,7 +508,7 @@ class Toolset:
     def mcp_server(self) -> Server[Any]:
         """The same tools as an SDK low-level ``mcp.server.Server`` (for an in-process
         ``mcp.Client``, or to mount in your own ASGI app); ``serve`` runs one of these."""
-        return build_server(self)
+        return build_server(self._served())
 
     def run(
         self,
@@ -533,6 +534,11 @@ class Toolset:
 
     def _mark_reached(self) -> None:
         self._watch.reached()
+
+    def _served(self) -> Served:
+        """The narrow face the MCP server module gets (it never reaches into the Toolset)."""
+        return Served(self.name, self.address, self.description, self.specs, self._dispatch,
+                      self._mark_reached)
 
     def __repr__(self) -> str:
         tools = len(self._tools) - 1

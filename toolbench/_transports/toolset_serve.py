@@ -6,7 +6,8 @@ derives each tool's schema from a Python signature, hides a failing tool's messa
 an unknown tool with an ``isError`` result. A Toolset needs the opposite on every count: the
 schemas its author wrote, passed through verbatim; the handler's error text; and a refusal
 (nothing ran) told apart from a failure (it ran), so that a client can map it to ``Refused``.
-So every call goes through ``Toolset._dispatch`` (caps, lanes and validation included) and:
+So every call goes through the toolset's own dispatch (caps, lanes and validation
+included), handed over as a :class:`Served`, and:
 
 - a value becomes a result exactly as in process (``result_from_value``);
 - ``ToolFailed`` and a non-JSON value become an ``isError`` result (the tool ran);
@@ -27,7 +28,8 @@ import importlib.metadata
 import ipaddress
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import mcp_types as types
@@ -40,7 +42,7 @@ from toolbench._core.errors import Refused, ToolFailed
 from toolbench._core.ids import Provenance
 
 if TYPE_CHECKING:
-    from toolbench._transports.toolset import Toolset
+    from toolbench._core.client import ToolSpec
 
 HTTP_PATH = "/mcp"
 _SDK_LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -120,13 +122,27 @@ def _provenance(meta: Any) -> Provenance | None:
         return None  # someone else's malformed _meta never blocks the call
 
 
-def build_server(toolset: Toolset) -> Server[Any]:
-    """The toolset's tools as a low-level MCP server; every call reaches ``_dispatch``."""
+@dataclass(frozen=True)
+class Served:
+    """What serving needs of a Toolset, handed over by the Toolset itself: its names, its
+    specs, the one door every call goes through, and a way to say a client reached it. The
+    server sees nothing else of the Toolset."""
+
+    name: str
+    address: str
+    description: str
+    specs: Callable[[], list[ToolSpec]]
+    dispatch: Callable[[str, Mapping[str, Any], Provenance | None], Awaitable[Any]]
+    reached: Callable[[], None]
+
+
+def build_server(toolset: Served) -> Server[Any]:
+    """The toolset's tools as a low-level MCP server; every call reaches its dispatch."""
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        toolset._mark_reached()
+        toolset.reached()
         return types.ListToolsResult(
             tools=[
                 types.Tool(name=s.name, description=s.description, input_schema=s.input_schema)
@@ -145,7 +161,7 @@ def build_server(toolset: Toolset) -> Server[Any]:
                 "the tool name in the payload",
             )
         try:
-            value = await toolset._dispatch(params.name, arguments, _provenance(ctx.meta))
+            value = await toolset.dispatch(params.name, arguments, _provenance(ctx.meta))
         except Refused as exc:
             raise MCPError(types.INVALID_PARAMS, exc.detail) from exc
         except ToolFailed as exc:
@@ -274,7 +290,7 @@ def security_settings(host: str, allowed_hosts: Iterable[str] | None,
 
 
 async def serve_toolset(
-    toolset: Toolset,
+    toolset: Served,
     transport: Literal["stdio", "streamable-http"],
     *,
     host: str = "127.0.0.1",
@@ -290,16 +306,16 @@ async def serve_toolset(
                           security_settings(host, allowed_hosts, allowed_origins))
 
 
-async def _serve_stdio(toolset: Toolset) -> None:
+async def _serve_stdio(toolset: Served) -> None:
     from mcp.server.stdio import stdio_server
 
     server = build_server(toolset)
     async with stdio_server() as (read_stream, write_stream):
-        toolset._mark_reached()  # the pipes are open: a client can reach us now
+        toolset.reached()  # the pipes are open: a client can reach us now
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-async def _serve_http(toolset: Toolset, host: str, port: int,
+async def _serve_http(toolset: Served, host: str, port: int,
                       security: TransportSecuritySettings | None) -> None:
     import uvicorn
 
@@ -307,7 +323,7 @@ async def _serve_http(toolset: Toolset, host: str, port: int,
         async def startup(self, sockets: Any = None) -> None:
             await super().startup(sockets)
             if self.started:  # only a bound socket makes us reachable
-                toolset._mark_reached()
+                toolset.reached()
 
     app = build_server(toolset).streamable_http_app(streamable_http_path=HTTP_PATH, host=host,
                                                     transport_security=security)
