@@ -25,7 +25,7 @@ pytest.importorskip("ipykernel")
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
-EXPECTED = ["01_explore", "02_compare", "03_gather", "04_build_your_own"]
+EXPECTED = ["01_explore", "02_compare", "03_gather", "04_build_your_own", "05_beyond_tools"]
 
 pytestmark = pytest.mark.slow
 
@@ -91,6 +91,21 @@ PROBES = {
     "servers": sorted(set(records["server"])),
     "routes": len(km), "sphere_worst": float(km["error %"].abs().max()),
     "workdir_exists": workdir.exists(),
+    "closed": repr(bench).startswith("<Bench closed"),
+}))""",
+    "05_beyond_tools": PROBE_HEAD + """{
+    "kinds": bench.records["kind"].value_counts().to_dict(),
+    "failed": int((~bench.records["ok"]).sum()),
+    "cities": [c["name"] for c in cities.data],
+    "blob": list(blob.blob()),
+    "link": [link["type"], link["uri"], linked.data],
+    "trip": trip.text,
+    "asked": [list(a) for a in asked],
+    "reply": reply.data, "answer": answer.data,
+    "roots": roots_seen,
+    "levels": sorted(set(logs.loc[logs["kind"] == "log", "level"])),
+    "reported": reported,
+    "progress_logged": logs.loc[logs["kind"] == "progress", "message"].tolist(),
     "closed": repr(bench).startswith("<Bench closed"),
 }))""",
     "04_build_your_own": PROBE_HEAD + """{
@@ -301,3 +316,50 @@ def test_binder_installs_the_project_with_what_the_notebooks_import() -> None:
     third_party = {m for m in imported if m not in sys.stdlib_module_names} - {"toolbench"}
     assert third_party, "the parser found no imports at all"
     assert third_party <= declared, f"Binder would not install {sorted(third_party - declared)}"
+
+
+def test_05_beyond_tools() -> None:
+    from toolbench.demo import beyond
+
+    nb, probe = check_clean_run("05_beyond_tools")
+    assert "stdio" in outputs(nb, "bench = tb.Bench(sampling=sample")  # a real child process
+    listed = outputs(nb, 'bench.resources()[[')
+    for uri in ("beyond://readme", "beyond://cities.json", "beyond://swatch.png",
+                "beyond://bytes.bin"):
+        assert uri in listed
+    assert "city://{name}" in outputs(nb, "bench.resource_templates()")
+    assert "toolbench-read" in outputs(nb, 'bench.read("beyond", "beyond://readme")')
+    assert "data:image/png;base64," in outputs(nb, '"beyond://swatch.png"')
+    assert "[binary: 256 bytes, application/octet-stream]" in outputs(nb, "beyond://bytes.bin")
+    assert probe["cities"] == sorted(c["name"] for c in beyond.CITIES.values())
+    assert probe["blob"] == list(range(256))
+    assert probe["link"] == ["resource_link", "city://tokyo", beyond.CITIES["tokyo"]]
+    assert "toolbench-transcript" in outputs(nb, "trip = bench.prompt(")
+    assert "Plan a 5-day trip from Paris to Lima" in probe["trip"]
+    assert probe["asked"][0] == ["sampling", "When should I visit Lima?"]
+    assert probe["asked"][1][0] == "elicitation" and "Lima" in probe["asked"][1][1]
+    assert probe["asked"][1][2] == list(beyond.Trip.model_fields)
+    assert "When should I visit Lima?" in probe["reply"]["text"]
+    assert probe["answer"] == {"action": "accept", "content": {
+        "destination": "Lima", "nights": 4, "budget": 1200.0, "travel_class": "economy",
+        "insurance": False}}
+    assert [len(r) for r in probe["roots"]] == [1, 2]
+    assert probe["roots"][0][0]["uri"] == NOTEBOOKS.resolve().as_uri()
+    # Bench(log_level="info") by default: chatty's debug message is not asked for.
+    assert probe["levels"] == sorted(set(beyond.LOG_LEVELS) - {"debug"})
+    assert probe["reported"] == [f"{n} of 4: step {n} of 4" for n in range(1, 5)]
+    assert probe["progress_logged"] == [f"step {n} of {k}" for k in (10, 4)
+                                        for n in range(1, k + 1)]
+    assert probe["kinds"] == {"tool": 8, "resource": 6, "prompt": 1} and probe["failed"] == 0
+    assert "kind" in outputs(nb, 'bench.records[["kind"')
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "a call's progress bar is made on toolbench's loop thread, so ipykernel sends it under the "
+    "parent header of the cell that started that thread, not the calling cell (the same for "
+    "print() in a handler or progress function); remove this mark when the bar is displayed "
+    "from the calling cell"))
+def test_05_progress_bar_shows_under_its_cell() -> None:
+    nb, _, _ = run("05_beyond_tools")
+    shown = outputs(nb, 'bench.call("beyond-countdown", steps=10')
+    assert "application/vnd.jupyter.widget-view+json" in shown
