@@ -53,7 +53,7 @@ from toolbench._core.contents import PromptResult, ReadResult
 from toolbench._core.errors import Refused, TimedOut, ToolError, Unreachable
 from toolbench._core.ids import Provenance, did_you_mean
 from toolbench._loop import get_loop
-from toolbench._transports.mcp_resources import NOT_OFFERED
+from toolbench._transports.mcp import NOT_OFFERED
 
 if TYPE_CHECKING:
     import pandas as pd

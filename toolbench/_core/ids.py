@@ -6,6 +6,7 @@ name a server advertises: two copies of one server must stay distinguishable.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -155,6 +156,9 @@ class Egress:
 _PROVENANCE_FIELDS = ("run", "case", "effect", "dispatch", "agent")
 
 
+_JSON_SCALARS = frozenset({str, int, bool, type(None)})
+
+
 class Provenance:
     """Who or what asked for a call; travels in MCP ``_meta`` and stays in every record."""
 
@@ -214,6 +218,16 @@ class Provenance:
     def as_dict(self) -> dict[str, Any]:
         """The fields as a new plain dict (what records and the journal store)."""
         return dict(self._fields)
+
+    def as_meta(self) -> dict[str, Any] | None:
+        """The request's MCP ``_meta`` (``None`` when there is nothing to say). Only JSON can
+        travel, so a value that is not JSON goes as its string form rather than failing."""
+        if not self._fields:
+            return None
+        fields = dict(self._fields)
+        if all(type(v) in _JSON_SCALARS for v in fields.values()):  # the usual case: as is
+            return {self.META_KEY: fields}
+        return {self.META_KEY: json.loads(json.dumps(fields, default=str))}
 
     def __bool__(self) -> bool:
         return bool(self._fields)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
-import json
 import logging
 import math
 import os
@@ -40,7 +39,7 @@ from collections.abc import (
 )
 from contextlib import AsyncExitStack, asynccontextmanager
 from types import TracebackType
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypeVar, cast
 from urllib.parse import urlsplit
 
 import anyio
@@ -61,7 +60,7 @@ from toolbench._core import html as _html
 from toolbench._core.checks import is_whole, seconds
 from toolbench._core.client import Result, ToolSpec, check_arguments
 from toolbench._core.contents import PromptResult, ReadResult
-from toolbench._core.errors import Malformed, ToolError, ToolFailed, Unreachable
+from toolbench._core.errors import Malformed, Refused, ToolError, ToolFailed, Unreachable
 from toolbench._core.ids import Destination, Provenance, ToolId, check_server_name, is_tool_name
 from toolbench._core.validate import validate_output
 from toolbench._core.version import __version__
@@ -104,6 +103,10 @@ logger = logging.getLogger(__name__)
 TransportName = Literal["stdio", "http", "sse", "in-process"]
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 ToolsChangedFn = Callable[[str], Awaitable[None]]
+T = TypeVar("T")
+NOT_OFFERED = "does not offer"
+"""In the ``Refused`` of a server whose capabilities lack what a request needs (a bench
+listing every server leaves such a server out quietly)."""
 
 GARBAGE_GRACE_S = 3.0
 """After non-protocol output on stdout, how much longer a starting server gets to answer."""
@@ -365,6 +368,26 @@ class McpClient:
     @property
     def server_info(self) -> dict[str, Any]:
         return dict(self._server_info)
+
+    @property
+    def timeout(self) -> float:
+        """Seconds each call or request may take, unless it says otherwise."""
+        return self._timeout
+
+    @property
+    def connect_timeout(self) -> float:
+        """Seconds connecting, and each whole listing, may take."""
+        return self._connect_timeout
+
+    @property
+    def max_tools(self) -> int:
+        """The most items a listing (tools, resources, prompts) may hold."""
+        return self._max_tools
+
+    @property
+    def max_message_bytes(self) -> int:
+        """The largest message read from the server."""
+        return self._max_message_bytes
 
     @property
     def last_error(self) -> str | None:
@@ -741,7 +764,12 @@ class McpClient:
             logger.exception("tools-changed listener for %s raised", self.name)
 
     # -- discovery and calls ----------------------------------------------------------------
-    def _check_server(self, server: str, tool: ToolId | None = None) -> None:
+    def check_server(self, server: str, tool: ToolId | None = None) -> None:
+        """Refuse, before anything is sent, a request for a server this client does not serve.
+
+        Raises:
+            Unreachable: ``server`` is not this client's ``name``.
+        """
         if server != self.name:
             raise Unreachable(
                 f"this connection serves {self.name!r}, not {server!r}", tool=tool
@@ -827,7 +855,7 @@ class McpClient:
         and every page by ``max_message_bytes``. Exceeding a bound is ``Unreachable`` (at
         connect, the bench keeps the failed row); a repeated cursor is ``Malformed``.
         """
-        self._check_server(server)
+        self.check_server(server)
         client = await self._client(None)
         specs: list[ToolSpec] = []
         as_tasks: set[str] = set()
@@ -901,7 +929,7 @@ class McpClient:
             Malformed: an answer that breaks the protocol or the output schema.
         """
         args = check_arguments(tool, arguments)
-        self._check_server(tool.server, tool)
+        self.check_server(tool.server, tool)
         limit = self._timeout if timeout is None else seconds(timeout, "timeout")
         meta = _meta(provenance)
         # The shared loop is asyncio: its clock is anyio's, read without anyio's backend
@@ -911,17 +939,7 @@ class McpClient:
             self._primitives()  # binds a new client; refuses a second live loop
         deadline = loop.time() + limit
         conn, client = await self._session(tool, deadline, limit)
-        # The timeout covers connecting, queueing and the request. What runs out before
-        # the request reaches the transport did not happen (Unreachable), never in doubt.
-        limiter = self._limiter
-        if limiter is not None:
-            with anyio.move_on_at(deadline) as queued:
-                await limiter.acquire()
-            if queued.cancelled_caught:
-                raise Unreachable(
-                    f"the call was not sent: it waited {limit:g} s for one of "
-                    f"max_concurrent={self._max_concurrent} slots", tool=tool
-                )
+        limiter = await self._slot(deadline, limit, "call", tool)
         ticket = CallTicket(tracked=conn.tracker.active)
         task_ids: list[str] = []  # a tool that runs only as a task: the server's task id
         token = TICKET.set(ticket)
@@ -948,20 +966,14 @@ class McpClient:
                             meta=cast("RequestParamsMeta | None", meta),
                         )
             except Exception as exc:
-                if (self.transport == "http" and ticket.sent and not ticket.error_reply
-                        and is_transport_failure(exc, ticket, connection_up=False)):
-                    ticket.refused = await self._refusal(conn, ticket)
-                error = self._mapped(exc, tool, limit, "call", ticket=ticket, conn=conn)
+                error = await self._failure(exc, tool, limit, "call", ticket, conn)
                 if self._requests is not None:  # a failed sampling/elicitation answer says so
                     error = call_error(error, exc, self._requests, self.name, started)
                 if task_ids:  # the server's task was cancelled (tasks/cancel) on the way out
                     error.detail = f"{error.detail} (task {task_ids[0]})"
                 raise error from self._redact.cause(exc)
         finally:
-            TICKET.reset(token)
-            conn.tracker.forget(ticket)
-            if limiter is not None:
-                limiter.release()
+            self._settled(ticket, token, conn, limiter)
         latency = time.perf_counter() - started
         result = self._result(raw, tool, latency)
         if task_ids:
@@ -974,6 +986,80 @@ class McpClient:
                 raise call_error(failed, None, self._requests, self.name, started)
             raise failed
         return result
+
+    async def request(self, method: str, send: Callable[[Client], Awaitable[T]], *,
+                      timeout: float | None = None, offers: str | None = None) -> T:
+        """One request other than a tool call (``resources/read``, ``prompts/get``, ...),
+        sent as ``send(sdk_client)`` inside the same envelope as :meth:`call`.
+
+        The envelope: connecting on first use, a ``max_concurrent`` slot, one timeout over
+        all of it, and the error table, with a ticket that tells a request that never left
+        (``did_not_happen``) from one that got no answer (``in_doubt``).
+
+        Args:
+            method: the MCP method, for the ticket and the error messages.
+            send: makes the request through the entered SDK client.
+            timeout: seconds for all of it (default: the client's ``timeout``).
+            offers: a server capability (``"resources"``, ``"prompts"``) the request needs;
+                a server whose capabilities lack it is refused before anything is sent.
+
+        Raises:
+            ToolError: as for :meth:`call`; ``Refused`` when ``offers`` is not offered.
+        """
+        limit = self._timeout if timeout is None else seconds(timeout, "timeout")
+        loop = asyncio.get_running_loop()
+        if loop is not self._bound:
+            self._primitives()
+        deadline = loop.time() + limit
+        conn, client = await self._session(None, deadline, limit)
+        if offers is not None and getattr(client.server_capabilities, offers, None) is None:
+            raise Refused(f"server {self.name!r} {NOT_OFFERED} {offers} (its capabilities "
+                          "list none); nothing was sent")
+        limiter = await self._slot(deadline, limit, method, None)
+        ticket = CallTicket(method=method, tracked=conn.tracker.active)
+        token = TICKET.set(ticket)
+        try:
+            try:
+                async with asyncio.timeout_at(deadline):
+                    return await send(client)
+            except Exception as exc:
+                error = await self._failure(exc, None, limit, method, ticket, conn)
+                raise error from self._redact.cause(exc)
+        finally:
+            self._settled(ticket, token, conn, limiter)
+
+    async def _slot(self, deadline: float, limit: float, what: str,
+                    tool: ToolId | None) -> anyio.CapacityLimiter | None:
+        """One of ``max_concurrent`` slots, waited for within the request's timeout: the
+        timeout covers connecting, queueing and the request, and what runs out before the
+        request reaches the transport did not happen (Unreachable), never in doubt."""
+        limiter = self._limiter
+        if limiter is not None:
+            with anyio.move_on_at(deadline) as queued:
+                await limiter.acquire()
+            if queued.cancelled_caught:
+                raise Unreachable(
+                    f"the {what} was not sent: it waited {limit:g} s for one of "
+                    f"max_concurrent={self._max_concurrent} slots", tool=tool
+                )
+        return limiter
+
+    async def _failure(self, exc: Exception, tool: ToolId | None, limit: float, method: str,
+                       ticket: CallTicket, conn: _Conn) -> ToolError:
+        """A request's exception as the error table's ToolError (an HTTP connect that was
+        refused under a sent request is found first: then it never reached the server)."""
+        if (self.transport == "http" and ticket.sent and not ticket.error_reply
+                and is_transport_failure(exc, ticket, connection_up=False)):
+            ticket.refused = await self._refusal(conn, ticket)
+        return self._mapped(exc, tool, limit, method, ticket=ticket, conn=conn)
+
+    @staticmethod
+    def _settled(ticket: CallTicket, token: Any, conn: _Conn,
+                 limiter: anyio.CapacityLimiter | None) -> None:
+        TICKET.reset(token)
+        conn.tracker.forget(ticket)
+        if limiter is not None:
+            limiter.release()
 
     async def _check_output(self, name: str, result: types.CallToolResult) -> None:
         """The SDK's output check, bounded: the tool ran, so a mismatch is ``Malformed``.
@@ -1174,16 +1260,7 @@ def _meta(provenance: Provenance | None) -> dict[str, Any] | None:
         return None
     if not isinstance(provenance, Provenance):
         raise TypeError(f"provenance must be a Provenance, not {type(provenance).__name__}")
-    if not provenance:  # nothing to say: send no _meta at all
-        return None
-    fields = provenance.as_dict()
-    if all(type(v) in _JSON_SCALARS for v in fields.values()):  # the usual case: as it is
-        return {Provenance.META_KEY: fields}
-    # Only JSON can travel; anything else is sent as its string form rather than failing.
-    return {Provenance.META_KEY: json.loads(json.dumps(fields, default=str))}
-
-
-_JSON_SCALARS = frozenset({str, int, bool, type(None)})
+    return provenance.as_meta()
 
 
 def _string_map(label: str, value: Mapping[str, str] | None) -> dict[str, str]:

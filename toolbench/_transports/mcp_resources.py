@@ -19,9 +19,7 @@ so the contents are measured here).
 
 from __future__ import annotations
 
-import asyncio
 import functools
-import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
@@ -31,11 +29,9 @@ import mcp_types as types
 from mcp_types import RequestParamsMeta
 
 from toolbench._core import html as _html
-from toolbench._core.checks import seconds
 from toolbench._core.contents import PromptResult, ReadResult
 from toolbench._core.errors import Malformed, Refused, Unreachable
 from toolbench._core.ids import Provenance
-from toolbench._transports.mcp_errors import TICKET, CallTicket, is_transport_failure
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -44,9 +40,6 @@ if TYPE_CHECKING:
 
 MAX_PAGES = 10_000
 """Pages a listing may take (the bound ``McpClient.list_tools`` has, for the same reason)."""
-NOT_OFFERED = "does not offer"
-"""In the ``Refused`` of a server whose capabilities lack resources or prompts (a bench
-listing every server leaves such a server out quietly)."""
 MAX_URI_CHARS = 8192
 """A URI longer than this is refused before sending (no real resource needs more)."""
 
@@ -59,68 +52,24 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _offers(mcp: McpClient, sdk: Client, what: str) -> None:
-    """Refuse, before sending, a request the server's capabilities do not offer."""
-    capabilities = sdk.server_capabilities
-    if getattr(capabilities, what, None) is None:
-        raise Refused(f"server {mcp.name!r} {NOT_OFFERED} {what} (its capabilities list "
-                      f"none); nothing was sent")
-
-
-async def _request(mcp: McpClient, what: str, method: str, timeout: float | None,
-                   send: Callable[[Client], Awaitable[Any]]) -> Any:
-    """One request, mapped like a tool call: the ticket tells sent from never sent."""
-    limit = mcp._timeout if timeout is None else seconds(timeout, "timeout")
-    loop = asyncio.get_running_loop()
-    if loop is not mcp._bound:
-        mcp._primitives()
-    deadline = loop.time() + limit
-    conn, sdk = await mcp._session(None, deadline, limit)
-    _offers(mcp, sdk, what)
-    limiter = mcp._limiter
-    if limiter is not None:
-        with anyio.move_on_at(deadline) as queued:
-            await limiter.acquire()
-        if queued.cancelled_caught:
-            raise Unreachable(f"the {method} was not sent: it waited {limit:g} s for one of "
-                              f"max_concurrent={mcp._max_concurrent} slots")
-    ticket = CallTicket(method=method, tracked=conn.tracker.active)
-    token = TICKET.set(ticket)
-    try:
-        try:
-            async with asyncio.timeout_at(deadline):
-                return await send(sdk)
-        except Exception as exc:
-            if (mcp.transport == "http" and ticket.sent and not ticket.error_reply
-                    and is_transport_failure(exc, ticket, connection_up=False)):
-                ticket.refused = await mcp._refusal(conn, ticket)
-            error = mcp._mapped(exc, None, limit, method, ticket=ticket, conn=conn)
-            raise error from mcp._redact.cause(exc)
-    finally:
-        TICKET.reset(token)
-        conn.tracker.forget(ticket)
-        if limiter is not None:
-            limiter.release()
-
-
 async def _list_all(mcp: McpClient, server: str, what: str, method: str, field: str,
                     page: Callable[[Client, str | None], Awaitable[Any]],
                     row: Callable[[Any], dict[str, Any]]) -> list[dict[str, Any]]:
     """Every item of a listing, bounded like ``McpClient.list_tools``."""
-    mcp._check_server(server)
+    mcp.check_server(server)
     items: list[dict[str, Any]] = []
     seen: set[str] = set()
     cursor: str | None = None
     pages = 0
-    with anyio.move_on_after(mcp._connect_timeout):
+    with anyio.move_on_after(mcp.connect_timeout):
         while pages < MAX_PAGES:
-            answer = await _request(mcp, what, method, None,
-                                    functools.partial(_page, page, cursor))
+            answer = await mcp.request(method, functools.partial(_page, page, cursor),
+                                       offers=what)
             pages += 1
             found = list(getattr(answer, field) or [])
-            if len(items) + len(found) > mcp._max_tools:
+            if len(items) + len(found) > mcp.max_tools:
                 raise Unreachable(f"server {mcp.name!r} lists more than max_tools="
-                                  f"{mcp._max_tools:,} {what}; stopped after {pages} pages")
+                                  f"{mcp.max_tools:,} {what}; stopped after {pages} pages")
             items.extend(row(item) for item in found)
             cursor = answer.next_cursor
             if cursor is None:
@@ -132,7 +81,7 @@ async def _list_all(mcp: McpClient, server: str, what: str, method: str, field: 
         raise Unreachable(f"server {mcp.name!r} sent more than {MAX_PAGES:,} pages of {what} "
                           f"({len(items):,} so far); listing stopped")
     raise Unreachable(f"listing the {what} of {mcp.name!r} took longer than connect_timeout="
-                      f"{mcp._connect_timeout:g} s ({len(items):,} in {pages} pages so far)")
+                      f"{mcp.connect_timeout:g} s ({len(items):,} in {pages} pages so far)")
 
 
 async def _page(page: Callable[[Client, str | None], Awaitable[Any]], cursor: str | None,
@@ -178,26 +127,19 @@ async def list_prompts(mcp: McpClient, server: str) -> list[dict[str, Any]]:
                            lambda sdk, cursor: sdk.list_prompts(cursor=cursor), _prompt_row)
 
 
-def _meta(provenance: Provenance | None) -> RequestParamsMeta | None:
-    """Provenance as the request's ``_meta``, as a tool call sends it (JSON only)."""
-    if provenance is None or not provenance:
-        return None
-    fields = json.loads(json.dumps(provenance.as_dict(), default=str))
-    return cast("RequestParamsMeta", {Provenance.META_KEY: fields})
-
-
 async def read_resource(mcp: McpClient, server: str, uri: str, *, timeout: float | None = None,
                         provenance: Provenance | None = None) -> ReadResult:
     """Read one resource (a template's URI filled in works too); bounded in size."""
-    mcp._check_server(server)
+    mcp.check_server(server)
     if not isinstance(uri, str) or not uri or len(uri) > MAX_URI_CHARS:
         shown = _html.shorten(repr(uri), 80)
         raise Refused(f"a resource URI is a non-empty str of at most {MAX_URI_CHARS:,} "
                       f"characters, not {shown}; nothing was sent")
-    meta = _meta(provenance)
+    meta = cast("RequestParamsMeta | None", None if provenance is None
+                else provenance.as_meta())
     started = time.perf_counter()
-    raw = await _request(mcp, "resources", "resources/read", timeout,
-                         lambda sdk: sdk.read_resource(uri, meta=meta))
+    raw = await mcp.request("resources/read", lambda sdk: sdk.read_resource(uri, meta=meta),
+                            timeout=timeout, offers="resources")
     latency = time.perf_counter() - started
     try:
         contents = [item.model_dump(by_alias=True, exclude_none=True, mode="json")
@@ -206,10 +148,10 @@ async def read_resource(mcp: McpClient, server: str, uri: str, *, timeout: float
         raise Malformed(f"unreadable resources/read answer for {_html.shorten(uri, 200)!r}: "
                         f"{type(exc).__name__}") from exc
     size = sum(len(str(c.get("text") or c.get("blob") or "")) for c in contents)
-    if size > mcp._max_message_bytes:
+    if size > mcp.max_message_bytes:
         raise Malformed(f"resource {_html.shorten(uri, 200)!r} of {mcp.name!r} is {size:,} "
                         f"characters, more than max_message_bytes="
-                        f"{mcp._max_message_bytes:,}; it is not kept")
+                        f"{mcp.max_message_bytes:,}; it is not kept")
     return ReadResult(uri, contents, mcp.name, latency)
 
 
@@ -218,7 +160,7 @@ async def get_prompt(mcp: McpClient, server: str, name: str,
                      timeout: float | None = None,
                      provenance: Provenance | None = None) -> PromptResult:
     """Fetch one prompt's messages; MCP prompt arguments are strings, checked before sending."""
-    mcp._check_server(server)
+    mcp.check_server(server)
     args = dict(arguments or {})
     bad = [(k, v) for k, v in args.items() if not isinstance(k, str) or not isinstance(v, str)]
     if bad:
@@ -226,10 +168,12 @@ async def get_prompt(mcp: McpClient, server: str, name: str,
         raise Refused(f"prompt {name!r}: argument {_html.shorten(repr(key), 60)} is "
                       f"{type(value).__name__} {_html.shorten(repr(value), 60)}; MCP prompt "
                       "arguments are strings (pass str(value)); nothing was sent")
-    meta = _meta(provenance)
+    meta = cast("RequestParamsMeta | None", None if provenance is None
+                else provenance.as_meta())
     started = time.perf_counter()
-    raw = await _request(mcp, "prompts", "prompts/get", timeout,
-                         lambda sdk: sdk.get_prompt(name, args or None, meta=meta))
+    raw = await mcp.request("prompts/get",
+                            lambda sdk: sdk.get_prompt(name, args or None, meta=meta),
+                            timeout=timeout, offers="prompts")
     latency = time.perf_counter() - started
     try:
         messages = [m.model_dump(by_alias=True, exclude_none=True, mode="json")
