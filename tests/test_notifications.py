@@ -142,3 +142,21 @@ def test_logs_and_progress_arrive_from_a_stdio_child() -> None:
             f"step {n} of 3" for n in (1, 2, 3)]
         assert "error message from chatty" in set(logs["message"])
         assert "debug message from chatty" not in set(logs["message"])
+
+
+def test_a_calls_bar_is_made_on_the_first_update_and_follows_the_server() -> None:
+    from toolbench._bench.progress import BAR_INTERVAL_S, ProgressBar, progress_shown
+
+    bar = ProgressBar("call beyond-countdown")
+    bar.close()  # never updated: nothing was made, nothing to close
+    assert bar._bar is None
+    for step in range(1, 10_001):  # a server sending many updates: counted, redrawn rarely
+        bar(step, 10_000, f"<b>step {step}</b>")
+    made = bar._bar
+    assert made is not None and made.n == 10_000 and made.total == 10_000
+    assert made.mininterval == BAR_INTERVAL_S
+    assert "&lt;" not in made.postfix and "step 10000" in made.postfix  # text, not HTML
+    bar.close()
+    assert progress_shown(False, "x") is None
+    assert isinstance(progress_shown(True, "x"), ProgressBar)
+    assert progress_shown(None, "x") is None  # no kernel here: no bar outside a notebook

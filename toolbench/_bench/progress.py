@@ -30,8 +30,16 @@ Progress = bool | ProgressShown | None
 
 
 def in_notebook() -> bool:
-    """A Jupyter kernel runs this process (a bar there is a widget, not terminal text)."""
-    return "ipykernel" in sys.modules
+    """This process is a Jupyter kernel (a bar there is a widget, not terminal text): its
+    IPython shell is the kernel's. Merely importing ipykernel does not make a notebook."""
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return False
+    try:
+        shell = ipython.get_ipython()
+    except Exception:
+        return False
+    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
 
 
 class ProgressBar:
