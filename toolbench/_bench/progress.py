@@ -4,10 +4,17 @@ Most calls report no progress, so a call's bar is made on the first update, not 
 tqdm throttles its redraws (``mininterval``), so a server sending thousands of updates costs
 a counter update each, not a redraw each. Outside a notebook no bar is made at all: a
 terminal's bar would interleave with the caller's own output.
+
+**Which cell shows it.** ipykernel sends output under the parent header held in a context
+variable. A call's coroutine runs with its calling cell's context (the hop to the shared loop
+copies it), but the SDK runs progress callbacks in its connection's receive task, whose
+context is that of the cell that started the loop thread. So the call's context is captured
+when the call starts, and the bar is made, and the user's function run, inside it.
 """
 
 from __future__ import annotations
 
+import contextvars
 import sys
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -49,6 +56,7 @@ class ProgressBar:
         self.label = label
         self._bar: Any = None
         self._broken = False
+        self._context = contextvars.copy_context()  # the calling cell's, for the display
 
     def __call__(self, progress: float, total: float | None, message: str | None) -> None:
         if self._broken:
@@ -59,8 +67,8 @@ class ProgressBar:
             except ImportError:  # tqdm comes with the lab extra; without it, no bar
                 self._broken = True
                 return
-            self._bar = tqdm(total=total, desc=self.label, leave=True,
-                             mininterval=BAR_INTERVAL_S)
+            self._bar = self._context.run(tqdm, total=total, desc=self.label, leave=True,
+                                          mininterval=BAR_INTERVAL_S)
         bar = self._bar
         if total is not None and bar.total != total:
             bar.total = total
@@ -84,7 +92,13 @@ def progress_shown(progress: Progress, label: str) -> ProgressShown | None:
     if progress is True:
         return ProgressBar(label)
     if callable(progress):
-        return progress
+        context = contextvars.copy_context()  # its print() goes under the calling cell
+        function = progress
+
+        def in_calling_context(done: float, total: float | None, message: str | None) -> None:
+            context.run(function, done, total, message)
+
+        return in_calling_context
     raise TypeError(f"progress must be None (a bar in a notebook), False (none), True or a "
                     f"function of (progress, total, message), not {progress!r}")
 
