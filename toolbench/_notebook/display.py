@@ -33,7 +33,7 @@ _DISPOSITION_NOTE = {
     "in_doubt": "it may or may not have run: do not retry blindly",
     "landed": "the tool ran: retrying runs it again",
 }
-RECORD_VIEW = ("started", "name", "arguments", "ok", "disposition", "error_type",
+RECORD_VIEW = ("started", "kind", "name", "arguments", "ok", "disposition", "error_type",
                "latency_ms", "text", "error")
 CATALOG_VIEW = ("name", "server", "tool", "title", "description", "parameters", "required",
                 "warnings")
