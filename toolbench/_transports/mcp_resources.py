@@ -127,6 +127,28 @@ async def list_prompts(mcp: McpClient, server: str) -> list[dict[str, Any]]:
                            lambda sdk, cursor: sdk.list_prompts(cursor=cursor), _prompt_row)
 
 
+async def _fetch(mcp: McpClient, method: str, offers: str, timeout: float | None,
+                 provenance: Provenance | None,
+                 send: Callable[[Client, RequestParamsMeta | None], Awaitable[Any]],
+                 ) -> tuple[Any, float]:
+    """One read or prompt fetch through the client's envelope, with its latency."""
+    meta = cast("RequestParamsMeta | None",
+                None if provenance is None else provenance.as_meta())
+    started = time.perf_counter()
+    raw = await mcp.request(method, lambda sdk: send(sdk, meta), timeout=timeout,
+                            offers=offers)
+    return raw, time.perf_counter() - started
+
+
+def _dumped(items: Any, what: str) -> list[dict[str, Any]]:
+    """The answer's items as plain JSON dicts; an answer that will not dump is Malformed."""
+    try:
+        return [item.model_dump(by_alias=True, exclude_none=True, mode="json")
+                for item in items]
+    except Exception as exc:
+        raise Malformed(f"unreadable {what}: {type(exc).__name__}") from exc
+
+
 async def read_resource(mcp: McpClient, server: str, uri: str, *, timeout: float | None = None,
                         provenance: Provenance | None = None) -> ReadResult:
     """Read one resource (a template's URI filled in works too); bounded in size."""
@@ -135,18 +157,11 @@ async def read_resource(mcp: McpClient, server: str, uri: str, *, timeout: float
         shown = _html.shorten(repr(uri), 80)
         raise Refused(f"a resource URI is a non-empty str of at most {MAX_URI_CHARS:,} "
                       f"characters, not {shown}; nothing was sent")
-    meta = cast("RequestParamsMeta | None", None if provenance is None
-                else provenance.as_meta())
-    started = time.perf_counter()
-    raw = await mcp.request("resources/read", lambda sdk: sdk.read_resource(uri, meta=meta),
-                            timeout=timeout, offers="resources")
-    latency = time.perf_counter() - started
-    try:
-        contents = [item.model_dump(by_alias=True, exclude_none=True, mode="json")
-                    for item in raw.contents]
-    except Exception as exc:
-        raise Malformed(f"unreadable resources/read answer for {_html.shorten(uri, 200)!r}: "
-                        f"{type(exc).__name__}") from exc
+    raw, latency = await _fetch(
+        mcp, "resources/read", "resources", timeout, provenance,
+        lambda sdk, meta: sdk.read_resource(uri, meta=meta))
+    contents = _dumped(raw.contents,
+                       f"resources/read answer for {_html.shorten(uri, 200)!r}")
     size = sum(len(str(c.get("text") or c.get("blob") or "")) for c in contents)
     if size > mcp.max_message_bytes:
         raise Malformed(f"resource {_html.shorten(uri, 200)!r} of {mcp.name!r} is {size:,} "
@@ -168,17 +183,8 @@ async def get_prompt(mcp: McpClient, server: str, name: str,
         raise Refused(f"prompt {name!r}: argument {_html.shorten(repr(key), 60)} is "
                       f"{type(value).__name__} {_html.shorten(repr(value), 60)}; MCP prompt "
                       "arguments are strings (pass str(value)); nothing was sent")
-    meta = cast("RequestParamsMeta | None", None if provenance is None
-                else provenance.as_meta())
-    started = time.perf_counter()
-    raw = await mcp.request("prompts/get",
-                            lambda sdk: sdk.get_prompt(name, args or None, meta=meta),
-                            timeout=timeout, offers="prompts")
-    latency = time.perf_counter() - started
-    try:
-        messages = [m.model_dump(by_alias=True, exclude_none=True, mode="json")
-                    for m in raw.messages]
-    except Exception as exc:
-        raise Malformed(f"unreadable prompts/get answer for {name!r}: "
-                        f"{type(exc).__name__}") from exc
+    raw, latency = await _fetch(
+        mcp, "prompts/get", "prompts", timeout, provenance,
+        lambda sdk, meta: sdk.get_prompt(name, args or None, meta=meta))
+    messages = _dumped(raw.messages, f"prompts/get answer for {name!r}")
     return PromptResult(name, name, mcp.name, messages, raw.description, args, latency)
