@@ -1,7 +1,7 @@
 """The Bench's own costs: a call against the SDK's, a 10,000-tool catalog, 100,000 records.
 
 1. ``Bench.call`` against ``mcp.Client.call_tool`` on the same in-process server, recording
-   included, without and with a journal (issue 6's targets: ≤ 1.2 and ≤ 1.3). Both modes:
+   included, without and with a journal (the targets set for it: ≤ 1.2 and ≤ 1.3). Both modes:
    ``auto`` is how ``Bench.connect(name, MCPServer)`` connects (direct dispatch, no JSON-RPC);
    ``legacy`` is the JSON-RPC wire path, on both sides (the bench gets an McpClient subclass).
 2. A catalog of 10,000 tools (20 servers x 500) as a DataFrame and as HTML, against plain
@@ -41,8 +41,8 @@ from toolbench._core.ids import Destination, Provenance, ToolId
 from toolbench._notebook.display import html_table
 from toolbench._transports.mcp import McpClient
 
-W_CALL = "issue 6: Bench.call vs mcp.Client.call_tool, in process ({mode})"
-W_CPU = "issue 6: CPU time per call (all threads), in process ({mode})"
+W_CALL = "Bench.call vs mcp.Client.call_tool, in process ({mode})"
+W_CPU = "CPU time per call (all threads), in process ({mode})"
 W_CATALOG = "5. catalog of {n:,} tools"
 W_RECORD = "6. recording {n:,} calls"
 

@@ -1,4 +1,4 @@
-"""Issue 18: ``Bench.map`` on one machine vs on a Dask ``LocalCluster``.
+"""``Bench.map`` on one machine vs on a Dask ``LocalCluster``.
 
 A map of N cases (5,000 by default) to a stdio server whose tool spends 20 ms of CPU per
 call (tests/servers/cpu_server.py). Locally, one bench drives one server process, so the
@@ -31,8 +31,8 @@ from toolbench import Bench
 CPU_SERVER = common.REPO / "tests" / "servers" / "cpu_server.py"
 CPU_MS = 20.0
 CONCURRENCY = 8
-W_RATE = "issue 18: Bench.map of a {ms:g} ms-CPU stdio tool, cap " + f"{CONCURRENCY}, calls/s"
-W_SPEEDUP = "issue 18: Bench.map on a LocalCluster of 2 workers / local (same round, paired)"
+W_RATE = "Bench.map of a {ms:g} ms-CPU stdio tool, cap " + f"{CONCURRENCY}, calls/s"
+W_SPEEDUP = "Bench.map on a LocalCluster of 2 workers / local (same round, paired)"
 LOCAL = "toolbench, local (one server)"
 CLUSTER = "toolbench, LocalCluster 2 worker processes (a server each)"
 

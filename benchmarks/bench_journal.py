@@ -1,4 +1,4 @@
-"""Workload 8: what the journal costs a call and a map, now and before issue 14.
+"""What the journal costs a call and a map, now and as it was before the intent log.
 
 All against the zero-latency in-process server, so the journal's cost is not hidden behind
 a tool's latency:
@@ -12,7 +12,7 @@ a tool's latency:
 3. ``Bench.map`` throughput (calls/s, concurrency 8) for the same three; map rounds
    interleaved.
 
-Goals (issue 14): a journaled map keeps at least 90 % of the throughput of the same map
+Goals: a journaled map keeps at least 90 % of the throughput of the same map
 without a journal; a journaled call adds at most 60 µs.
 
     python benchmarks/bench_journal.py [--quick]
@@ -47,12 +47,12 @@ W_MAP = "8. Bench.map throughput, in process, zero-latency server, concurrency 8
 W_MAP_KEPT = "8. Bench.map throughput kept with a journal (same round, paired)"
 PLAIN = "toolbench, no journal"
 AFTER = "toolbench + journal (intent before, outcome behind)"
-BEFORE = "toolbench + journal as before issue 14 (INSERT on the loop)"
+BEFORE = "toolbench + journal as before the intent log (INSERT on the loop)"
 SUBJECTS = (PLAIN, AFTER, BEFORE)
 
 
 class BeforeStore(RecordStore):
-    """The journal before issue 14, kept to measure against: one autocommit INSERT per
+    """The journal before the intent log, kept to measure against: one autocommit INSERT per
     record, on whatever thread appends (the event loop), no intent, no writer thread."""
 
     _JSON = frozenset({"arguments", "structured", "content", "provenance"})
@@ -183,7 +183,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     figures.ratio("journaled map throughput / unjournaled (goal ≥ 0.9; shown inverted)",
                   W_MAP, PLAIN, AFTER, 1 / 0.9,
                   note="no-journal calls/s over journal calls/s: ≤ 1.111 means ≥ 90 %")
-    figures.ratio("map, no journal / journal as before issue 14", W_MAP, PLAIN, BEFORE)
+    figures.ratio("map, no journal / journal as before the intent log", W_MAP, PLAIN, BEFORE)
     figures.notes.append(f"{W_ADDED}: goal ≤ 60 µs for '{AFTER}'; load average at end "
                          f"{os.getloadavg() if hasattr(os, 'getloadavg') else None}")
     return figures.as_dict()

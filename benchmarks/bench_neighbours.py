@@ -1,5 +1,5 @@
 """Does one server's huge or bursty traffic slow another server's calls? (DESIGN: "Break its
-neighbours"; issue 13 item 8.)
+neighbours".)
 
 One Bench, one shared loop, three stdio servers: a healthy one (the latency server, no
 waiting), a neighbour that answers every call with a 50 MB reply (over the 32 MiB
@@ -14,7 +14,7 @@ neighbour. The healthy server's call latency (p50, p99, through the synchronous 
 notebook uses) is measured alone and while each neighbour runs flat out in another thread; the
 target is p99 within 2x of alone.
 
-Before the fix (issue 13): the 50 MB reply took 24 s, the neighbour's median was 177 ms, the
+Before the size limits: the 50 MB reply took 24 s, the neighbour's median was 177 ms, the
 next call broke; 5,000 notifications cost 5,000 full re-lists.
 
     python benchmarks/bench_neighbours.py [--quick]
@@ -97,7 +97,7 @@ class _Neighbour:
 
 
 def _hostile_round(bench: Bench, figures: common.Figures, quick: bool) -> None:
-    """How long the bounded failures take (issue 13: 24 s, and 162 s plus 635 MB)."""
+    """How long the bounded failures take (before the limits: 24 s, and 162 s plus 635 MB)."""
     started = time.perf_counter()
     try:
         bench.call("big-big", {"size": REPLY_BYTES})

@@ -51,7 +51,7 @@ CONC_DELAY_MS = 20
 W1_IN = "1. sequential call latency, in process"
 W1_IO = "1. sequential call latency, stdio"
 W2 = "2. {n:,} calls at 20 ms under a cap of 8 (ideal {ideal:.2f} s)"
-W3 = "3. fan-out of one tool to {n} servers at 50–250 ms (issue 6)"
+W3 = "3. fan-out of one tool to {n} servers at 50–250 ms"
 W3_0 = "3. fan-out of one tool to {n} servers, no latency"
 W4 = "4. connect and discover {n} stdio servers"
 

@@ -1,4 +1,4 @@
-"""Per-call cost (issue 17): sweeps on a fast server, and single calls, beside the SDK.
+"""Per-call cost: sweeps on a fast server, and single calls, beside the SDK.
 
 Where a server answers in tens of microseconds, the client's own per-call work decides
 throughput. Peers, in one process, alternating repetition by repetition (each round runs
@@ -21,7 +21,7 @@ every subject once, in an order that flips every round, so drifting load weighs 
    no SDK.
 
 Ratios are the **median of per-round ratios** (paired: the two subjects of a ratio ran in the
-same round, seconds apart), with the goals of issue 17.
+same round, seconds apart), with the per-call goals.
 
     python benchmarks/bench_sweep.py [--quick]
 """
@@ -57,11 +57,11 @@ from toolbench._transports.toolset import Toolset
 FAST_SERVER = common.BENCH_DIR / "servers" / "fast_server.py"
 CAP = 8
 
-W_SWEEP = "issue 17: map of {n:,} calls, cap 8, fast stdlib stdio server (~50 µs)"
-W_SWEEP_SDK = "issue 17: map of {n:,} calls, cap 8, the SDK's Python stdio server"
-W_ONE_IN = "issue 17: one call at a time, in process"
-W_ONE_IO = "issue 17: one call at a time, stdio (the SDK's Python server)"
-W_LOCAL = "issue 17: one call at a time, in-process tools (ToolBox, Toolset)"
+W_SWEEP = "map of {n:,} calls, cap 8, fast stdlib stdio server (~50 µs)"
+W_SWEEP_SDK = "map of {n:,} calls, cap 8, the SDK's Python stdio server"
+W_ONE_IN = "one call at a time, in process"
+W_ONE_IO = "one call at a time, stdio (the SDK's Python server)"
+W_LOCAL = "one call at a time, in-process tools (ToolBox, Toolset)"
 
 SDK = "mcp.Client (SDK) + CapacityLimiter(8)"
 CSG = "ClientSessionGroup (SDK) + CapacityLimiter(8)"
@@ -359,7 +359,7 @@ def one_stdio(figures: common.Figures, quick: bool, fm: Any, errlog: TextIO) -> 
 
 
 # -- 6. the hop's floor ---------------------------------------------------------------------
-W_HOP = "issue 17: the sync hop around fixed Python work (no toolbench, no SDK)"
+W_HOP = "the sync hop around fixed Python work (no toolbench, no SDK)"
 
 
 def _work(loops: int) -> None:

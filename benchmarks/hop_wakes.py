@@ -1,5 +1,5 @@
 """When a synchronous call's hop loses its time: the two wake-ups, against how long each
-thread slept (issue 17; BENCHMARKS.md, "Per-call cost").
+thread slept (BENCHMARKS.md, "Per-call cost").
 
     python benchmarks/hop_wakes.py [--calls 1500]
 

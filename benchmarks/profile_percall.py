@@ -8,7 +8,7 @@ It runs a workload under ``py-spy record --threads --format raw`` (CPU samples: 
 are not sampled; ``py-spy`` is in the ``bench`` extra), then charges every sample to the
 innermost frame that belongs to a layer (the rules below, leaf to root), and scales the
 shares by the workload's measured CPU time per call. ``--gil`` samples only the thread that
-holds the GIL. The issue-17 section of BENCHMARKS.md quotes its output.
+holds the GIL. The "Per-call cost" section of BENCHMARKS.md quotes its output.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A prototype, not a feature: what a synchronous in-process call would cost on the caller's
-own thread (issue 17; BENCHMARKS.md, "What decides the synchronous goals").
+own thread (BENCHMARKS.md, "What decides the synchronous goals").
 
     python benchmarks/proto_caller_thread.py [--rounds 9] [--calls 300]
 

@@ -14,8 +14,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 WORKLOADS = (
-    "issue 6: Bench.call vs mcp.Client.call_tool, in process (auto)",
-    "issue 6: Bench.call vs mcp.Client.call_tool, in process (legacy)",
+    "Bench.call vs mcp.Client.call_tool, in process (auto)",
+    "Bench.call vs mcp.Client.call_tool, in process (legacy)",
     "1. sequential call latency, in process",
     "1. sequential call latency, stdio",
     "2. ",

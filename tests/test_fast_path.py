@@ -1,4 +1,4 @@
-"""The per-call fast paths of issue 17 decide exactly as the slow paths they stand in for.
+"""The per-call fast paths decide exactly as the slow paths they stand in for.
 
 * ``_validate._fast``: compiled once per schema, it may only ever say "valid" when
   jsonschema agrees (every "no" goes to jsonschema); checked against jsonschema on generated
@@ -240,7 +240,7 @@ def test_checked_arguments_are_walked_once_and_rechecked_once_changed(
 
 @pytest.mark.slow
 def test_a_bench_call_walks_its_arguments_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The bench, the router and McpClient each check; only the first walks (issue 17)."""
+    """The bench, the router and McpClient each check; only the first walks."""
     from mcp.server.mcpserver import MCPServer
 
     server = MCPServer("walks")

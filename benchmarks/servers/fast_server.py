@@ -1,6 +1,6 @@
 """A stdlib-only MCP server over stdio that answers in tens of microseconds: raw JSON-RPC.
 
-The benchmark target where the *client's* per-call work decides throughput (issue 17): no
+The benchmark target where the *client's* per-call work decides throughput: no
 SDK, no event loop, no pydantic on the server side, one line in and one line out. It speaks
 the 2025 handshake (``initialize``), so every client negotiates the same protocol with it; a
 ``server/discover`` probe (the SDK's ``auto`` mode) gets METHOD_NOT_FOUND, which is the

@@ -26,7 +26,6 @@ import ipywidgets as widgets
 from toolbench._core import html as _html
 from toolbench._core.validate import field_errors
 
-KINDS = ("enum", "string", "integer", "number", "boolean", "json")
 _BLANK = "\u2014"  # the Dropdown label for "no value"
 MAX_LABEL = 60
 MAX_FIELDS = 200

@@ -32,10 +32,6 @@ class StderrLog:
             self._path = path
         return self._file
 
-    @property
-    def path(self) -> str | None:
-        return self._path
-
     def mark(self) -> int:
         """The current size, so a start error can quote only what this attempt wrote."""
         if self._path is None:
