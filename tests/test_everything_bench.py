@@ -1,8 +1,9 @@
 """Resources, prompts, requests from servers, logs, progress and tasks through a Bench,
-against the real reference server, server-everything (npm; ``.ci/run`` installs it), over stdio and streamable HTTP: tools that appear only to a
-client with sampling and elicitation, both answered by functions; a resource link followed;
-resources, templates and prompts; log messages after ``toggle-simulated-logging``; progress
-from a long-running operation; and the research query that runs only as a task.
+against the real reference server, server-everything (npm; ``.ci/run`` installs it), over
+stdio and streamable HTTP: tools that appear only to a client with sampling and elicitation,
+both answered by functions; a resource link followed; resources, templates and prompts; log
+messages after ``toggle-simulated-logging``; progress from a long-running operation; and the
+research query that runs only as a task.
 
 The SDK-level facts these rest on are pinned in tests/test_everything.py.
 """
