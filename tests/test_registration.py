@@ -89,10 +89,10 @@ def test_load_config_isolates_every_server_whatever_the_exception(
         bench: tb.Bench, bad_names: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     real_open = _bench.open_connection
 
-    def open_or_break(name: str, target: Any, options: Any) -> Any:
+    def open_or_break(name: str, target: Any, options: Any, *listeners: Any) -> Any:
         if name == "buggy":  # a bug in some layer: not a ToolError, not even a ValueError
             raise RuntimeError("a bug while building the connection")
-        return real_open(name, target, options)
+        return real_open(name, target, options, *listeners)
 
     monkeypatch.setattr(_bench, "open_connection", open_or_break)
     config = {"mcpServers": {
