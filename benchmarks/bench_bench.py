@@ -9,7 +9,7 @@
 3. Recording 100,000 calls: building records, ``RecordStore.append`` in memory and with a
    SQLite journal, and the records DataFrame: µs per record.
 
-    python benchmarks/bench_bench.py [--quick]
+    python -m benchmarks.bench_bench [--quick]
 """
 
 from __future__ import annotations
@@ -25,14 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-
-try:
-    from benchmarks import common
-except ImportError:  # run as a script
-    import common  # type: ignore[no-redef]
-
 from mcp import Client
 
+from benchmarks import common
 from toolbench import Bench
 from toolbench._bench.journal import Journal
 from toolbench._bench.records import RecordStore, frame, make_record

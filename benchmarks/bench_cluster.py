@@ -8,7 +8,7 @@ their order alternating, and the ratio is taken within the round (a drifting loa
 on the pair alike). The cluster's first map (workers importing toolbench and starting their
 servers) is a warm-up, not measured.
 
-    python benchmarks/bench_cluster.py [--quick] [--cases N] [--rounds R] [--ms MS]
+    python -m benchmarks.bench_cluster [--quick] [--cases N] [--rounds R] [--ms MS]
 """
 
 from __future__ import annotations
@@ -21,11 +21,7 @@ import sys
 import time
 from typing import Any
 
-try:
-    from benchmarks import common
-except ImportError:  # run as a script
-    import common  # type: ignore[no-redef]
-
+from benchmarks import common
 from toolbench import Bench
 
 CPU_SERVER = common.REPO / "tests" / "servers" / "cpu_server.py"

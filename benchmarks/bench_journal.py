@@ -15,7 +15,7 @@ a tool's latency:
 Goals: a journaled map keeps at least 90 % of the throughput of the same map
 without a journal; a journaled call adds at most 60 µs.
 
-    python benchmarks/bench_journal.py [--quick]
+    python -m benchmarks.bench_journal [--quick]
 """
 
 from __future__ import annotations
@@ -31,11 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-try:
-    from benchmarks import common
-except ImportError:  # run as a script
-    import common  # type: ignore[no-redef]
-
+from benchmarks import common
 from toolbench import Bench
 from toolbench._bench.journal import Journal
 from toolbench._bench.records import COLUMNS, Record, RecordStore

@@ -5,22 +5,17 @@ same run, interleaved round by round so machine noise hits both alike. The SDK s
 inside one ``anyio.run`` (its best case: no thread hop); McpClient pays for the hop from the
 calling thread to the shared loop and back, which is the price of a synchronous face.
 
-    python benchmarks/bench_mcp.py [--quick]
+    python -m benchmarks.bench_mcp [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import anyio
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 

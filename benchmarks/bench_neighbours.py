@@ -17,7 +17,7 @@ target is p99 within 2x of alone.
 Before the size limits: the 50 MB reply took 24 s, the neighbour's median was 177 ms, the
 next call broke; 5,000 notifications cost 5,000 full re-lists.
 
-    python benchmarks/bench_neighbours.py [--quick]
+    python -m benchmarks.bench_neighbours [--quick]
 """
 
 from __future__ import annotations
@@ -28,10 +28,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import common
 from toolbench import Bench

@@ -14,7 +14,7 @@ The SDK-side peers run in one ``anyio.run`` (their natural use: no thread hop). 
 sync face (what a notebook cell uses) is called from a worker thread of that same run, so
 every connection stays open across rounds, and rounds interleave the subjects.
 
-    python benchmarks/bench_peers.py [--quick]
+    python -m benchmarks.bench_peers [--quick]
 """
 
 from __future__ import annotations
@@ -31,14 +31,9 @@ from typing import Any, TextIO
 
 import anyio
 import anyio.to_thread
-
-try:
-    from benchmarks import common
-except ImportError:  # run as a script
-    import common  # type: ignore[no-redef]
-
 from mcp import Client, ClientSessionGroup, StdioServerParameters, stdio_client
 
+from benchmarks import common
 from toolbench import Bench
 from toolbench._core.ids import ToolId
 from toolbench._loop import get_loop

@@ -4,8 +4,8 @@ Registers ``services x tools`` through in-process ToolClients (a small double: n
 the figures are the pegboard's own), then looks names up in a random order. A plain dict
 lookup is measured alongside as the floor, so the pegboard's overhead is visible.
 
-    python benchmarks/bench_pegboard.py            # 100 services x 100 tools, 1,000,000 lookups
-    python benchmarks/bench_pegboard.py --quick    # small, a few seconds
+    python -m benchmarks.bench_pegboard            # 100 services x 100 tools, 1,000,000 lookups
+    python -m benchmarks.bench_pegboard --quick    # small, a few seconds
 """
 
 from __future__ import annotations
@@ -15,16 +15,12 @@ import contextlib
 import json
 import random
 import statistics
-import sys
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 import anyio
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from toolbench._core.client import Result, ToolSpec
 from toolbench._core.errors import Unreachable

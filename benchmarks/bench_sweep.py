@@ -23,7 +23,7 @@ every subject once, in an order that flips every round, so drifting load weighs 
 Ratios are the **median of per-round ratios** (paired: the two subjects of a ratio ran in the
 same round, seconds apart), with the per-call goals.
 
-    python benchmarks/bench_sweep.py [--quick]
+    python -m benchmarks.bench_sweep [--quick]
 """
 
 from __future__ import annotations
@@ -40,14 +40,9 @@ from typing import Any, TextIO
 
 import anyio
 import anyio.to_thread
-
-try:
-    from benchmarks import common
-except ImportError:  # run as a script
-    import common  # type: ignore[no-redef]
-
 from mcp import Client, ClientSessionGroup, StdioServerParameters, stdio_client
 
+from benchmarks import common
 from toolbench import Bench
 from toolbench._core.ids import ToolId
 from toolbench._loop import get_loop

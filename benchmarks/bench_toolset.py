@@ -1,6 +1,6 @@
 """Toolset: raw dispatch throughput, and what lanes buy a fast backend beside a slow one.
 
-    python benchmarks/bench_toolset.py [--quick]
+    python -m benchmarks.bench_toolset [--quick]
 
 1. Throughput: N no-op requests in process from 64 concurrent callers (the default cap, 8):
    through ``deliver`` (the bare dispatcher) and ``call`` (plus the Result conversion), with an
@@ -15,14 +15,10 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import anyio
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
 from toolbench._core.ids import ToolId
 from toolbench._transports.toolset import Toolset

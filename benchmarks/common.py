@@ -7,6 +7,7 @@ min–max instead of one lucky number. A :class:`Ratio` compares two medians of 
 
 from __future__ import annotations
 
+import importlib.util
 import statistics
 import sys
 import time
@@ -19,10 +20,6 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 LATENCY_SERVER = BENCH_DIR / "servers" / "latency_server.py"
 
-if str(REPO) not in sys.path:  # run from a checkout without installing
-    sys.path.insert(0, str(REPO))
-
-
 def server_argv(latency_ms: float = 0.0, name: str = "latency",
                 python: str | None = None) -> list[str]:
     """The command that starts the latency server over stdio (the same script for every peer)."""
@@ -32,12 +29,13 @@ def server_argv(latency_ms: float = 0.0, name: str = "latency",
 
 def inprocess_server(name: str = "inproc") -> Any:
     """The in-process twin of the latency server (no waiting): the same tools, no child."""
-    sys.path.insert(0, str(LATENCY_SERVER.parent))
-    try:
-        from latency_server import build
-    finally:
-        sys.path.remove(str(LATENCY_SERVER.parent))
-    return build(name, 0.0)
+    # The server is a script run by path (also inside the mcp<2 peers' venv), not a module of
+    # this package: load it from its file, without touching sys.path.
+    spec = importlib.util.spec_from_file_location("latency_server", LATENCY_SERVER)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.build(name, 0.0)
 
 
 @dataclass

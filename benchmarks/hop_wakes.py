@@ -1,7 +1,7 @@
 """When a synchronous call's hop loses its time: the two wake-ups, against how long each
 thread slept (BENCHMARKS.md, "Per-call cost").
 
-    python benchmarks/hop_wakes.py [--calls 1500]
+    python -m benchmarks.hop_wakes [--calls 1500]
 
 ``SharedLoop.run`` around a coroutine that does a fixed amount of Python work on the loop
 thread. Timestamps taken around ``run`` in the caller and at the coroutine's start and end
@@ -21,11 +21,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from toolbench._loop import get_loop
 

@@ -1,8 +1,8 @@
 """Where a toolbench call's microseconds go: py-spy samples, sorted into the call's layers.
 
-    python benchmarks/profile_percall.py inproc     # synchronous Bench.call, in-process MCPServer
-    python benchmarks/profile_percall.py map        # Bench.map of 3,000 calls on the fast server
-    python benchmarks/profile_percall.py stdio      # synchronous Bench.call, the SDK's stdio server
+    python -m benchmarks.profile_percall inproc     # synchronous Bench.call, in-process MCPServer
+    python -m benchmarks.profile_percall map        # Bench.map of 3,000 calls on the fast server
+    python -m benchmarks.profile_percall stdio      # synchronous Bench.call, the SDK's stdio server
 
 It runs a workload under ``py-spy record --threads --format raw`` (CPU samples: idle threads
 are not sampled; ``py-spy`` is in the ``bench`` extra), then charges every sample to the

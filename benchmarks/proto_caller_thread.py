@@ -1,7 +1,7 @@
 """A prototype, not a feature: what a synchronous in-process call would cost on the caller's
 own thread (BENCHMARKS.md, "What decides the synchronous goals").
 
-    python benchmarks/proto_caller_thread.py [--rounds 9] [--calls 300]
+    python -m benchmarks.proto_caller_thread [--rounds 9] [--calls 300]
 
 Paired per round against the SDK's ``mcp.Client(server)`` awaited in its own loop:
 
@@ -17,12 +17,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mcp import Client
 

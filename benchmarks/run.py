@@ -25,11 +25,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-try:
-    from benchmarks import common
-except ImportError:  # run as a script
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from benchmarks import common
+from benchmarks import common
 
 MODULES = ("bench_bench", "bench_journal", "bench_peers", "bench_sweep", "bench_cluster",
            "bench_toolset", "bench_mcp", "bench_pegboard", "bench_neighbours")
