@@ -23,27 +23,8 @@ import argparse
 import statistics
 import time
 
+from benchmarks.bench_sweep import _loops_for, _work
 from toolbench._loop import get_loop
-
-
-def _work(loops: int) -> None:
-    total = 0
-    for i in range(loops):
-        total += i
-
-
-def _loops_for(us: float) -> int:
-    if not us:
-        return 0
-    n = 20_000
-    best = min(_timed(n) for _ in range(5))
-    return max(1, round(n * us / 1e6 / best))
-
-
-def _timed(n: int) -> float:
-    started = time.perf_counter()
-    _work(n)
-    return time.perf_counter() - started
 
 
 def main() -> None:

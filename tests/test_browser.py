@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -82,13 +82,15 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
     psutil.wait_procs(alive, timeout=5)
 
 
-@pytest.fixture
-def lab() -> Iterator[str]:
-    """A JupyterLab on 127.0.0.1 serving a temporary copy of the notebook; yields its URL."""
-    tmp = Path(tempfile.mkdtemp(prefix="toolbench-lab-"))
+@contextlib.contextmanager
+def serve_lab(put_notebook: Callable[[Path], None], prefix: str) -> Iterator[str]:
+    """A JupyterLab on 127.0.0.1 serving a temporary folder that ``put_notebook`` fills;
+    yields its URL. Its settings, runtime and data folders are private to it (no user-level
+    kernelspec can shadow the venv's), and it is stopped and removed on exit."""
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
     served = tmp / "served"
     served.mkdir()
-    shutil.copy(NOTEBOOK, served / NOTEBOOK.name)
+    put_notebook(served)
     settings = tmp / "settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
     (settings / "notification.jupyterlab-settings").write_text(
@@ -99,7 +101,7 @@ def lab() -> Iterator[str]:
         "JUPYTERLAB_WORKSPACES_DIR": str(tmp / "workspaces"),
         "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
         "JUPYTER_CONFIG_DIR": str(tmp / "config"),
-        "JUPYTER_DATA_DIR": str(tmp / "data"),  # no user-level kernelspec can shadow the venv's
+        "JUPYTER_DATA_DIR": str(tmp / "data"),
         "PYTHONDONTWRITEBYTECODE": "1",
     })
     port = _free_port()
@@ -118,6 +120,14 @@ def lab() -> Iterator[str]:
     finally:
         _stop(proc)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture
+def lab() -> Iterator[str]:
+    """A JupyterLab serving a temporary copy of the notebook; yields its URL."""
+    with serve_lab(lambda served: shutil.copy(NOTEBOOK, served / NOTEBOOK.name),
+                   "toolbench-lab-") as url:
+        yield url
 
 
 @contextlib.contextmanager

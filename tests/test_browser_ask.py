@@ -10,26 +10,14 @@ whose Lab and browser helpers it uses.
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_browser import (
-    ARTIFACTS,
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    _free_port,
-    _stop,
-    _wait_ready,
-    kept_on_failure,
-)
+from test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, kept_on_failure, serve_lab
 
 NAME = "ask.ipynb"
 HINT = "<img src=x onerror=alert(1)>"
@@ -67,40 +55,9 @@ def write_notebook(path: Path) -> None:
 
 @pytest.fixture
 def lab() -> Iterator[str]:
-    """A JupyterLab on 127.0.0.1 serving a temporary folder with the notebook; its URL."""
-    tmp = Path(tempfile.mkdtemp(prefix="toolbench-lab-ask-"))
-    served = tmp / "served"
-    served.mkdir()
-    write_notebook(served / NAME)
-    settings = tmp / "settings" / "@jupyterlab" / "apputils-extension"
-    settings.mkdir(parents=True)
-    (settings / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
-    env = dict(os.environ)
-    env.update({
-        "JUPYTERLAB_SETTINGS_DIR": str(tmp / "settings"),
-        "JUPYTERLAB_WORKSPACES_DIR": str(tmp / "workspaces"),
-        "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
-        "JUPYTER_CONFIG_DIR": str(tmp / "config"),
-        "JUPYTER_DATA_DIR": str(tmp / "data"),  # no user-level kernelspec can shadow the venv's
-        "PYTHONDONTWRITEBYTECODE": "1",
-    })
-    port = _free_port()
-    log = tmp / "lab.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
-             "--ip=127.0.0.1", f"--port={port}", "--IdentityProvider.token=",
-             "--ServerApp.password=", f"--ServerApp.root_dir={served}"],
-            stdout=out, stderr=subprocess.STDOUT, env=env, cwd=served,
-        )
-    try:
-        url = f"http://127.0.0.1:{port}"
-        _wait_ready(f"{url}/api/status", proc, log, timeout=60)
+    """A JupyterLab serving a temporary folder with the notebook; yields its URL."""
+    with serve_lab(lambda served: write_notebook(served / NAME), "toolbench-lab-ask-") as url:
         yield url
-    finally:
-        _stop(proc)
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def test_ask_form_answers_a_blocking_call_in_jupyterlab(lab: str) -> None:
