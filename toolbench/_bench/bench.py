@@ -143,6 +143,8 @@ class _Row:
     given: tuple[Any, dict[str, Any], Any] | None = field(default=None, repr=False)
     """What ``connect`` was given (target, options, namespace): what a Dask worker rebuilds
     the server from (``map(..., cluster=)``). It holds secrets: never shown."""
+    timeout: float | None = None
+    """The server's own call timeout (``connect(..., timeout=)`` or its config), if given."""
 
     def current_status(self) -> str:
         """The row's status, or the connection's own once connected (it may fail or be lost)."""
@@ -278,8 +280,7 @@ class BaseBench(BeyondTools):
         existing = self._rows.get(name)
         if existing is not None and existing.current_status() not in REPLACEABLE:
             raise ValueError(f"server {name!r} is already connected; disconnect it first")
-        if "timeout" in options:
-            seconds(options["timeout"], "timeout")
+        own_timeout = seconds(options["timeout"], "timeout") if "timeout" in options else None
         options.setdefault("timeout", self.timeout)
         options.setdefault("connect_timeout", self.connect_timeout)
         try:
@@ -293,7 +294,7 @@ class BaseBench(BeyondTools):
         if existing is not None:  # a failed or lost row: it goes only once the new one is valid
             await self._disconnect(name)
         row = _Row(name, connection.transport, "connecting", connection, redact=redact,
-                   given=(target, dict(options), namespace))
+                   given=(target, dict(options), namespace), timeout=own_timeout)
         self._rows[name] = row
         try:
             if self.egress is not None and not self.egress.allows(connection.destination):
@@ -661,6 +662,16 @@ class BaseBench(BeyondTools):
         entry = self.pegboard.entry(name)
         return _Target(entry.name, entry.tool_id, entry.spec)
 
+    def _limit(self, server: str, timeout: float | None) -> float:
+        """The call's timeout: the call's own, else its server's, else the bench's (DESIGN,
+        "Which option wins"; ``None`` is the one "not given")."""
+        if timeout is not None:
+            return timeout
+        row = self._rows.get(server)
+        if row is not None and row.timeout is not None:
+            return row.timeout
+        return self.timeout
+
     def _provenance(self, provenance: Provenance | Mapping[str, Any] | None) -> Provenance:
         if provenance is None:
             base = Provenance()
@@ -679,7 +690,7 @@ class BaseBench(BeyondTools):
         The server's progress updates always reach ``bench.logs`` under this call's id;
         ``progress`` (a bar, or the user's function) sees them too."""
         call_id, started = new_call_id(), utcnow()
-        limit = self.timeout if timeout is None else timeout
+        limit = self._limit(target.tool.server, timeout)
         t0 = time.perf_counter()  # reset once the call is sent: latency is the far side's
         result: Result | None = None
         error: ToolError | None = None
@@ -794,7 +805,8 @@ class BaseBench(BeyondTools):
         Args:
             name: the pegboard name (``geo-distance``) or a ``tool://server/tool`` reference.
             arguments: the tool's arguments as one mapping; or pass them as keywords.
-            timeout: seconds before the call fails as ``TimedOut`` (default: the bench's).
+            timeout: seconds before the call fails as ``TimedOut`` (default: the server's
+                ``connect(..., timeout=)``, else the bench's).
             provenance: fields recorded with the call (a ``Provenance`` or a mapping).
             progress: the server's progress updates: ``None`` shows a bar in a notebook
                 (made on the first update), ``False`` none, a function is called with
@@ -898,7 +910,7 @@ class BaseBench(BeyondTools):
             cases: one argument mapping, or a list of them; or pass keywords.
             servers: only these servers (default: every server offering the tool).
             concurrency: calls in flight per server (a positive integer).
-            timeout: seconds per call (default: the bench's).
+            timeout: seconds per call (default: each server's, else the bench's).
             progress: a progress bar (``None``: only in a notebook).
             provenance: fields recorded with every call.
             **kwargs: one case's arguments, as keywords (not together with ``cases``).
@@ -997,7 +1009,7 @@ class BaseBench(BeyondTools):
             progress: a progress bar (on by default).
             resume: skip argument sets that already succeeded or are in doubt.
             retry_in_doubt: with ``resume``, call the in-doubt ones again.
-            timeout: seconds per call (default: the bench's).
+            timeout: seconds per call (default: each server's, else the bench's).
             provenance: fields recorded with every call.
             cluster: a ``dask.distributed.Client`` to run the calls on its workers.
 

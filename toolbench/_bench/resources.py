@@ -85,6 +85,8 @@ class BeyondTools:
 
         def _check_open(self) -> None: ...
 
+        def _limit(self, server: str, timeout: float | None) -> float: ...
+
         def _provenance(self, provenance: Provenance | Mapping[str, Any] | None
                         ) -> Provenance: ...
 
@@ -306,7 +308,7 @@ class BeyondTools:
                      ) -> tuple[Record, T | None, ToolError | None]:
         """Make one read or prompt fetch and record it; a failure comes back as data."""
         call_id, started = new_call_id(), utcnow()
-        limit = self.timeout if timeout is None else timeout
+        limit = self._limit(server, timeout)
         prov = provenance.as_dict()
         tag = call_id if batch is None else batch
         answer: T | None = None
@@ -417,7 +419,8 @@ class BeyondTools:
                 result holds it; an embedded resource is returned as it is, unread).
             uri: the resource's URI (with a server's name only).
             server: the server to read a link from, when the bench cannot tell.
-            timeout: seconds before the read fails as ``TimedOut`` (default: the bench's).
+            timeout: seconds before the read fails as ``TimedOut`` (default: the server's,
+                else the bench's).
             provenance: fields recorded with the read.
 
         Returns:
@@ -507,7 +510,8 @@ class BeyondTools:
         Args:
             name: the prompt's name from ``prompts()`` (``beyond-plan_trip``).
             arguments: the prompt's arguments as one mapping of strings; or as keywords.
-            timeout: seconds before the fetch fails as ``TimedOut`` (default: the bench's).
+            timeout: seconds before the fetch fails as ``TimedOut`` (default: the server's,
+                else the bench's).
             provenance: fields recorded with the fetch.
             **kwargs: the prompt's arguments, as keywords (strings: MCP's rule).
 
@@ -597,7 +601,7 @@ class BeyondTools:
             cases: one argument mapping (strings), or a list of them; or pass keywords.
             servers: only these servers (default: every server offering the prompt).
             concurrency: fetches in flight per server.
-            timeout: seconds per fetch (default: the bench's).
+            timeout: seconds per fetch (default: the server's, else the bench's).
             progress: a progress bar (``None``: only for long work).
             provenance: fields recorded with every fetch.
             **kwargs: one case's arguments, as keywords.
@@ -656,7 +660,7 @@ class BeyondTools:
             cases: the argument sets, one mapping of strings each.
             concurrency: fetches in flight at once.
             progress: a progress bar (on by default).
-            timeout: seconds per fetch (default: the bench's).
+            timeout: seconds per fetch (default: the server's, else the bench's).
             provenance: fields recorded with every fetch.
 
         Returns:
@@ -716,7 +720,7 @@ class BeyondTools:
             uris: one URI, or a list of them (each one case, numbered from 0).
             servers: only these servers (default: every connected MCP server).
             concurrency: reads in flight per server.
-            timeout: seconds per read (default: the bench's).
+            timeout: seconds per read (default: the server's, else the bench's).
             progress: a progress bar (``None``: only for long work).
             provenance: fields recorded with every read.
 
@@ -769,7 +773,7 @@ class BeyondTools:
             uris: the URIs (a template's, filled in, work too).
             concurrency: reads in flight at once.
             progress: a progress bar (on by default).
-            timeout: seconds per read (default: the bench's).
+            timeout: seconds per read (default: the server's, else the bench's).
             provenance: fields recorded with every read.
 
         Returns:
