@@ -467,3 +467,28 @@ def test_a_lone_surrogate_or_an_unsendable_argument_costs_no_record(tmp_path: Pa
     assert list(records["disposition"]) == ["did_not_happen"] * 3 + ["landed"] * 2
     assert records.iloc[0]["arguments"] == {"text": "a\udc80b"}  # kept exactly, as JSON
     assert "\\udc80" in records.iloc[3]["text"]  # the text column keeps an escape
+
+
+def test_a_row_that_cannot_be_built_is_a_bug_not_a_write_failure(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "calls.sqlite"
+    with tb.Bench(journal=path) as bench:
+        bench.add(_box())
+        real = _journal.sqlite_text
+
+        def broken(value: Any) -> Any:
+            raise KeyError("column")
+
+        monkeypatch.setattr(_journal, "sqlite_text", broken)
+        with pytest.warns(tb.JournalWarning, match="could not be turned into a row.*KeyError"):
+            bench.map("w-square", [{"n": 1}, {"n": 2}])
+        journal = bench._store.journal
+        assert journal is not None
+        assert not journal.degraded  # not "retry forever": the file itself is fine
+        monkeypatch.setattr(_journal, "sqlite_text", real)
+        bench.map("w-square", [{"n": 3}])  # later records are written
+        assert len(bench.records) == 3
+        with pytest.warns(tb.JournalWarning, match="2 records never reached the file"):
+            bench.close()
+    rows = _rows(path, "SELECT arguments FROM calls")
+    assert [json.loads(r[0]) for r in rows] == [{"n": 3}]

@@ -11,19 +11,19 @@ the explorer) and the bundled demo servers are added above this layer, by the pu
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import sys
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Self, Unpack, cast
 
 import anyio
 
 from toolbench._bench import config as _config
+from toolbench._bench.attempt import attempt
 from toolbench._bench.batch import Job, as_cases, bind, compare_frame, progress_bar, run_jobs
 from toolbench._bench.handles import ToolHandles
 from toolbench._bench.journal import Journal, warn_not_durable, warn_unwritten
@@ -40,7 +40,7 @@ from toolbench._core import preload as _preload
 from toolbench._core import validate as _validate
 from toolbench._core.checks import seconds, whole
 from toolbench._core.client import Result, ToolSpec, check_arguments
-from toolbench._core.errors import TimedOut, ToolError, Unreachable
+from toolbench._core.errors import TimedOut, ToolError, Unreachable, mark_unsent
 from toolbench._core.ids import Egress, Provenance, ToolId, check_server_name, did_you_mean
 from toolbench._core.validate import validate_arguments
 from toolbench._loop import get_loop
@@ -697,10 +697,17 @@ class BaseBench(BeyondTools):
         recorded_args = arguments if isinstance(arguments, Mapping) else {"_invalid": arguments}
         tag = call_id if batch is None else batch  # what the journal's count is kept by
         prov = provenance.as_dict()
-        sent, durable = False, True
+        durable = True
         if not _preload.ready():  # off the loop, before this call's timeout starts
             await _preload.wait()
         begun = time.perf_counter()
+
+        def failed(exc: BaseException) -> Record:
+            return make_record(
+                call_id=call_id, batch=batch, started=started, server=target.tool.server,
+                tool=target.tool.tool, name=target.name, arguments=recorded_args,
+                latency_s=time.perf_counter() - t0, provenance=prov, error=exc)
+
         try:
             args = check_arguments(target.tool, arguments)
             validate_arguments(target.tool, target.spec.input_schema if target.spec else None,
@@ -718,40 +725,38 @@ class BaseBench(BeyondTools):
                 raise Unreachable(
                     f"not sent: checking the arguments and recording the intent took "
                     f"{t0 - begun:.3g} s of the call's {limit:g} s timeout", tool=target.tool)
-            sent = True
-            # asyncio.timeout, not anyio.fail_after: the bench always runs on the shared
-            # asyncio loop, and this is a few microseconds cheaper on every call.
+        except ToolError as exc:
+            error = exc
+        except anyio.get_cancelled_exc_class():
+            self._store.append(failed(Unreachable("cancelled (interrupted) before it was sent",
+                                                  tool=target.tool)), tag)
+            raise
+        except Exception as exc:  # toolbench's own bug, before sending (DESIGN)
+            self._store.append(failed(mark_unsent(exc)), tag)
+            raise
+        else:
             # The router hands the timeout down: the client itself decides whether a
             # call that ran out of time was sent (in doubt) or never left (did not happen).
-            # This outer bound is only a backstop, a little later, for a client that hangs;
+            # The outer bound is only a backstop, a little later, for a client that hangs;
             # a client that bounds itself (ours, or one the router bounds) gets none, so a
             # call has one timeout scope (each costs ~10 µs).
             on_progress = self._notifications.progress(target.tool.server, call_id, progress)
-            if self.router.bounds_itself(target.tool):
-                result = await self.router.call(target.tool, args, provenance,
-                                                timeout=remaining, progress=on_progress)
-            else:
-                async with asyncio.timeout(remaining + TIMEOUT_BACKSTOP_S):
-                    result = await self.router.call(target.tool, args, provenance,
-                                                    timeout=remaining, progress=on_progress)
-        except ToolError as exc:
-            error = exc
-        except TimeoutError as exc:  # the router's bound for a plain client, or the backstop
-            error = TimedOut(f"no answer within {limit} s", tool=target.tool)
-            error.__cause__ = exc
-        except anyio.get_cancelled_exc_class():
-            self._store.append(make_record(
-                call_id=call_id, batch=batch, started=started, server=target.tool.server,
-                tool=target.tool.tool, name=target.name, arguments=recorded_args,
-                latency_s=time.perf_counter() - t0, provenance=prov,
-                error=TimedOut("cancelled (interrupted) while in flight", tool=target.tool)
-                if sent else Unreachable("cancelled (interrupted) before it was sent",
-                                         tool=target.tool),
-            ), tag)
-            raise
-        except Exception as exc:  # a foreign bug in some client: the far side's fate is unknown
-            error = TimedOut(f"{type(exc).__name__}: {exc}", tool=target.tool)
-            error.__cause__ = exc
+
+            def run() -> Awaitable[Result]:
+                return self.router.call(target.tool, args, provenance, timeout=remaining,
+                                        progress=on_progress)
+
+            bound = (None if self.router.bounds_itself(target.tool)
+                     else remaining + TIMEOUT_BACKSTOP_S)
+            try:
+                result, error = await attempt(run, limit=limit, bound=bound, tool=target.tool)
+            except anyio.get_cancelled_exc_class():
+                self._store.append(failed(TimedOut("cancelled (interrupted) while in flight",
+                                                   tool=target.tool)), tag)
+                raise
+            except Exception as exc:  # the client's own bug before sending (is_unsent)
+                self._store.append(failed(exc), tag)
+                raise
         if result is not None and result.task_id is not None:  # it ran as a server task
             prov = {**prov, "task_id": result.task_id}
         record = make_record(

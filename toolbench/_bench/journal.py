@@ -192,6 +192,8 @@ class Journal:
         self._inflight: dict[str, tuple[str, str | None, str | None]] = {}
         self._deferred_intents: dict[str, _Intent] = {}
         self._deferred: dict[str, _Outcome] = {}
+        self._broken: dict[str, _Outcome] = {}
+        """Outcomes whose row could not be built: a bug of ours, kept in memory, not retried."""
         self._retry_at = 0.0
         self._last_attempt = 0.0
         self._backoff = RETRY_FIRST_S
@@ -463,6 +465,8 @@ class Journal:
         if ok:
             if self.degraded:
                 self.degraded, self.problem, self._backoff = False, None, RETRY_FIRST_S
+                if self._broken:
+                    self.problem = self._broken_problem()
             top = max((intent.seq for intent in intents), default=0)
             if top:  # all intents up to this one are in SQLite (earlier batches were too)
                 with self._lock:
@@ -488,9 +492,10 @@ class Journal:
 
     def _not_durable(self, marker: _Marker) -> int:
         # An orphan not yet converted is still on disk as an intent: it is not lost.
+        kept = [*self._deferred.values(), *self._broken.values()]
         if marker.kind == "close":
-            return sum(1 for o in self._deferred.values() if not o.orphan)
-        return sum(1 for o in self._deferred.values() if o.tag == marker.tag and not o.orphan)
+            return sum(1 for o in kept if not o.orphan)
+        return sum(1 for o in kept if o.tag == marker.tag and not o.orphan)
 
     def _attempt(self, intents: list[_Intent], outcomes: list[_Outcome]) -> bool:
         """One transaction for everything ready; on failure nothing is half written."""
@@ -510,18 +515,13 @@ class Journal:
             orphans = []
             logged: list[tuple[Any, ...]] = []
             for outcome in outcomes:
-                r = outcome.record
-                known = inflight.get(r.call_id)
-                if known is not None:  # written with its intent already: reuse the text
-                    deletes.append((r.call_id,))
-                    started, args_json, prov_json = known
-                else:
-                    started = r.started.isoformat()
-                    args_json, prov_json = dump_json(r.arguments), dump_json(r.provenance)
-                row = (r.call_id, r.batch, started, r.server, r.tool, r.name,
-                       args_json, int(r.ok), r.disposition, r.error_type, sqlite_text(r.error),
-                       r.latency_ms, sqlite_text(r.text), dump_json(r.structured),
-                       dump_json(r.content), prov_json, r.kind)
+                try:
+                    row = self._outcome_row(outcome.record)
+                except Exception as exc:  # not a write failure: retrying cannot help
+                    self._set_aside(outcome, exc)
+                    continue
+                if row[0] in inflight:  # written with its intent already: replace it
+                    deletes.append((row[0],))
                 if outcome.logged:
                     logged.append(row)
                 elif outcome.orphan:
@@ -567,6 +567,30 @@ class Journal:
             self._running = len(inflight) - sum(1 for o in self._outs
                                                 if o.record.call_id in inflight)
         return True
+
+    def _outcome_row(self, r: Record) -> tuple[Any, ...]:
+        known = self._inflight.get(r.call_id)
+        if known is not None:  # written with its intent already: reuse the text
+            started, args_json, prov_json = known
+        else:
+            started = r.started.isoformat()
+            args_json, prov_json = dump_json(r.arguments), dump_json(r.provenance)
+        return (r.call_id, r.batch, started, r.server, r.tool, r.name,
+                args_json, int(r.ok), r.disposition, r.error_type, sqlite_text(r.error),
+                r.latency_ms, sqlite_text(r.text), dump_json(r.structured),
+                dump_json(r.content), prov_json, r.kind)
+
+    def _set_aside(self, outcome: _Outcome, exc: Exception) -> None:
+        """A record that cannot become a row is toolbench's bug, not a full disk: it stays in
+        memory, is counted as not durable, and is not retried (it would fail forever)."""
+        self._broken[outcome.record.call_id] = outcome
+        self.problem = self._broken_problem(exc)
+
+    def _broken_problem(self, exc: Exception | None = None) -> str:
+        what = f" ({type(exc).__name__}: {exc})" if exc is not None else ""
+        count = len(self._broken)
+        return (f"{count} record{'s' * (count != 1)} could not be turned into a row{what}; "
+                "a toolbench bug, please report it")
 
     def _defer(self, reason: str) -> None:
         """A failed write: keep everything for later and stop making calls wait."""

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
+from toolbench._bench.attempt import attempt
 from toolbench._bench.batch import Job, as_cases, bind, compare_frame, progress_bar, run_jobs
 from toolbench._bench.journal import warn_not_durable
 from toolbench._bench.records import Record, frame, make_record, new_call_id, utcnow
@@ -314,24 +315,22 @@ class BeyondTools:
         answer: T | None = None
         error: ToolError | None = None
         t0 = time.perf_counter()
-        try:
-            with anyio.fail_after(limit + BACKSTOP_S):  # the client bounds itself first
-                answer = await run(limit)
-        except ToolError as exc:
-            error = exc
-        except TimeoutError as exc:
-            error = TimedOut(f"no answer within {limit:g} s")
-            error.__cause__ = exc
+
+        def failed(exc: BaseException) -> Record:
+            return make_record(call_id=call_id, batch=batch, started=started, server=server,
+                               tool=tool, name=name, arguments=arguments,
+                               latency_s=time.perf_counter() - t0, provenance=prov, error=exc,
+                               kind=kind)
+
+        try:  # the client bounds itself first; the bound is a backstop
+            answer, error = await attempt(lambda: run(limit), limit=limit,
+                                          bound=limit + BACKSTOP_S, tool=None)
         except anyio.get_cancelled_exc_class():
-            self._store.append(make_record(
-                call_id=call_id, batch=batch, started=started, server=server, tool=tool,
-                name=name, arguments=arguments, latency_s=time.perf_counter() - t0,
-                provenance=prov, error=TimedOut("cancelled (interrupted) while in flight"),
-                kind=kind), tag)
+            self._store.append(failed(TimedOut("cancelled (interrupted) while in flight")), tag)
             raise
-        except Exception as exc:  # a foreign client's bug: what happened is unknown
-            error = TimedOut(f"{type(exc).__name__}: {exc}")
-            error.__cause__ = exc
+        except Exception as exc:  # toolbench's own bug before sending (is_unsent)
+            self._store.append(failed(exc), tag)
+            raise
         record = make_record(call_id=call_id, batch=batch, started=started, server=server,
                              tool=tool, name=name, arguments=arguments,
                              latency_s=time.perf_counter() - t0, provenance=prov,
