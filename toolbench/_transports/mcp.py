@@ -617,7 +617,8 @@ class McpClient:
             # unbounded (see toolbench/_transports/stdio.py); this one is linear and capped.
             return _watched(bounded_stdio_client(params, errlog=self._stderr.file(),
                                                  max_message_bytes=self._max_message_bytes,
-                                                 on_unwritten=conn.tracker.unwritten),
+                                                 on_unwritten=conn.tracker.unwritten,
+                                                 max_tools=self._max_tools),
                             conn)
         if self.transport == "sse":
             return _watched(
