@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import anyio
 
+from toolbench._bench.kernel_thread import KernelBar
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -56,10 +58,10 @@ def progress_bar(total: int, description: str, enabled: bool | None) -> Progress
     if not enabled or total <= 1:
         return _NoProgress()
     try:
-        from tqdm.auto import tqdm
+        import tqdm.auto  # noqa: F401
     except ImportError:  # tqdm comes with the lab extra; without it, no bar
         return _NoProgress()
-    bar: Progress = tqdm(total=total, desc=description, leave=True)
+    bar: Progress = KernelBar(total, description)  # made and changed on the kernel's thread
     return bar
 
 
