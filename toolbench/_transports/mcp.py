@@ -618,7 +618,8 @@ class McpClient:
             return _watched(bounded_stdio_client(params, errlog=self._stderr.file(),
                                                  max_message_bytes=self._max_message_bytes,
                                                  on_unwritten=conn.tracker.unwritten,
-                                                 max_tools=self._max_tools),
+                                                 max_tools=self._max_tools,
+                                                 redact=self._redact),
                             conn)
         if self.transport == "sse":
             return _watched(

@@ -66,7 +66,9 @@ class Redactor:
     def __init__(self, secrets: Iterable[str]) -> None:
         values = sorted({s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET_LEN},
                         key=len, reverse=True)
-        self._pattern = re.compile("|".join(re.escape(v) for v in values)) if values else None
+        # Case-insensitive: a secret in a URL's host comes back lowercased (hosts are).
+        self._pattern = (re.compile("|".join(re.escape(v) for v in values), re.IGNORECASE)
+                         if values else None)
 
     def __call__(self, text: str) -> str:
         if self._pattern is None:

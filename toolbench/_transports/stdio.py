@@ -175,9 +175,11 @@ class _Reader:
 
     def __init__(self, stdout: ByteReceiveStream,
                  sink: MemoryObjectSendStream[SessionMessage | Exception],
-                 limit: int, flow: _Flow, max_tools: int | None = None) -> None:
+                 limit: int, flow: _Flow, max_tools: int | None = None,
+                 redact: Callable[[str], str] | None = None) -> None:
         self.stdout = stdout
         self.max_tools = max_tools
+        self.redact = redact
         self.sink = sink
         self.limit = limit
         self.flow = flow
@@ -237,9 +239,11 @@ class _Reader:
         try:
             message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
         except ValueError as exc:
-            logger.debug("unreadable line from the server: %r", line[:200])
-            if len(line) > GARBAGE_QUOTE:
-                return ValueError(f"not a JSON-RPC message: {line[:200]!r}...")
+            if len(line) > GARBAGE_QUOTE:  # redacted first, then cut: no partial secret shows
+                text = line[:GARBAGE_QUOTE].decode("utf-8", "replace")
+                quoted = (self.redact(text) if self.redact is not None else text)[:200]
+                logger.debug("unreadable line from the server: %r", quoted)
+                return ValueError(f"not a JSON-RPC message: {quoted!r}...")
             return exc
         if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
             self.pending.pop(message.id, None)  # type: ignore[arg-type]  # None: never pending
@@ -338,7 +342,7 @@ class _Reader:
 async def bounded_stdio_client(
     server: StdioServerParameters, *, errlog: TextIO, max_message_bytes: int,
     on_unwritten: Callable[[types.RequestId], None] | None = None,
-    max_tools: int | None = None,
+    max_tools: int | None = None, redact: Callable[[str], str] | None = None,
 ) -> AsyncIterator[tuple[Any, Any]]:
     """Start ``server`` and yield ``(read_stream, write_stream)``, as the SDK's stdio_client.
 
@@ -367,7 +371,7 @@ async def bounded_stdio_client(
             try:
                 async with read_writer:
                     await _Reader(process.stdout, read_writer, max_message_bytes, flow,
-                                  max_tools).run()
+                                  max_tools, redact).run()
             finally:
                 # Keep a server that is still writing (the rest of a dropped reply) from
                 # blocking on a full pipe, so it can see stdin close and exit.
