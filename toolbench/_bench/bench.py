@@ -35,7 +35,7 @@ from toolbench._bench.progress import (
     progress_shown,
 )
 from toolbench._bench.records import Record, RecordStore, frame, make_record, new_call_id, utcnow
-from toolbench._bench.resources import BeyondTools
+from toolbench._bench.resources import ResourcesAndPrompts
 from toolbench._core import preload as _preload
 from toolbench._core import validate as _validate
 from toolbench._core.checks import seconds, whole
@@ -153,7 +153,7 @@ class _Row:
         return self.status
 
 
-class BaseBench(BeyondTools):
+class BaseBench(ResourcesAndPrompts):
     """Connect many servers, browse their tools, call, compare and map them, keep records.
 
     A bench owns its connections (stdio children end when it closes) and one record of every

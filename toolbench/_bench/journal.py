@@ -13,7 +13,7 @@ shared event loop must never wait on it. Every commit happens on one thread, whi
 everything that is ready in one transaction (group commit). While calls come, it looks for
 work every LINGER_S by itself, so a stream of calls costs it no wake-ups. Without an intent
 log (it could not be created, or a write failed), a call waits for its intent's commit,
-bounded, as before.
+bounded.
 
 Why writing never fails a call: a journal that cannot be written (locked, disk full, closed,
 damaged) keeps the record in memory, retries with backoff, and reports how many records are

@@ -10,7 +10,7 @@ coalesce: however many arrive, at most one pending sync per bar, so the hand-ove
 Outside a kernel there is no widget, and a bar is drawn where it is updated.
 
 **Which cell shows it.** The bar is made inside the context captured when the call started
-(the calling cell's), as before the hand-over (commit ffea7b8).
+(the calling cell's), so it shows under the cell that called.
 """
 
 from __future__ import annotations

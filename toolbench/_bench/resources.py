@@ -1,6 +1,6 @@
 """The bench's resources, resource templates and prompts, in the same history as its calls.
 
-``BeyondTools`` is a base class of ``BaseBench`` (``toolbench._bench.bench``): the public
+``ResourcesAndPrompts`` is a base class of ``BaseBench`` (``toolbench._bench.bench``): the public
 operations are written out here, each with a blocking face and an awaitable face that hand
 off to the shared loop in one line, as ``Bench.call``/``acall`` do. They live in their own
 module so the bench's tool path stays as it is.
@@ -29,7 +29,7 @@ are the ones ``compare`` and ``map`` return.
 **Prompt names** are prefixed like tools (``beyond-welcome``): the server's tool namespace
 and the pegboard's separator, so one server's names share one prefix. Prompts are listed
 when asked for (``prompts()``, or a name not seen yet), not at connect: a connect costs one
-listing, of tools, as before.
+listing, of tools.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ from toolbench._core.contents import PromptResult, ReadResult
 from toolbench._core.errors import Refused, TimedOut, ToolError, Unreachable
 from toolbench._core.ids import Provenance, did_you_mean
 from toolbench._loop import get_loop
-from toolbench._transports.mcp import NOT_OFFERED
+from toolbench._transports.mcp import NotOffered
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -75,7 +75,7 @@ class ListingWarning(UserWarning):
     """Some servers could not list their resources or prompts; the frame has the others."""
 
 
-class BeyondTools:
+class ResourcesAndPrompts:
     """Resources, templates and prompts of the bench's servers; mixed into ``BaseBench``."""
 
     if TYPE_CHECKING:  # what BaseBench provides
@@ -133,7 +133,7 @@ class BeyondTools:
             try:
                 found[name] = await ask(client, name)
             except Refused as exc:
-                if NOT_OFFERED not in exc.detail:  # not offering is no failure
+                if not isinstance(exc, NotOffered):  # not offering is no failure
                     failed[name] = exc.detail
             except ToolError as exc:
                 failed[name] = exc.detail

@@ -56,7 +56,6 @@ class ConnectOptions(TypedDict, total=False):
 MCP_OPTIONS = frozenset(ConnectOptions.__optional_keys__)
 SECRET_OPTIONS = ("env", "headers")
 """Options whose every value is a secret (never shown), wherever it came from."""
-CLIENT_OPTIONS = frozenset({"timeout", "connect_timeout"})
 
 
 class _Renamed:
