@@ -349,3 +349,28 @@ def test_a_config_that_is_not_a_regular_file_is_refused_at_once(
         assert out.returncode == 2, out.stderr
         assert "not a regular file" in out.stderr
     assert time.monotonic() - started < 60  # it hung for good before
+
+
+X_ECHO = """
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("xecho")
+
+
+@server.tool(name="x-echo")
+def x_echo(text: str) -> str:
+    return "x-echo of server one: " + text
+
+
+server.run("stdio")
+"""
+
+
+@pytest.mark.slow
+def test_a_name_two_servers_own_is_a_usage_error_naming_both(tmp_path: Path) -> None:
+    (tmp_path / "xecho.py").write_text(X_ECHO)
+    write_config(tmp_path, {"one": stdio(tmp_path / "xecho.py"), "one-x": stdio(ECHO)})
+    out = run(["call", "one-x-echo", "--arg", "text=hi"], tmp_path)
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    assert "'one'" in out.stderr and "'one-x'" in out.stderr and "tool://" in out.stderr
+    assert "hi" not in out.stdout  # nothing was called

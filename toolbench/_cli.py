@@ -290,11 +290,30 @@ def _call(args: argparse.Namespace, source: _Source) -> int:
                 _err(f"error: cannot call {args.name!r}: its server failed to start (above)")
                 return EXIT_FAILED
             raise UsageError(_unknown_name(bench, args.name))
+        _refuse_ambiguous(bench, args.name, owners)
         result = bench.call(args.name, arguments)
         data = result.data
         print(_safe(data if isinstance(data, str)
                     else json.dumps(data, indent=2, default=str)))
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _refuse_ambiguous(bench: Bench, name: str, owners: Sequence[str]) -> None:
+    """Two servers can own ``name`` (``one`` with ``x-echo``, ``one-x`` with ``echo``): the
+    one that registered first would win by a race, so it is a usage error naming both."""
+    if len(owners) < 2 or name.startswith("tool://"):
+        return
+    holder = bench.pegboard.entry(name).tool_id.server
+    rows = bench.servers
+    clashed = [str(r.name) for r in rows.itertuples(index=False)
+               if r.name in owners and r.name != holder and r.status == "failed"
+               and "NameCollision" in str(r.error) and name in str(r.error)]
+    if clashed:
+        both = ", ".join(repr(s) for s in [holder, *clashed])
+        raise UsageError(f"{name!r} can be owned by several servers ({both}); name the one "
+                         f"you mean as tool://SERVER/TOOL (for example tool://{holder}/"
+                         f"{bench.pegboard.entry(name).tool_id.tool}), or give the servers "
+                         "distinct namespaces in the config")
 
 
 def _unknown_name(bench: Bench, name: str) -> str:
