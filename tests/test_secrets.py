@@ -449,3 +449,28 @@ def test_a_secret_in_a_url_host_is_redacted_whatever_its_case() -> None:
 
     redact = Redactor(["MixedCaseTenant42"])
     assert redact("https://mixedcasetenant42.example.com/x") == "https://[redacted].example.com/x"
+
+
+from mcp.server.mcpserver import MCPServer  # noqa: E402
+from mcp.server.mcpserver.exceptions import ToolError as ServerToolError  # noqa: E402
+
+SECRET_SERVER_VALUE = "Zq7SecretValue"
+
+
+def test_a_tool_named_after_a_secret_and_its_error_text_never_show(tmp_path: Path) -> None:
+    server = MCPServer("leaky")
+
+    @server.tool(name=f"get-{SECRET_SERVER_VALUE}")
+    async def leak() -> str:
+        raise ServerToolError(f"failed with {SECRET_SERVER_VALUE} inside")
+
+    journal = tmp_path / "calls.sqlite"
+    with tb.Bench(journal=journal, log_level="info") as bench:
+        bench.connect("leaky", server, secrets=[SECRET_SERVER_VALUE])
+        with pytest.raises(tb.ToolFailed):
+            bench.call(f"leaky-get-{SECRET_SERVER_VALUE}")
+        shown = str(bench.records.to_dict("records")) + str(bench.logs.to_dict("records"))
+        assert "[redacted]" in shown
+        assert SECRET_SERVER_VALUE.lower() not in shown.lower()
+    on_disk = b"".join(p.read_bytes() for p in tmp_path.iterdir())
+    assert SECRET_SERVER_VALUE.lower().encode() not in on_disk.lower()

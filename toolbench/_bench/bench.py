@@ -12,6 +12,8 @@ the explorer) and the bundled demo servers are added above this layer, by the pu
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 import os
 import sys
 import time
@@ -95,6 +97,25 @@ def _scrubbed(exc: BaseException, redact: Redactor) -> BaseException:
             clean = ValueError(f"{type(exc).__name__}: {text}")
     clean.__suppress_context__ = True
     return clean
+
+
+def _redacted_data(data: Any, redact: Redactor) -> Any:
+    """A log entry's ``data`` with a server's secrets hidden (JSON through its text)."""
+    if data is None or not redact.active:
+        return data
+    if isinstance(data, str):
+        return redact(data)
+    try:
+        text = json.dumps(data, default=str)
+    except (TypeError, ValueError, RecursionError):
+        return redact(repr(data))
+    shown = redact(text)
+    if shown == text:
+        return data
+    try:
+        return json.loads(shown)
+    except ValueError:
+        return shown
 
 
 def _schema_warnings(schema: Any) -> list[str]:
@@ -640,7 +661,13 @@ class BaseBench(ResourcesAndPrompts):
         ``PER_SERVER`` of each server): ``time``, ``server``, ``kind`` (``log`` or
         ``progress``), ``level``, ``logger``, ``message``, ``data``, ``call_id`` (a progress
         update's call, as in ``records``). Text is capped; nothing here was sent by us."""
-        return logs_frame(self._notifications.entries())
+        entries = self._notifications.entries()
+        redactors = {name: row.redact for name, row in self._rows.items() if row.redact.active}
+        if redactors:  # a server's secrets never show, even in what it logged
+            entries = [dataclasses.replace(e, message=redactors[e.server](e.message),
+                                           data=_redacted_data(e.data, redactors[e.server]))
+                       if e.server in redactors else e for e in entries]
+        return logs_frame(entries)
 
     @property
     def records(self) -> pd.DataFrame:
@@ -691,6 +718,12 @@ class BaseBench(ResourcesAndPrompts):
         ``progress`` (a bar, or the user's function) sees them too."""
         call_id, started = new_call_id(), utcnow()
         limit = self._limit(target.tool.server, timeout)
+        row = self._rows.get(target.tool.server)
+        redact = row.redact if row is not None and row.redact.active else None
+        # What the record, the journal and the intent log say: a tool named after one of
+        # its server's secrets is recorded without it (the call itself uses the real name).
+        tool_shown = target.tool.tool if redact is None else redact(target.tool.tool)
+        name_shown = target.name if redact is None else redact(target.name)
         t0 = time.perf_counter()  # reset once the call is sent: latency is the far side's
         result: Result | None = None
         error: ToolError | None = None
@@ -705,7 +738,7 @@ class BaseBench(ResourcesAndPrompts):
         def failed(exc: BaseException) -> Record:
             return make_record(
                 call_id=call_id, batch=batch, started=started, server=target.tool.server,
-                tool=target.tool.tool, name=target.name, arguments=recorded_args,
+                tool=tool_shown, name=name_shown, arguments=recorded_args,
                 latency_s=time.perf_counter() - t0, provenance=prov, error=exc)
 
         try:
@@ -715,8 +748,7 @@ class BaseBench(ResourcesAndPrompts):
             # Journaled: the intent is committed before a byte is sent (on the journal's
             # thread; this only awaits it, bounded), so a crash from here on leaves a trace.
             durable = await self._store.intent(call_id, batch, started, target.tool.server,
-                                               target.tool.tool, target.name, recorded_args,
-                                               prov)
+                                               tool_shown, name_shown, recorded_args, prov)
             # Checking the arguments and journaling the intent count inside the call's
             # timeout (DESIGN, "The trust boundary"); if they used it all, nothing is sent.
             t0 = time.perf_counter()
@@ -761,10 +793,15 @@ class BaseBench(ResourcesAndPrompts):
             prov = {**prov, "task_id": result.task_id}
         record = make_record(
             call_id=call_id, batch=batch, started=started, server=target.tool.server,
-            tool=target.tool.tool, name=target.name, arguments=recorded_args,
+            tool=tool_shown, name=name_shown, arguments=recorded_args,
             latency_s=time.perf_counter() - t0, provenance=prov,
             result=result, error=error,
         )
+        if redact is not None and not record.ok:  # a failure's text is the server's words
+            record = dataclasses.replace(
+                record, error=None if record.error is None else redact(record.error),
+                text=None if record.text is None else redact(record.text),
+                content=_redacted_data(record.content, redact))
         self._store.append(record, tag)
         if error is not None and error.tool is None:
             error.tool = target.tool
@@ -773,7 +810,7 @@ class BaseBench(ResourcesAndPrompts):
             # Its intent was durable before sending; the outcome is committed right behind
             # it (with the next intent, or LINGER_S later), without holding the call back.
             # A journal that is failing says so now, not only at close.
-            warn_not_durable(journal, 1, 1, f"call {target.name}")
+            warn_not_durable(journal, 1, 1, f"call {name_shown}")
         return record, result, error
 
     async def _call(self, name: str, arguments: Mapping[str, Any] | None = None, /, *,

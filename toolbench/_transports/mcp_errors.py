@@ -75,6 +75,11 @@ class Redactor:
             return text
         return self._pattern.sub("[redacted]", text)
 
+    @property
+    def active(self) -> bool:
+        """Whether there is any secret to hide."""
+        return self._pattern is not None
+
     def cause(self, exc: BaseException) -> BaseException | None:
         """``exc`` to chain as a ``__cause__``, or None when any text in its chain would show
         a secret (a traceback prints the cause unredacted, e.g. a server's error message)."""
