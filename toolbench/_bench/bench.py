@@ -198,7 +198,9 @@ class BaseBench(BeyondTools):
                 "decline" | "cancel", "content": {...}}`` or an ``ElicitResult``; or
                 ``"ask"``, a form built from the requested schema (a URL request shows the
                 link, never opens it). Answers are checked against the schema. ``"ask"``
-                works while a plain ``bench.call`` blocks the cell.
+                works while a plain ``bench.call`` blocks the cell. Where no person can
+                answer (no notebook kernel, or no ipywidgets), ``Bench(...)`` warns once
+                (``UserWarning``) and a server that asks gets an error reply.
             roots (paths or file:// URIs | None): folders advertised to servers; set
                 ``bench.roots`` later to change them (connected servers are told).
                 ``None`` (default) advertises no roots capability. Example:
