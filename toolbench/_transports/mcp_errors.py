@@ -441,10 +441,11 @@ def map_call_error(
     """Sort one failure into the error table (DESIGN.md, "Errors"), by where it came from.
 
     In order: an error reply from the server (``Refused`` for a refusing code, and for any
-    code when ``action`` is not a tool call: those requests are safe to repeat); anything before the request was handed over
-    (``did_not_happen``); an HTTP connect refused for this request; our own deadline; an
-    answer that is not a result (``Malformed``); a transport that broke mid-call. Anything
-    we cannot place is ``TimedOut``: claiming it did not happen would invite an unsafe retry.
+    code when ``action`` is not a tool call: those requests are safe to repeat); anything
+    before the request was handed over (``did_not_happen``); an HTTP connect refused for this
+    request; our own deadline; an answer that is not a result (``Malformed``); a transport
+    that broke mid-call. Anything we cannot place is ``TimedOut``: claiming it did not
+    happen would invite an unsafe retry.
     """
     if isinstance(exc, ToolError):
         return exc
