@@ -157,7 +157,8 @@ def test_the_readme_names_only_files_a_user_can_open() -> None:
              if len(token) > 1 and not token.startswith("./")
              and ("/" in token or re.search(r"\.(md|py|ipynb|sh|txt|toml|json)$", token))]
     assert len(paths) >= 10, paths
-    missing = [p for p in paths if not (ROOT / p).exists() and not (ROOT / "toolbench" / p).exists()]
+    missing = [p for p in paths
+               if not (ROOT / p).exists() and not (ROOT / "toolbench" / p).exists()]
     assert not missing, f"the README names files that are not in the repository: {missing}"
 
 
