@@ -13,7 +13,6 @@ import json
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 import traceback
 from collections.abc import Mapping, Sequence
@@ -476,7 +475,9 @@ def _lab(lab_args: Sequence[str]) -> int:
     if "--allow-root" in command and "--allow-root" not in lab_args:
         _err("running as root, so passing --allow-root to jupyter lab")
     folder = Path("notebooks") if Path("notebooks").is_dir() else Path.cwd()
-    return subprocess.call(command, cwd=os.fspath(folder))
+    from toolbench import _child
+
+    return _child.run(command, cwd=os.fspath(folder))  # JupyterLab ends with this command
 
 
 # -- parsing ------------------------------------------------------------------------------
