@@ -19,6 +19,7 @@ from toolbench._notebook.display import (
     bundle,
     error_html,
     frame_html,
+    frame_text,
     html_table,
     kind_of,
     records_html,
@@ -192,6 +193,31 @@ def test_html_table_caps_rows_and_cells() -> None:
     assert "3 rows" in small
 
 
+def test_counts_are_printed_with_the_right_plural() -> None:
+    from toolbench._core.html import counted
+
+    assert [counted(n, "row") for n in (0, 1, 2, 1200)] == ["0 rows", "1 row", "2 rows",
+                                                           "1,200 rows"]
+    assert counted(1, "entry", "entries") == "1 entry" and counted(3, "entry", "entries") == (
+        "3 entries")
+    one = pd.DataFrame({"a": [1]})
+    assert "<small>1 row</small>" in html_table(one) and "1 rows" not in html_table(one)
+    assert frame_text(pd.DataFrame({"a": range(30)}), max_rows=20).endswith(
+        "[showing 20 of 30 rows]")
+    box = tb.ToolBox()
+
+    @box.tool(server="solo")
+    def only(x: int) -> int:
+        """One tool."""
+        return x
+
+    with tb.Bench() as bench:
+        bench.add(box)
+        assert repr(bench) == "<Bench open: 1 server, 1 tool, 0 records>"
+        bench.call("solo-only", x=1)
+        assert repr(bench) == "<Bench open: 1 server, 1 tool, 1 record>"
+
+
 def test_display_never_raises() -> None:
     class Nasty:
         def __repr__(self) -> str:
@@ -228,7 +254,7 @@ def test_compare_view_highlights_disagreement_and_latency() -> None:
     assert disagreements(df) == {0: 1, 1: 3}
     html = compare_html(df)
     no_live_markup(html)
-    assert "servers disagree on 1 of 2 case(s)" in html
+    assert "servers disagree on 1 of 2 cases" in html
     assert html.count("title='servers disagree'") == 3  # each row of case 1
     assert html.count("background:#fff3cd") >= 2  # b's answer and the differing v cells
     assert "background:#fde2e2" in html  # c failed
@@ -253,7 +279,7 @@ def test_real_compare_frame(evil: tb.Bench) -> None:
     no_live_markup(html)
     assert len(html) < SMALL
     # The servers answer with their own label, so every case differs.
-    assert "servers disagree on 2 of 2 case(s)" in html
+    assert "servers disagree on 2 of 2 cases" in html
     assert "structured.label" in html
 
 

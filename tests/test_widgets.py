@@ -234,7 +234,7 @@ def test_compare_tab_runs_every_server(app: Explorer, bench: tb.Bench) -> None:
     assert records["batch"].nunique() == 1 and records["batch"].iloc[0] is not None
     html = app.compare_output.value
     assert "cba" in html and "mem:abc" in html
-    assert "servers disagree on 1 of 1 case(s)" in html
+    assert "servers disagree on 1 of 1 case" in html
     assert "median latency per server" in html
     assert app.last_compare is not None and len(app.last_compare) == 2
     assert not app.compare_button.disabled and app.compare_busy.value == ""

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from toolbench._core.html import counted as _counted
 from toolbench._core.ids import did_you_mean
 
 if TYPE_CHECKING:
@@ -388,13 +389,14 @@ def _compare(args: argparse.Namespace, source: _Source) -> int:
             df = bench.compare(args.name, arguments, progress=False)
         except Unreachable as exc:  # no server offers the name
             if failed:
-                _err(f"error: {exc} (and {failed} server(s) failed to start, above)")
+                _err(f"error: {exc} (and {_counted(failed, 'server')} failed to start, "
+                     "above)")
                 return EXIT_FAILED
             raise UsageError(str(exc)) from exc
         print(_text_table(df, ["case", "server", "ok", "latency_ms", "text", "error"]))
         bad = df[~df["ok"].astype(bool)]
         if len(bad):
-            _err(f"{len(bad)} of {len(df)} calls failed:")
+            _err(f"{len(bad)} of {_counted(len(df), 'call')} failed:")
             for r in bad.itertuples():  # in full: the table cuts long errors short
                 print(f"  case {r.case}, {r.server}: {r.error_type}: {r.error}", file=sys.stderr)
             return EXIT_FAILED

@@ -41,6 +41,7 @@ from toolbench._core import validate as _validate
 from toolbench._core.checks import seconds, whole
 from toolbench._core.client import Result, ToolSpec, check_arguments
 from toolbench._core.errors import TimedOut, ToolError, Unreachable
+from toolbench._core.html import counted
 from toolbench._core.ids import Egress, Provenance, ToolId, check_server_name, did_you_mean
 from toolbench._core.validate import validate_arguments
 from toolbench._loop import get_loop
@@ -1034,7 +1035,8 @@ class BaseBench(BeyondTools):
     def __repr__(self) -> str:
         try:
             state = "closed" if self._closed else "open"
-            return (f"<Bench {state}: {len(self._rows)} servers, "
-                    f"{self.pegboard.tool_count()} tools, {len(self._store)} records>")
+            return (f"<Bench {state}: {counted(len(self._rows), 'server')}, "
+                    f"{counted(self.pegboard.tool_count(), 'tool')}, "
+                    f"{counted(len(self._store), 'record')}>")
         except Exception:
             return "<Bench>"

@@ -42,6 +42,11 @@ def shorten(text: str, limit: int) -> str:
     return text[:room] + "…"
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``"1 row"``, ``"2 rows"``, ``"1,200 rows"``: a count with its noun in the right number."""
+    return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
+
+
 def cell(value: object, limit: int = 80) -> str:
     """A table cell: shortened, escaped, the full text (capped) in a tooltip."""
     text = value if isinstance(value, str) else to_text(value)

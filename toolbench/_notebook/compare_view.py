@@ -107,10 +107,11 @@ def _compare_html(df: pd.DataFrame, max_rows: int, max_cell: int) -> str:
         body.append("<tr>" + "".join(cells) + "</tr>")
     total = len(rows)
     shown = min(total, max_rows)
-    note = f"showing {shown} of {total} rows" if total > shown else f"{total} rows"
+    rows_note = _html.counted(total, "row")
+    note = f"showing {shown:,} of {rows_note}" if total > shown else rows_note
     split = sum(1 for n in counts.values() if n > 1)
-    summary = (f"<p><small>{note}; servers disagree on {split} of {len(counts)} case(s)"
-               f"</small></p>")
+    summary = (f"<p><small>{note}; servers disagree on {split:,} of "
+               f"{_html.counted(len(counts), 'case')}</small></p>")
 
     return (f"{TABLE_STYLE}<div class='toolbench-scroll'><table class='toolbench-table "
             f"toolbench-compare'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody>"

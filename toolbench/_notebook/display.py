@@ -54,8 +54,8 @@ def html_table(df: pd.DataFrame, *, max_rows: int = MAX_ROWS, max_cell: int = MA
         cells = "".join(f"<td{k}>{cell(v, max_cell, c)}</td>"
                         for k, v, c in zip(classes, values, shown.columns, strict=True))
         body.append(f"<tr>{cells}</tr>")
-    note = f"<p><small>{total} rows</small></p>" if total <= max_rows else (
-        f"<p><small>showing {max_rows} of {total} rows</small></p>")
+    note = f"<p><small>{_html.counted(total, 'row')}</small></p>" if total <= max_rows else (
+        f"<p><small>showing {max_rows:,} of {_html.counted(total, 'row')}</small></p>")
     cap = f"<caption>{_html.escape(caption)}</caption>" if caption else ""
     return (f"{TABLE_STYLE}<div class='toolbench-scroll'><table class='toolbench-table'>{cap}"
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>{note}")
@@ -148,10 +148,10 @@ def frame_text(df: pd.DataFrame, *, max_rows: int = 20, width: int = 40) -> str:
         head = df.head(max_rows).map(lambda v: _html.shorten(_html.to_text(plain(v)), width))
         text = head.to_string(max_cols=12)
         if len(df) > max_rows:
-            text += f"\n[showing {max_rows} of {len(df)} rows]"
+            text += f"\n[showing {max_rows:,} of {_html.counted(len(df), 'row')}]"
         return text
     except Exception:
-        return f"<{type(df).__name__}: {len(df)} rows>"
+        return f"<{type(df).__name__}: {_html.counted(len(df), 'row')}>"
 
 
 class Shown:

@@ -256,7 +256,7 @@ class Explorer:
         return self.widget._repr_mimebundle_(**kwargs)
 
     def __repr__(self) -> str:
-        return f"<toolbench explorer: {len(self.tool_list.options)} tools listed>"
+        return f"<toolbench explorer: {_html.counted(len(self.tool_list.options), 'tool')} listed>"
 
     def close(self) -> None:
         """Close every widget of the app (their front-end views go away)."""
@@ -304,7 +304,7 @@ class Explorer:
             self.tool_list.options = [(_html.shorten(n, 60), n) for n in names]
             self.tool_list.value = previous if previous in names else (names[0] if names else None)
             total = self.bench.pegboard.tool_count()
-            self.count.value = f"<small>{len(names)} of {total} tools</small>"
+            self.count.value = f"<small>{len(names):,} of {_html.counted(total, 'tool')}</small>"
         finally:
             self._updating = False
         self._select(self.tool_list.value)
