@@ -25,6 +25,7 @@ import anyio
 
 from toolbench._bench import config as _config
 from toolbench._bench.batch import Job, as_cases, bind, compare_frame, progress_bar, run_jobs
+from toolbench._bench.connected import Connected
 from toolbench._bench.handles import ToolHandles
 from toolbench._bench.journal import Journal, warn_not_durable, warn_unwritten
 from toolbench._bench.progress import (
@@ -271,7 +272,7 @@ class BaseBench(BeyondTools):
 
     # -- connecting -----------------------------------------------------------------------
     async def _connect(self, name: str, target: Any, namespace: Namespace,
-                       given: ConnectOptions) -> int:
+                       given: ConnectOptions) -> Connected:
         """A failed row is kept (it tells why); it is replaced only once a new target is
         valid, and a config mistake (a name collision) keeps no row at all."""
         self._check_open()
@@ -318,10 +319,10 @@ class BaseBench(BeyondTools):
                 raise
             raise clean from None
         row.status, row.error = "connected", None
-        return count
+        return Connected(count, name, connection.transport)
 
     def connect(self, name: str, target: Any, /, *, namespace: Namespace = USE_SERVER_NAME,
-                **options: Unpack[ConnectOptions]) -> int:
+                **options: Unpack[ConnectOptions]) -> Connected:
         """Connect ``target`` as server ``name``; its type picks the transport.
 
         Args:
@@ -340,7 +341,8 @@ class BaseBench(BeyondTools):
                 ``connect_timeout``.
 
         Returns:
-            How many tools the server added to the catalog.
+            How many tools the server added to the catalog: an ``int`` whose repr says what
+            connected, e.g. ``<connected 'time': 2 tools (stdio)>``.
 
         Raises:
             Unreachable: the server did not start, answer or list its tools in time, or
@@ -351,13 +353,13 @@ class BaseBench(BeyondTools):
 
         Example:
             >>> bench.connect("time", "mcp-server-time --local-timezone UTC")  # doctest: +SKIP
-            2
+            <connected 'time': 2 tools (stdio)>
         """
         return get_loop().run(self._connect, name, target, namespace, options)
 
     async def aconnect(self, name: str, target: Any, /, *,
                        namespace: Namespace = USE_SERVER_NAME,
-                       **options: Unpack[ConnectOptions]) -> int:
+                       **options: Unpack[ConnectOptions]) -> Connected:
         """Awaitable :meth:`connect`: the same arguments, result and errors."""
         return await get_loop().arun(self._connect, name, target, namespace, options)
 
