@@ -319,8 +319,9 @@ def _make_field(name: str, prop: Any, required: bool, root: Mapping[str, Any]) -
                            continuous_update=False,
                            placeholder="(empty: not sent)" if not required else "")
     elif kind in ("integer", "number"):
-        usable = isinstance(default, (int, float)) and not isinstance(default, bool)
-        box = NumberText(value=_number_text(default) if usable and default is not None else "", layout=layout,
+        start = default if isinstance(default, (int, float)) \
+            and not isinstance(default, bool) else None
+        box = NumberText(value="" if start is None else _number_text(start), layout=layout,
                          continuous_update=False, placeholder=_number_hint(kind, sub, required))
     elif kind == "boolean":
         box = widgets.Checkbox(value=bool(default) if has_default else False, indent=False,
