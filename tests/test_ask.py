@@ -23,6 +23,7 @@ from typing import Any
 import mcp.types as t
 import pytest
 
+import toolbench as tb
 from toolbench import _loop
 from toolbench._loop import get_loop
 from toolbench._notebook import ask as ask_mod
@@ -390,6 +391,57 @@ def test_a_kernel_without_the_plumbing_gives_pump_unavailable() -> None:
 
     with pytest.raises(pump.PumpUnavailable):
         pump.KernelPump(Bare())
+
+
+def test_the_explorers_call_shows_its_form_in_the_explorer(
+    asker: tuple[NotebookAsker, list[Any]]
+) -> None:
+    """Started from the explorer's Call button, the form goes to the Call tab (not under
+    whatever cell ran last); it is gone once the result shows; a cell's asks are unaffected."""
+    from toolbench._notebook.widgets import Explorer
+    from toolbench.demo import beyond
+
+    made, shown = asker
+    with tb.Bench(elicitation="ask", timeout=30) as bench:
+        bench.connect("beyond", beyond.create())
+        app = Explorer(bench)
+        app.tool_list.value = "beyond-ask_user"
+        app.form["destination_hint"].value = "Lima"
+        app.call_button.click()
+        (view,) = wait_answered(made)
+        assert shown == [] and list(app.ask_box.children) == [view.widget]
+        assert isinstance(view, ElicitationAsk) and "Lima" in view.message.value
+        view.form["destination"].value = "Lima"
+        view.form["nights"].value = "5"
+        view.form["budget"].value = "10"
+        view.accept.click()
+        assert app.last_future is not None
+        app.last_future.result(timeout=30)
+        assert app.ask_box.children == ()
+        assert isinstance(app.last_result, tb.Result)
+        assert app.last_result.data["content"]["nights"] == 5
+        assert made._routes == {}  # the route ended with the call
+        # The same server asked from a cell (no explorer call running) shows as before.
+        future = get_loop().submit(lambda: bench.acall("beyond-ask_user"))
+        (view,) = wait_answered(made)
+        assert shown == [view.widget] and app.ask_box.children == ()
+        view.decline.click()
+        assert future.result(timeout=30).data == {"action": "decline", "content": None}
+
+
+def test_a_route_is_per_server_and_the_latest_wins() -> None:
+    made = NotebookAsker(display=lambda _w: None)
+    first: list[Any] = []
+    second: list[Any] = []
+    end_first = made.route("a", first.append)
+    end_second = made.route("a", second.append)
+    made._show("w1", made._routes["a"][-1])
+    end_second()
+    made._show("w2", made._routes["a"][-1])
+    assert (first, second) == (["w2"], ["w1"])
+    end_first()
+    end_first()  # twice is harmless
+    assert made._routes == {}
 
 
 # -- a real kernel, the test playing JupyterLab ---------------------------------------------
