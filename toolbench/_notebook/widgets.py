@@ -142,6 +142,7 @@ class Explorer:
         self.result = widgets.HTML("")
         # A server's question during a Call (elicitation="ask"/sampling="ask") shows here.
         self.ask_box = widgets.VBox([])
+        self.ask_box.add_class("toolbench-explorer-ask")
         self._unroute: Callable[[], None] | None = None
         call_tab = widgets.VBox([self.form_box, widgets.HBox([self.call_button, self.busy]),
                                  self.ask_box, self.result])
