@@ -202,9 +202,9 @@ def _drive_explorer(page: Any, lab: str) -> None:
     form = explorer.locator(".toolbench-form-mem-greet")
     expect(form).to_be_visible(timeout=30_000)
     form.locator(".toolbench-field-name input").fill("Ada")
-    times = form.locator(".toolbench-field-times input[type=number]")
+    times = form.locator(".toolbench-field-times input")
     times.fill("2")
-    times.press("Tab")  # IntText commits its value on blur
+    times.press("Tab")  # a form's text box sends its value on blur
     explorer.get_by_role("button", name="Call").click()
 
     result = explorer.locator(".toolbench-result")

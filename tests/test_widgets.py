@@ -157,6 +157,7 @@ def test_optional_fields_sent_when_filled(app: Explorer, bench: tb.Bench) -> Non
 def test_invalid_input_sends_nothing(app: Explorer, bench: tb.Bench) -> None:
     app.tool_list.value = "mem-everything"
     app.form["word"].value = ""
+    app.form["count"].value = 7  # valid: left unmarked
     app.form["items"].value = "[1, 2"
     app.form["options"].value = '["not", "an", "object"]'
     app.call_button.click()

@@ -140,8 +140,12 @@ class Explorer:
                                           icon="play")
         self.busy = widgets.HTML("")
         self.result = widgets.HTML("")
+        # A server's question during a Call (elicitation="ask"/sampling="ask") shows here.
+        self.ask_box = widgets.VBox([])
+        self.ask_box.add_class("toolbench-explorer-ask")
+        self._unroute: Callable[[], None] | None = None
         call_tab = widgets.VBox([self.form_box, widgets.HBox([self.call_button, self.busy]),
-                                 self.result])
+                                 self.ask_box, self.result])
 
         self.compare_servers = widgets.HTML("")
         self.compare_button = widgets.Button(description="Compare", button_style="info",
@@ -392,8 +396,21 @@ class Explorer:
             return None
         name = str(self.tool_list.value)
         self._busy(self.call_button, self.busy, True, "Calling…")
+        self._route_asks(name)
         work = get_loop().submit(lambda: self.bench.acall(name, arguments))
         return self._track(work, self._finish_call)
+
+    def _route_asks(self, name: str) -> None:
+        """While this call runs, its server's questions show in the Call tab (not in a cell)."""
+        from toolbench._transports.server_requests import registered_asker
+
+        route = getattr(registered_asker(), "route", None)
+        if route is None or name not in self.bench.pegboard:
+            return
+        self._unroute = route(self.bench.pegboard.entry(name).server, self._show_ask)
+
+    def _show_ask(self, widget: Any) -> None:
+        self.ask_box.children = (*self.ask_box.children, widget)
 
     def _finish_call(self, work: concurrent.futures.Future[Any]) -> None:
         try:
@@ -404,6 +421,10 @@ class Explorer:
             self.last_result = exc
             self.result.value = error_html(exc)
         finally:
+            if self._unroute is not None:
+                self._unroute()
+                self._unroute = None
+            self.ask_box.children = ()  # the outcome is in the result now
             self._busy(self.call_button, self.busy, False, "Call")
 
     def compare(self) -> concurrent.futures.Future[None] | None:
