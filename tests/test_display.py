@@ -421,3 +421,29 @@ def test_servers_and_catalog_views_show_warnings_as_escaped_sentences() -> None:
     # A tool with no warning shows an empty warnings cell (the row's last), not "[]".
     fine_row = catalog_html.split(">odd-fine<", 1)[1].split("</tr>", 1)[0]
     assert fine_row.endswith("></td>") and not fine_row.endswith("[]</td>")
+
+
+def test_descriptions_in_the_catalog_and_on_handles_show_code_and_stay_inert() -> None:
+    box = tb.ToolBox()
+
+    @box.tool(server="prose")
+    def look(city: str) -> str:
+        """Look up `city`.
+
+        Hard-wrapped
+        line with <script>alert(1)</script> and `<img src=x onerror=alert(1)>`.
+        """
+        return city
+
+    with tb.Bench() as bench:
+        bench.add(box)
+        catalog = frame_html(bench.catalog())
+        no_live_markup(catalog)
+        assert "Look up <code>city</code>. Hard-wrapped line with" in catalog
+        assert "<code>&lt;img src=x onerror=alert(1)&gt;</code>" in catalog or "title=" in catalog
+        handle = bench.tools["prose-look"]._repr_html_()
+        no_live_markup(handle)
+        assert "<b>prose-look</b>" in handle and "<code>city</code>" in handle
+        assert ("<p style='margin:0 0 0.5em 0'>Hard-wrapped line with &lt;script&gt;alert(1)"
+                "&lt;/script&gt; and <code>&lt;img src=x onerror=alert(1)&gt;</code>.</p>"
+                ) in handle

@@ -324,8 +324,33 @@ def test_description_is_dedented(bench: tb.Bench) -> None:
     try:
         app.tool_list.value = "ind-spaced"
         html = app.description.value
-        assert "First line.\n\nSecond paragraph, indented like every docstring\nin a" in html
-        assert "\n    " not in html and not html.rstrip("</div>").endswith(" ")
+        # paragraphs kept, the hard wrap inside one joined, the docstring's indentation gone
+        assert ("<p style='margin:0 0 0.5em 0'>First line.</p><p style='margin:0 0 0.5em 0'>"
+                "Second paragraph, indented like every docstring in a class or a function "
+                "body.</p>") in html
+        assert "\n" not in html and "  " not in html
+    finally:
+        app.close()
+
+
+def test_description_shows_inline_code_and_stays_inert(bench: tb.Bench) -> None:
+    srv = MCPServer("prose")
+
+    @srv.tool(description="Look up `city` by name.\nThe `<script>alert(1)</script>` here\n"
+                          "and <b>`x`</b> stay text; a lone ` too.\n\nSecond ``a`b`` part.")
+    def look(city: str = "x") -> str:
+        return city
+
+    bench.connect("prose", srv)
+    app = explorer(bench)
+    try:
+        app.tool_list.value = "prose-look"
+        html = app.description.value
+        no_live_markup(html)
+        assert ("Look up <code>city</code> by name. The <code>&lt;script&gt;alert(1)&lt;/script&gt;"
+                "</code> here and &lt;b&gt;<code>x</code>&lt;/b&gt; stay text; a lone ` too.</p>"
+                "<p style='margin:0 0 0.5em 0'>Second <code>a`b</code> part.</p>") in html
+        assert "`city`" not in html and "<b>" not in html.replace("<b>prose-look</b>", "")
     finally:
         app.close()
 

@@ -354,16 +354,13 @@ class Explorer:
             f"{_html.escape(entry.tool)}</code>: "
             + ", ".join(f"<code>{_html.escape(s)}</code>" for s in offering))
         self.compare_output.value = ""
-        text = inspect.cleandoc(spec.description or "")  # docstring indentation is not content
-        more = (f" <small>({len(text):,} characters; shortened)</small>"
-                if len(text) > MAX_DESCRIPTION else "")
         title = f" — {_html.escape(_html.shorten(spec.title, 200))}" if spec.title else ""
-        self.description.value = (
+        self.description.value = (  # escaped prose: paragraphs, `code` as <code>
             f"<div class='toolbench-description'><b>{_html.escape(name)}</b>{title} "
             f"<small>server <code>{_html.escape(entry.server)}</code>, tool "
             f"<code>{_html.escape(entry.tool)}</code></small>"
-            f"<div style='white-space:pre-wrap;max-height:10em;overflow:auto'>"
-            f"{_html.escape(_html.shorten(text, MAX_DESCRIPTION))}</div>{more}</div>")
+            f"<div style='max-height:10em;overflow:auto'>"
+            f"{_html.description_html(spec.description or '', MAX_DESCRIPTION)}</div></div>")
 
     # -- calling --------------------------------------------------------------------------
     def _arguments(self, output: Any) -> dict[str, Any] | None:
