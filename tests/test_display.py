@@ -447,3 +447,18 @@ def test_descriptions_in_the_catalog_and_on_handles_show_code_and_stay_inert() -
         assert ("<p style='margin:0 0 0.5em 0'>Hard-wrapped line with &lt;script&gt;alert(1)"
                 "&lt;/script&gt; and <code>&lt;img src=x onerror=alert(1)&gt;</code>.</p>"
                 ) in handle
+
+
+def test_history_is_newest_first_by_start_not_by_completion() -> None:
+    from toolbench._notebook.display import newest_first
+
+    t0 = pd.Timestamp("2026-01-01T00:00:00Z")
+    # records are kept as calls end: the slow call started first and ended last
+    df = pd.DataFrame({"name": ["fast", "slow", "later"],
+                       "started": [t0 + pd.Timedelta(seconds=1), t0,
+                                   t0 + pd.Timedelta(seconds=5)]})
+    assert list(newest_first(df)["name"]) == ["later", "fast", "slow"]
+    html = records_html(df.assign(ok=True))
+    assert html.index("later") < html.index("fast") < html.index("slow")
+    same = pd.DataFrame({"name": ["a", "b"], "started": [t0, t0]})
+    assert list(newest_first(same)["name"]) == ["b", "a"]  # a tie: the one recorded last

@@ -293,7 +293,8 @@ def test_bench_explore_and_refresh(bench: tb.Bench) -> None:
         bench.disconnect("late")
         app.refresh_button.click()
         assert "late-echo" not in [v for _, v in app.tool_list.options]
-        assert "late" in app.history.value  # records outlive the server
+        assert "late" not in app.history.value  # the History is the selected tool's
+        assert "other record on this bench" in app.history.value  # records outlive the server
     finally:
         app.close()
 
@@ -316,6 +317,24 @@ def indented_server() -> MCPServer:
         raise ServerToolError(f"unknown city {city!r}. Did you mean 'Tokyo'?")
 
     return srv
+
+
+def test_history_is_the_selected_tools_with_its_errors(app: Explorer, bench: tb.Bench) -> None:
+    bench.call("mem-echo", text="mine")
+    bench.call("ledger-echo", text="theirs")
+    with pytest.raises(tb.Refused):
+        bench.call("mem-echo", times="many")  # fails locally: an error to show
+    app.tool_list.value = "mem-echo"
+    html = app.history.value
+    assert "calls of mem-echo (newest first)" in html and "<small>2 rows</small>" in html
+    assert "mine" in html and "theirs" not in html
+    assert "1 other record on this bench" in html
+    heads = [h.split("</th>")[0] for h in html.split("<th>")[1:]]
+    assert heads == ["started", "ok", "disposition", "error_type", "latency_ms", "arguments",
+                     "text", "error"]
+    assert html.index("Refused") < html.index("mine")  # the failure came last: it is first
+    app.tool_list.value = "ledger-echo"  # selecting another tool shows its own calls
+    assert "theirs" in app.history.value and "mine" not in app.history.value
 
 
 def test_description_is_dedented(bench: tb.Bench) -> None:
@@ -526,7 +545,8 @@ def test_resources_tab_lists_reads_every_kind_and_fills_a_template(
         records = bench.records
         assert set(records["kind"]) == {"resource"}
         assert list(records["name"][-2:]) == ["city://lima", "city://atlantis"]
-        assert "city://lima" in app.history.value
+        assert "city://lima" not in app.history.value  # reads are not the tool's History
+        assert "other records on this bench" in app.history.value
         assert not app.read_button.disabled and app.read_busy.value == ""
     finally:
         app.close()

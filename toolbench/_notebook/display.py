@@ -105,12 +105,29 @@ def _adds_to(result: Any, error: BaseException) -> bool:
 HISTORY_CELL = 48
 
 
-def records_html(df: pd.DataFrame, *, max_rows: int = MAX_ROWS) -> str:
-    """The call history, newest first; cells kept short (the full text is in the tooltip)."""
+HISTORY_VIEW = ("started", "ok", "disposition", "error_type", "latency_ms", "arguments",
+                "text", "error")
+"""One tool's history (the explorer's History tab): its name, server and kind go without
+saying, which leaves room for the error."""
+
+
+def newest_first(df: pd.DataFrame) -> pd.DataFrame:
+    """Records by when they started, the latest first (calls that started together: the one
+    recorded last first). Records are kept in the order calls *ended*."""
+    if "started" not in df.columns:
+        return df.iloc[::-1]
+    return df.iloc[::-1].sort_values("started", ascending=False, kind="stable")
+
+
+def records_html(df: pd.DataFrame, *, max_rows: int = MAX_ROWS,
+                 columns: Sequence[str] = RECORD_VIEW,
+                 caption: str = "calls (newest first)") -> str:
+    """The call history, newest first by start; cells kept short (the full text is in the
+    tooltip)."""
     if len(df) == 0:
         return "<i>no calls yet</i>"
-    return html_table(df.iloc[::-1], max_rows=max_rows, columns=RECORD_VIEW,
-                      max_cell=HISTORY_CELL, caption="calls (newest first)")
+    return html_table(newest_first(df), max_rows=max_rows, columns=columns,
+                      max_cell=HISTORY_CELL, caption=caption)
 
 
 def kind_of(df: pd.DataFrame) -> str:

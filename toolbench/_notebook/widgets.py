@@ -32,7 +32,7 @@ from toolbench._core.errors import ToolError
 from toolbench._core.html import result_html
 from toolbench._loop import get_loop
 from toolbench._notebook.compare_view import compare_html
-from toolbench._notebook.display import error_html, html_table, records_html
+from toolbench._notebook.display import HISTORY_VIEW, error_html, html_table, records_html
 from toolbench._notebook.form import Form, FormError, build_form, css_class
 
 if TYPE_CHECKING:
@@ -153,7 +153,7 @@ class Explorer:
             self.compare_output])
 
         self.history_button = widgets.Button(description="refresh", icon="refresh")
-        self.history = widgets.HTML("")
+        self.history = widgets.HTML("", layout=widgets.Layout(overflow="auto", max_width="100%"))
         history_tab = widgets.VBox([self.history_button, self.history])
 
         self.tabs = widgets.Tab(children=[call_tab, compare_tab, history_tab],
@@ -337,6 +337,7 @@ class Explorer:
         if self._shown == name:
             return
         self._shown = name
+        self.show_history()  # the History tab is the selected tool's
         entry = self.bench.pegboard.entry(name)
         spec = entry.spec
         # The new form goes in first and the description last: a front end (or a person)
@@ -451,10 +452,25 @@ class Explorer:
         label.value = BUSY_HTML if busy else ""
 
     def show_history(self) -> None:
-        """Re-render this bench's call records, newest first."""
+        """Re-render the selected tool's calls, newest first by when they started (the whole
+        bench's are in ``bench.records``)."""
         self.check_closed()
         try:
-            self.history.value = records_html(self.bench.records)
+            name = self.tool_list.value
+            if not name or name not in self.bench.pegboard:
+                self.history.value = "<i>choose a tool to see its calls</i>"
+                return
+            entry = self.bench.pegboard.entry(name)
+            records = self.bench.records
+            mine = records[(records["server"] == entry.server) & (records["tool"] == entry.tool)
+                           & (records["kind"] == "tool")] if len(records) else records
+            others = len(records) - len(mine)
+            note = (f"<p><small>{_html.counted(others, 'other record')} on this bench "
+                    f"(other tools, reads, prompts): <code>bench.records</code> has every one"
+                    f"</small></p>" if others else "")
+            self.history.value = records_html(
+                mine, columns=HISTORY_VIEW,
+                caption=f"calls of {_html.shorten(name, 80)} (newest first)") + note
         except Exception as exc:
             self.history.value = f"<i>history unavailable ({_html.escape(type(exc).__name__)})</i>"
 
