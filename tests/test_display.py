@@ -262,14 +262,21 @@ def test_compare_view_highlights_disagreement_and_latency() -> None:
     assert "median latency per server" in html
     assert frame_html(df) == html
     # With a majority, only the odd answer is highlighted; a 1-1 split highlights both.
+    # The structured fields show the answer, so there is no answer column beside them.
     three = df.iloc[[2, 3, 3]].assign(server=["a", "b", "d"], text=["2", "3", "3"])
     html = compare_html(three)
-    assert html.count(f"<td style='{DIFFER}' class='tb-wide'>2</td>") == 1
-    assert f"<td style='{DIFFER}' class='tb-wide'>3</td>" not in html
+    assert "<th>answer</th>" not in html and "<th>error</th>" not in html  # none failed
+    assert html.count(f"<td style='{DIFFER}'>2</td>") == 1
+    assert f"<td style='{DIFFER}'>3</td>" not in html
     pair = df.iloc[[2, 3]].assign(text=["2", "3"])
     html = compare_html(pair)
-    assert f"<td style='{DIFFER}' class='tb-wide'>2</td>" in html
-    assert f"<td style='{DIFFER}' class='tb-wide'>3</td>" in html
+    assert f"<td style='{DIFFER}'>2</td>" in html and f"<td style='{DIFFER}'>3</td>" in html
+    # Without structured fields, the answer column carries the comparison.
+    plain_text = three.drop(columns=["structured.v"]).assign(structured=None)
+    html = compare_html(plain_text)
+    assert "<th>answer</th>" in html
+    assert html.count(f"<td style='{DIFFER}' class='tb-wide'>2</td>") == 1
+    assert f"<td style='{DIFFER}' class='tb-wide'>3</td>" not in html
 
 
 def test_real_compare_frame(evil: tb.Bench) -> None:

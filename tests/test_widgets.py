@@ -330,8 +330,9 @@ def test_history_is_the_selected_tools_with_its_errors(app: Explorer, bench: tb.
     assert "mine" in html and "theirs" not in html
     assert "1 other record on this bench" in html
     heads = [h.split("</th>")[0] for h in html.split("<th>")[1:]]
-    assert heads == ["started", "ok", "disposition", "error_type", "latency_ms", "arguments",
-                     "text", "error"]
+    assert heads == ["started", "ok", "disposition", "latency_ms", "answer or error",
+                     "arguments"]
+    assert "Refused: " in html  # the error, before the arguments: visible in a narrow pane
     assert html.index("Refused") < html.index("mine")  # the failure came last: it is first
     app.tool_list.value = "ledger-echo"  # selecting another tool shows its own calls
     assert "theirs" in app.history.value and "mine" not in app.history.value

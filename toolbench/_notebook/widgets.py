@@ -32,7 +32,7 @@ from toolbench._core.errors import ToolError
 from toolbench._core.html import result_html
 from toolbench._loop import get_loop
 from toolbench._notebook.compare_view import compare_html
-from toolbench._notebook.display import HISTORY_VIEW, error_html, html_table, records_html
+from toolbench._notebook.display import error_html, history_html, html_table
 from toolbench._notebook.form import Form, FormError, build_form, css_class
 
 if TYPE_CHECKING:
@@ -468,9 +468,8 @@ class Explorer:
             note = (f"<p><small>{_html.counted(others, 'other record')} on this bench "
                     f"(other tools, reads, prompts): <code>bench.records</code> has every one"
                     f"</small></p>" if others else "")
-            self.history.value = records_html(
-                mine, columns=HISTORY_VIEW,
-                caption=f"calls of {_html.shorten(name, 80)} (newest first)") + note
+            self.history.value = history_html(
+                mine, caption=f"calls of {_html.shorten(name, 80)} (newest first)") + note
         except Exception as exc:
             self.history.value = f"<i>history unavailable ({_html.escape(type(exc).__name__)})</i>"
 
