@@ -262,14 +262,21 @@ def test_compare_view_highlights_disagreement_and_latency() -> None:
     assert "median latency per server" in html
     assert frame_html(df) == html
     # With a majority, only the odd answer is highlighted; a 1-1 split highlights both.
+    # The structured fields show the answer, so there is no answer column beside them.
     three = df.iloc[[2, 3, 3]].assign(server=["a", "b", "d"], text=["2", "3", "3"])
     html = compare_html(three)
-    assert html.count(f"<td style='{DIFFER}' class='tb-wide'>2</td>") == 1
-    assert f"<td style='{DIFFER}' class='tb-wide'>3</td>" not in html
+    assert "<th>answer</th>" not in html and "<th>error</th>" not in html  # none failed
+    assert html.count(f"<td style='{DIFFER}'>2</td>") == 1
+    assert f"<td style='{DIFFER}'>3</td>" not in html
     pair = df.iloc[[2, 3]].assign(text=["2", "3"])
     html = compare_html(pair)
-    assert f"<td style='{DIFFER}' class='tb-wide'>2</td>" in html
-    assert f"<td style='{DIFFER}' class='tb-wide'>3</td>" in html
+    assert f"<td style='{DIFFER}'>2</td>" in html and f"<td style='{DIFFER}'>3</td>" in html
+    # Without structured fields, the answer column carries the comparison.
+    plain_text = three.drop(columns=["structured.v"]).assign(structured=None)
+    html = compare_html(plain_text)
+    assert "<th>answer</th>" in html
+    assert html.count(f"<td style='{DIFFER}' class='tb-wide'>2</td>") == 1
+    assert f"<td style='{DIFFER}' class='tb-wide'>3</td>" not in html
 
 
 def test_real_compare_frame(evil: tb.Bench) -> None:
@@ -421,3 +428,44 @@ def test_servers_and_catalog_views_show_warnings_as_escaped_sentences() -> None:
     # A tool with no warning shows an empty warnings cell (the row's last), not "[]".
     fine_row = catalog_html.split(">odd-fine<", 1)[1].split("</tr>", 1)[0]
     assert fine_row.endswith("></td>") and not fine_row.endswith("[]</td>")
+
+
+def test_descriptions_in_the_catalog_and_on_handles_show_code_and_stay_inert() -> None:
+    box = tb.ToolBox()
+
+    @box.tool(server="prose")
+    def look(city: str) -> str:
+        """Look up `city`.
+
+        Hard-wrapped
+        line with <script>alert(1)</script> and `<img src=x onerror=alert(1)>`.
+        """
+        return city
+
+    with tb.Bench() as bench:
+        bench.add(box)
+        catalog = frame_html(bench.catalog())
+        no_live_markup(catalog)
+        assert "Look up <code>city</code>. Hard-wrapped line with" in catalog
+        assert "<code>&lt;img src=x onerror=alert(1)&gt;</code>" in catalog or "title=" in catalog
+        handle = bench.tools["prose-look"]._repr_html_()
+        no_live_markup(handle)
+        assert "<b>prose-look</b>" in handle and "<code>city</code>" in handle
+        assert ("<p style='margin:0 0 0.5em 0'>Hard-wrapped line with &lt;script&gt;alert(1)"
+                "&lt;/script&gt; and <code>&lt;img src=x onerror=alert(1)&gt;</code>.</p>"
+                ) in handle
+
+
+def test_history_is_newest_first_by_start_not_by_completion() -> None:
+    from toolbench._notebook.display import newest_first
+
+    t0 = pd.Timestamp("2026-01-01T00:00:00Z")
+    # records are kept as calls end: the slow call started first and ended last
+    df = pd.DataFrame({"name": ["fast", "slow", "later"],
+                       "started": [t0 + pd.Timedelta(seconds=1), t0,
+                                   t0 + pd.Timedelta(seconds=5)]})
+    assert list(newest_first(df)["name"]) == ["later", "fast", "slow"]
+    html = records_html(df.assign(ok=True))
+    assert html.index("later") < html.index("fast") < html.index("slow")
+    same = pd.DataFrame({"name": ["a", "b"], "started": [t0, t0]})
+    assert list(newest_first(same)["name"]) == ["b", "a"]  # a tie: the one recorded last
