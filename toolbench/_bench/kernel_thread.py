@@ -66,7 +66,8 @@ class KernelBar:
     """
 
     def __init__(self, total: float | None, label: str, *, interval: float = 0.1,
-                 lazy: bool = False) -> None:
+                 lazy: bool = False, bar_format: str | None = None) -> None:
+        self._format = bar_format
         self.total = total
         self.n: float = 0
         self.label = label
@@ -131,8 +132,10 @@ class KernelBar:
                     return
                 from tqdm.auto import tqdm
 
+                options = {} if self._format is None else {"bar_format": self._format}
                 bar = self._bar = self._context.run(tqdm, total=self.total, desc=self.label,
-                                                    leave=True, mininterval=self._interval)
+                                                    leave=True, mininterval=self._interval,
+                                                    **options)
             if bar.disable:
                 return
             if self.total != bar.total:

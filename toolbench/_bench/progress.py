@@ -53,6 +53,11 @@ def in_notebook() -> bool:
     return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
 
 
+BAR_FORMAT = "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]"
+"""tqdm's default without the rate: one call's steps are the server's units, and "3.2 it/s" of
+them says nothing (a ``map``'s bar, over calls, keeps its rate)."""
+
+
 class ProgressBar:
     """One call's bar, made on its first update (on the kernel's thread, in the calling
     cell's context: :class:`~toolbench._bench.kernel_thread.KernelBar`); ``close`` ends it
@@ -60,7 +65,8 @@ class ProgressBar:
 
     def __init__(self, label: str) -> None:
         self.label = label
-        self._bar = KernelBar(None, label, interval=BAR_INTERVAL_S, lazy=True)
+        self._bar = KernelBar(None, label, interval=BAR_INTERVAL_S, lazy=True,
+                              bar_format=BAR_FORMAT)
 
     def __call__(self, progress: float, total: float | None, message: str | None) -> None:
         self._bar.show(progress, total, _html.shorten(str(message), 60) if message else None)
