@@ -812,9 +812,9 @@ class BaseBench(ResourcesAndPrompts):
             error.tool = target.tool
         journal = self._store.journal
         if batch is None and journal is not None and (not durable or journal.degraded):
-            # Its intent was durable before sending; the outcome is committed right behind
-            # it (with the next intent, or LINGER_S later), without holding the call back.
-            # A journal that is failing says so now, not only at close.
+            # Its intent was durable before sending, and its outcome is in the intent log
+            # (store.append wrote it); SQLite follows with the next group commit. A
+            # journal that is failing says so now, not only at close.
             warn_not_durable(journal, 1, 1, f"call {name_shown}")
         return record, result, error
 
