@@ -393,6 +393,45 @@ def test_a_kernel_without_the_plumbing_gives_pump_unavailable() -> None:
         pump.KernelPump(Bare())
 
 
+def test_accept_settles_so_a_value_sent_with_the_click_counts(
+    asker: tuple[NotebookAsker, list[Any]]
+) -> None:
+    """A box's value and the click on Accept leave the page together; the kernel may run the
+    click first (an awaiting cell runs each widget message as its own task). Accept decides
+    SETTLE_S later, reading the form then; clicks meanwhile are ignored."""
+    made, _ = asker
+    future = start(sr.ServerRequests(elicitation="ask"), "elicitation", form_params())
+    (view,) = wait_answered(made)
+    made._waiting = 1  # as while a blocked cell pumps: settling clicks wait for its slices
+    try:
+        view.form["destination"].value = "Lim"
+        view.form["nights"].value = "-3"
+        view.form["budget"].value = "10"
+        view.accept.click()
+        assert view.settling and made.run_deferred() == 0  # not due yet
+        view.form["destination"].value = "Lima"  # arrived just after the click
+        view.form["nights"].value = "5"
+        view.decline.click()  # ignored while Accept settles
+        assert made.run_deferred(now=time.monotonic() + ask_mod.SETTLE_S + 0.01) == 1
+    finally:
+        made._waiting = 0
+    reply = future.result(timeout=10)
+    assert reply.action == "accept" and reply.content is not None
+    assert (reply.content["destination"], reply.content["nights"]) == ("Lima", 5)
+    # Send settles too; Reject (which reads nothing) does not.
+    future = start(sr.ServerRequests(sampling="ask"), "sampling", sampling_params())
+    (sampling,) = [v for v in wait_answered(made) if isinstance(v, SamplingAsk)]
+    made._waiting = 1
+    try:
+        sampling.reply.value = "Go in"
+        sampling.send.click()
+        sampling.reply.value = "Go in May."
+        assert made.run_deferred(now=float("inf")) == 1
+    finally:
+        made._waiting = 0
+    assert future.result(timeout=10).content.text == "Go in May."
+
+
 def test_the_explorers_call_shows_its_form_in_the_explorer(
     asker: tuple[NotebookAsker, list[Any]]
 ) -> None:
