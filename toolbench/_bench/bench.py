@@ -66,7 +66,8 @@ CLOSE_BOUND_S = 15.0
 TIMEOUT_BACKSTOP_S = 2.0
 """How long after a call's timeout the bench stops waiting for a client that did not."""
 SERVER_COLUMNS = ("name", "transport", "status", "tools", "protocol", "server_name",
-                  "server_version", "destination", "error", "stderr_tail", "warnings")
+                  "server_version", "destination", "error", "stderr_tail", "warnings",
+                  "auth")
 CATALOG_COLUMNS = ("name", "server", "tool", "title", "description", "parameters", "required",
                    "input_schema", "output_schema", "annotations", "destination", "warnings")
 REPLACEABLE = frozenset({"failed", "lost"})
@@ -333,7 +334,9 @@ class BaseBench(BeyondTools):
                 :class:`~toolbench._routing.connections.ConnectOptions`: ``env``, ``cwd``,
                 ``headers``, ``transport``, ``timeout``, ``connect_timeout``,
                 ``max_concurrent``, ``secrets``, ``max_message_bytes``, ``max_tools``,
-                ``protocol_mode``. A ``ToolClient`` takes only ``timeout`` and
+                ``protocol_mode``, ``auth`` (``"oauth"``, ``tb.OAuth(...)``,
+                ``tb.ClientCredentials(...)`` or an ``httpx2.Auth``: an http(s) server's
+                sign-in). A ``ToolClient`` takes only ``timeout`` and
                 ``connect_timeout``.
 
         Returns:
@@ -594,6 +597,7 @@ class BaseBench(BeyondTools):
                 "stderr_tail": shown(row.stderr or (conn.stderr_tail() if conn is not None
                                                      else "")),
                 "warnings": [redact(w) for w in self._server_warnings(row.name)],
+                "auth": conn.auth_text() if conn is not None else "none",
             })
         return pd.DataFrame(rows, columns=list(SERVER_COLUMNS))
 

@@ -65,9 +65,19 @@ class Redactor:
     """Replaces every secret value (env, header) with a marker in any text we show."""
 
     def __init__(self, secrets: Iterable[str]) -> None:
-        values = sorted({s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET_LEN},
-                        key=len, reverse=True)
+        self._values = {s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET_LEN}
+        self._compile()
+
+    def _compile(self) -> None:
+        values = sorted(self._values, key=len, reverse=True)
         self._pattern = re.compile("|".join(re.escape(v) for v in values)) if values else None
+
+    def add(self, secrets: Iterable[str]) -> None:
+        """Hide these too from now on (tokens and codes are known only once they arrive)."""
+        new = {s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET_LEN}
+        if not new <= self._values:
+            self._values |= new
+            self._compile()
 
     def __call__(self, text: str) -> str:
         if self._pattern is None:
