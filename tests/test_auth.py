@@ -42,12 +42,14 @@ class Browser:
 
     def __init__(self) -> None:
         self.urls: list[str] = []
+        self.tamper = False  # return an address whose state was changed
 
     def __call__(self, url: str) -> str:
         self.urls.append(url)
         response = httpx2.get(url, follow_redirects=False, timeout=10)
         assert response.status_code in (302, 303, 307), response.text
-        return str(response.headers["location"])
+        location = str(response.headers["location"])
+        return location.replace("state=", "state=zz") if self.tamper else location
 
 
 def _texts(bench: tb.Bench) -> str:
@@ -266,3 +268,49 @@ def test_a_non_https_authorization_endpoint_stops_the_flow() -> None:
         _auth.check_endpoint("javascript:alert(1)", "authorization endpoint")
     _auth.check_endpoint("http://127.0.0.1:9/authorize", "authorization endpoint")
     _auth.check_endpoint("https://as.example.com/authorize", "authorization endpoint")
+
+
+def test_no_token_code_or_secret_on_any_surface(server: tuple[str, Provider], tmp_path: Path,
+                                                caplog: pytest.LogCaptureFixture) -> None:
+    """Tokens, codes and client secrets: not in servers, records, the journal, reprs, logs,
+    warnings or errors (also after a failed sign-in and a refused call)."""
+    import logging
+    import warnings
+
+    url, provider = server
+    browser = Browser()
+    journal = tmp_path / "calls.sqlite"
+    errors: list[str] = []
+    caplog.set_level(logging.DEBUG)
+    with warnings.catch_warnings(record=True) as caught, tb.Bench(journal=str(journal)) as bench:
+        warnings.simplefilter("always")
+        bench.connect("p", url, auth=tb.OAuth(authorize=browser))
+        bench.call("p-whoami")
+        provider.revoke_all()
+        browser.tamper = True  # the next sign-in goes wrong
+        with pytest.raises(tb.Unreachable, match="state does not match") as failed:
+            bench.call("p-whoami", timeout=30)
+        errors.append(str(failed.value))
+        assert failed.value.disposition is tb.Disposition.DID_NOT_HAPPEN
+        assert bench.records.iloc[-1]["error_type"] == "Unreachable"
+        surfaces = _texts(bench) + "\n".join(errors)
+    with tb.Bench(journal=str(journal)) as again:  # what the journal loads back
+        surfaces += again.records.to_string() + repr(again.records.to_dict())
+    surfaces += journal.read_bytes().decode("latin-1")
+    surfaces += "\n".join(str(w.message) for w in caught)
+    surfaces += "\n".join(r.getMessage() for r in caplog.records
+                          if r.name.startswith("toolbench"))
+    assert len(provider.issued) >= 4
+    for secret in provider.issued:
+        assert secret not in surfaces, secret[:6]
+
+
+def test_a_server_that_signs_in_cannot_travel_to_a_cluster(server: tuple[str, Provider]) -> None:
+    pytest.importorskip("distributed")
+    from toolbench._bench.cluster import _spec
+
+    url, _ = server
+    with tb.Bench() as bench:
+        bench.connect("p", url, auth=tb.OAuth(authorize=Browser(), store="memory"))
+        with pytest.raises(ValueError, match=r"server 'p' signs in \(auth=OAuth\).*Dask"):
+            _spec(bench, "p")
