@@ -27,7 +27,11 @@ def test_every_client_scenario_passes_through_the_public_api() -> None:
     jobs = int(os.environ.get("TOOLBENCH_CONFORMANCE_JOBS", "3"))
     outcomes = run.run_all(f"{sys.executable} {run.DRIVER}", jobs)
     assert len(outcomes) == 18 + 32 + 2 * len(run.EXTRAS)
+    known = run.KNOWN_SDK_FAILURES
     failed = [f"{o.revision} {o.scenario}: {o.summary}\n{o.output[-1500:]}"
-              for o in outcomes if not o.passed]
+              for o in outcomes if not o.passed and (o.scenario, o.revision) not in known]
     print(run.table(outcomes))
     assert not failed, "\n\n".join(failed)
+    # an SDK limitation that goes away should be noticed: then remove it from the list
+    fixed = [o.scenario for o in outcomes if o.passed and (o.scenario, o.revision) in known]
+    assert not fixed, f"now passing, remove from KNOWN_SDK_FAILURES: {fixed}"
