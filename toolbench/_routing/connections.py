@@ -49,6 +49,9 @@ class ConnectOptions(TypedDict, total=False):
     protocol_mode: ProtocolMode
     """``"fast"`` (the 2025 handshake first), ``"auto"`` or ``"legacy"``; see
     ``toolbench._transports.mcp.PROTOCOL_MODES``. ``servers`` shows the outcome."""
+    roots: Iterable[str | os.PathLike[str]]
+    """This server's own roots (paths or ``file://`` URIs); the bench's ``roots`` is only the
+    default for servers without their own. No server ever sees another server's roots."""
 
 
 MCP_OPTIONS = frozenset(ConnectOptions.__optional_keys__)
@@ -126,6 +129,11 @@ class Connection:
     def stderr_tail(self) -> str:
         return str(self._mcp.stderr_tail()) if self._mcp is not None else ""
 
+    @property
+    def mcp(self) -> Any:
+        """The ``McpClient`` under this connection, or None (a ToolBox, a Toolset)."""
+        return self._mcp
+
     async def notify_roots_changed(self) -> bool:
         """Tell an MCP server its client's roots changed; False if there is no one to tell."""
         if self._mcp is None:
@@ -166,7 +174,12 @@ def open_connection(name: str, target: Any, options: Mapping[str, Any],
         target = list(target) if isinstance(target, tuple) else target
         kwargs = dict(options)
         kwargs["secrets"] = tuple(kwargs.get("secrets", ()))
-        if requests is not None and requests.active:
+        own_roots = kwargs.pop("roots", None)
+        if own_roots is not None:
+            if requests is None:
+                raise ValueError(f"connect({name!r}, roots=...) needs a bench to answer roots")
+            requests.set_server_roots(name, own_roots)  # checked here; a bad root raises
+        if requests is not None and requests.active_for(name):
             kwargs["server_requests"] = requests
         if notifications is not None:
             kwargs["notifications"] = notifications
