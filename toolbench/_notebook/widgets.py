@@ -31,6 +31,7 @@ from toolbench._core import html as _html
 from toolbench._core.errors import ToolError
 from toolbench._core.html import result_html
 from toolbench._loop import get_loop
+from toolbench._notebook.about import server_about_html
 from toolbench._notebook.compare_view import compare_html
 from toolbench._notebook.display import error_html, html_table, records_html
 from toolbench._notebook.form import Form, FormError, build_form, css_class
@@ -358,12 +359,23 @@ class Explorer:
         more = (f" <small>({len(text):,} characters; shortened)</small>"
                 if len(text) > MAX_DESCRIPTION else "")
         title = f" — {_html.escape(_html.shorten(spec.title, 200))}" if spec.title else ""
-        self.description.value = (
+        if spec.task_only:  # the server says so (execution.taskSupport == "required")
+            title += (" <span class='toolbench-task-only' title='the server runs this tool only "
+                      "as a task; a call creates the task and waits for it'>⏱ task only</span>")
+        self.description.value = self.server_about(entry.server) + (
             f"<div class='toolbench-description'><b>{_html.escape(name)}</b>{title} "
             f"<small>server <code>{_html.escape(entry.server)}</code>, tool "
             f"<code>{_html.escape(entry.tool)}</code></small>"
             f"<div style='white-space:pre-wrap;max-height:10em;overflow:auto'>"
             f"{_html.escape(_html.shorten(text, MAX_DESCRIPTION))}</div>{more}</div>")
+
+    def server_about(self, server: str) -> str:
+        """The server's title, icons and instructions as HTML, escaped (``about.py``)."""
+        try:
+            row = self.bench.servers.set_index("name").loc[server].to_dict()
+        except Exception:  # display never raises
+            return ""
+        return server_about_html(server, row)
 
     # -- calling --------------------------------------------------------------------------
     def _arguments(self, output: Any) -> dict[str, Any] | None:

@@ -41,7 +41,16 @@ async def list_tools_page(client: Any, cursor: str | None,
     """One page (``cursor``), and ``(name, reason)`` for each tool that was skipped."""
     session = client.session
     params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
-    raw = await session.send_request(types.ListToolsRequest(params=params), _Page)
+    # The session's send_request validates the whole result against the method's schema
+    # (one bad tool fails the page), so the request is stamped and sent as the session's
+    # own ``listen`` driver does, and the page is read leniently here.
+    data = types.ListToolsRequest(params=params).model_dump(by_alias=True, mode="json",
+                                                            exclude_none=True)
+    opts: dict[str, Any] = {}
+    session._stamp(data, opts)
+    received = await session._dispatcher.send_raw_request(data["method"], data.get("params"),
+                                                          opts)
+    raw = _Page.model_validate(received, by_name=False)
     tools: list[types.Tool] = []
     skipped: list[tuple[str, str]] = []
     for index, item in enumerate(raw.tools):
