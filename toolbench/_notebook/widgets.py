@@ -372,7 +372,8 @@ class Explorer:
     def server_about(self, server: str) -> str:
         """The server's title, icons and instructions as HTML, escaped (``about.py``)."""
         try:
-            row = self.bench.servers.set_index("name").loc[server].to_dict()
+            row = {str(k): v for k, v in
+                   self.bench.servers.set_index("name").loc[server].to_dict().items()}
         except Exception:  # display never raises
             return ""
         return server_about_html(server, row)
