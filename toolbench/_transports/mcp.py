@@ -725,7 +725,7 @@ class McpClient:
 
     # -- what the server says unasked (toolbench._transports.mcp_subscriptions) -------------
     async def _on_message(self, conn: _Conn, message: Any) -> None:
-        _subs.on_notification(self, conn.task_group, message)
+        _subs.on_notification(self, conn.task_group, conn.client, message)
 
     # -- discovery and calls ----------------------------------------------------------------
     def check_server(self, server: str, tool: ToolId | None = None) -> None:

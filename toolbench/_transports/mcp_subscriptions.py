@@ -77,8 +77,15 @@ def resource_updated(mcp: McpClient, uri: Any) -> None:
 
 
 def on_notification(mcp: McpClient, task_group: anyio.abc.TaskGroup | None,
-                    message: Any) -> None:
-    """A handshake-era notification: a list change fires its listeners, an update is logged."""
+                    client: Client | None, message: Any) -> None:
+    """A handshake-era notification: a list change fires its listeners, an update is logged.
+
+    On a 2026 connection the SDK also hands the listen stream's events to the message
+    handler as notifications; there the stream (:class:`Listening`) is the one source, so
+    nothing is counted twice.
+    """
+    if client is not None and is_modern(client):
+        return
     if isinstance(message, types.ToolListChangedNotification):
         mcp._events.fire("tools", task_group)
     elif isinstance(message, types.ResourceListChangedNotification):

@@ -1,0 +1,37 @@
+"""A stdio server whose tools change name each time it starts (a server upgraded under us).
+
+Usage: ``python renaming_server.py COUNTER``. The file ``COUNTER`` counts the starts; start
+*n* offers ``pid`` (answers the process id, so a test can kill it) and ``tool_v<n>``. A test
+kills it mid-session; the bench's reconnect must bring the catalog the new name.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+from _rpc import serve
+
+counter = Path(sys.argv[1])
+start = int(counter.read_text() or "0") + 1 if counter.exists() else 1
+counter.write_text(str(start))
+TOOLS = [{"name": "pid", "inputSchema": {"type": "object"}},
+         {"name": f"tool_v{start}", "inputSchema": {"type": "object"}}]
+
+
+def call(msg: dict) -> dict:
+    name = msg["params"]["name"]
+    if name == "pid":
+        return {"result": {"content": [{"type": "text", "text": str(os.getpid())}]}}
+    if name == f"tool_v{start}":
+        return {"result": {"content": [{"type": "text", "text": f"v{start}"}]}}
+    return {"error": {"code": -32602, "message": f"Unknown tool: {name}"}}
+
+
+serve({
+    "initialize": lambda msg: {"result": {"protocolVersion": "2025-11-25",
+                                          "capabilities": {"tools": {"listChanged": True}},
+                                          "serverInfo": {"name": "renaming",
+                                                         "version": str(start)}}},
+    "tools/list": lambda msg: {"result": {"tools": TOOLS}},
+    "tools/call": call,
+})
