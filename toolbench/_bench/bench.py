@@ -55,6 +55,7 @@ from toolbench._routing.connections import (
 from toolbench._routing.pegboard import USE_SERVER_NAME, Namespace, PegBoard, describe_skipped
 from toolbench._routing.router import ToolRouter
 from toolbench._transports.mcp_errors import Redactor
+from toolbench._transports.mcp_tasks import task_of
 from toolbench._transports.notifications import LogLevel, Notifications
 from toolbench._transports.server_requests import Handler, ServerRequests
 from toolbench._transports.toolbox import ToolBox
@@ -760,8 +761,9 @@ class BaseBench(BeyondTools, RestOfClient, FollowServers):
         except Exception as exc:  # a foreign bug in some client: the far side's fate is unknown
             error = TimedOut(f"{type(exc).__name__}: {exc}", tool=target.tool)
             error.__cause__ = exc
-        if result is not None and result.task_id is not None:  # it ran as a server task
-            prov = {**prov, "task_id": result.task_id}
+        task_id = task_of(result, error)
+        if task_id is not None:  # it ran as a server task (failed or timed out too)
+            prov = {**prov, "task_id": task_id}
         record = make_record(
             call_id=call_id, batch=batch, started=started, server=target.tool.server,
             tool=target.tool.tool, name=target.name, arguments=recorded_args,

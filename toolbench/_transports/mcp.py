@@ -938,6 +938,7 @@ class McpClient:
                     error = call_error(error, exc, self._requests, self.name, started)
                 if task_ids:  # the server's task was cancelled (tasks/cancel) on the way out
                     error.detail = f"{error.detail} (task {task_ids[0]})"
+                    error.task_id = task_ids[0]  # type: ignore[attr-defined]  # the record's
                 raise error from self._redact.cause(exc)
         finally:
             self._settled(ticket, token, conn, limiter)
