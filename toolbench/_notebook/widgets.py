@@ -35,6 +35,7 @@ from toolbench._notebook.about import server_about_html
 from toolbench._notebook.compare_view import compare_html
 from toolbench._notebook.display import error_html, html_table, records_html
 from toolbench._notebook.form import Form, FormError, build_form, css_class
+from toolbench._notebook.suggest import Suggest
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -198,6 +199,7 @@ class Explorer:
         self.prompt_rows: list[dict[str, Any]] = []
         self.prompt_notes: dict[str, str] = {}
         self.prompt_form: Form = build_form(None)
+        self.prompt_suggest: Suggest | None = None
         self.prompt_choice = widgets.Dropdown(description="prompt",
                                               options=[("(choose a prompt)", None)],
                                               value=None,
@@ -732,13 +734,16 @@ class Explorer:
             return
         row = self.prompt_rows[index]
         self.prompt_form = build_form(prompt_schema(row.get("arguments")))
+        # Its text fields offer the server's completions as one types (suggest.py).
+        self.prompt_suggest = Suggest(self.bench, str(row["name"]), self.prompt_form,
+                                      self._post)
         self.prompt_form.widget.add_class("toolbench-form")
         self.prompt_form.widget.add_class(css_class("toolbench-prompt-form-", str(row["name"])))
         if not self.prompt_form.fields and self.prompt_form.whole is None:
             self.prompt_form.widget.children = [
                 widgets.HTML("<em>this prompt takes no arguments</em>"),
                 self.prompt_form.message]
-        self.prompt_form_box.children = [self.prompt_form.widget]
+        self.prompt_form_box.children = [self.prompt_form.widget, self.prompt_suggest.note]
         _close_tree(old.widget)
         self.prompt_button.disabled = self.closed
         self.prompt_output.value = ""
