@@ -28,11 +28,19 @@ def team_server() -> MCPServer:
         """Promote someone."""
         return f"Promote {name} in {department}"
 
+    @server.resource("team://{member}")
+    def member(member: str) -> str:
+        """One member."""
+        return f"member {member}"
+
     @server.completion()
     async def complete(ref: Any, argument: Any, context: Any) -> types.Completion:
         chosen = dict(context.arguments or {}) if context is not None else {}
         asked.append((argument.name, argument.value, chosen))
-        if argument.name == "department":
+        if argument.name == "member":
+            values = [n for names in TEAMS.values() for n in names
+                      if n.startswith(argument.value)]
+        elif argument.name == "department":
             values = [d for d in TEAMS if d.startswith(argument.value)]
         else:
             values = [n for n in TEAMS.get(chosen.get("department", ""), [])
@@ -100,5 +108,32 @@ def test_a_failed_completion_is_a_note(bench: tb.Bench) -> None:
         assert app.prompt_suggest is not None
         assert _wait_for(lambda: "no suggestions" in app.prompt_suggest.note.value)  # type: ignore[union-attr]
         assert tuple(app.prompt_form["department"].options) == ()
+    finally:
+        app.close()
+
+
+def test_a_template_form_offers_completions_and_fills_the_uri(bench: tb.Bench) -> None:
+    from test_widgets import RESOURCES
+
+    from toolbench._notebook.template_form import fill, variables
+
+    assert variables("a://{x}/{+y}/{x}") == ["x", "y"]
+    assert fill("a://{x}/{+y}", {"x": "a b", "y": "c/d"}) == "a://a%20b/c/d"
+    app = explorer(bench)
+    try:
+        open_section(app, RESOURCES)
+        choose(app.resource_choice, "team://{member}")
+        template = app.template_form
+        assert template is not None and list(template.form.fields) == ["member"]
+        member = template.form["member"]
+        member.value = "E"
+        assert _wait_for(lambda: tuple(member.options) == ("Eve",))
+        assert asked[-1][:2] == ("member", "E")
+        member.value = "Eve"
+        assert app.resource_uri.value == "team://Eve"
+        app.read()
+        assert app.last_future is not None
+        app.last_future.result(timeout=30)
+        assert "member Eve" in app.resource_output.value
     finally:
         app.close()

@@ -36,6 +36,7 @@ from toolbench._notebook.compare_view import compare_html
 from toolbench._notebook.display import error_html, html_table, records_html
 from toolbench._notebook.form import Form, FormError, build_form, css_class
 from toolbench._notebook.suggest import Suggest
+from toolbench._notebook.template_form import TemplateForm
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -187,9 +188,11 @@ class Explorer:
                                           icon="book")
         self.read_busy = widgets.HTML("")
         self.resource_output = widgets.HTML("")
+        self.template_box = widgets.VBox([])  # a template's variables (template_form.py)
+        self.template_form: TemplateForm | None = None
         resources_section = widgets.VBox([
             widgets.HBox([self.resource_choice, self.resources_button, self.resources_busy]),
-            self.resources_note, self.resource_info,
+            self.resources_note, self.resource_info, self.template_box,
             widgets.HBox([self.resource_uri, self.read_button, self.read_busy]),
             self.resource_output, self.resource_table])
 
@@ -634,6 +637,7 @@ class Explorer:
         if index is None or not 0 <= index < len(self.resource_rows):
             self._resource_server = None
             self.resource_info.value = ""
+            self.template_box.children = []
             return None
         row = self.resource_rows[index]
         self._resource_server = str(row["server"])
@@ -641,6 +645,13 @@ class Explorer:
         facts = [("server", row["server"])] + [(key, row[key]) for key in ("mime_type", "size")
                                                if row.get(key) is not None]
         self.resource_info.value = _info_html("toolbench-resource-info", row, facts)
+        old, self.template_form = self.template_form, None
+        if row["kind"] == "template":  # its variables as a form offering completions
+            self.template_form = TemplateForm(self.bench, str(row["server"]), str(row["uri"]),
+                                              self.resource_uri, self._post)
+        self.template_box.children = self.template_form.widgets if self.template_form else []
+        if old is not None:
+            _close_tree(old.form.widget)
         if row["kind"] == "template":
             self.last_future = None
             self.resource_output.value = (
