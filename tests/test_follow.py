@@ -34,6 +34,7 @@ def test_a_restarted_server_with_a_renamed_tool_is_followed(tmp_path: Path) -> N
     command = [sys.executable, str(SERVERS / "renaming_server.py"), str(counter)]
     with tb.Bench(timeout=20) as bench:
         assert bench.connect("rs", command) == 2
+        bench.subscribe("rs", "note://a")
         assert set(bench.catalog()["name"]) == {"rs-pid", "rs-tool_v1"}
         pid = int(bench.call("rs-pid").text)
         os.kill(pid, signal.SIGKILL)
@@ -48,3 +49,7 @@ def test_a_restarted_server_with_a_renamed_tool_is_followed(tmp_path: Path) -> N
         assert bench.servers.set_index("name").loc["rs", "status"] == "connected"
         assert bench._relists()["rs"]["tools"] == 1
         assert counter.read_text() == "2"
+        # Subscribed again after the reconnect, without being asked.
+        subs = Path(f"{counter}.subs")
+        assert _wait_for(lambda: subs.read_text().splitlines() == ["1 note://a", "2 note://a"])
+        assert bench.subscriptions() == {"rs": ["note://a"]}

@@ -2,7 +2,8 @@
 
 Usage: ``python renaming_server.py COUNTER``. The file ``COUNTER`` counts the starts; start
 *n* offers ``pid`` (answers the process id, so a test can kill it) and ``tool_v<n>``. A test
-kills it mid-session; the bench's reconnect must bring the catalog the new name.
+kills it mid-session; the bench's reconnect must bring the catalog the new name. Each
+``resources/subscribe`` is written to ``COUNTER.subs`` as ``<start> <uri>``.
 """
 
 import os
@@ -18,6 +19,12 @@ TOOLS = [{"name": "pid", "inputSchema": {"type": "object"}},
          {"name": f"tool_v{start}", "inputSchema": {"type": "object"}}]
 
 
+def subscribe(msg: dict) -> dict:
+    with open(f"{counter}.subs", "a", encoding="utf-8") as subs:
+        subs.write(f"{start} {msg['params']['uri']}\n")
+    return {"result": {}}
+
+
 def call(msg: dict) -> dict:
     name = msg["params"]["name"]
     if name == "pid":
@@ -29,9 +36,11 @@ def call(msg: dict) -> dict:
 
 serve({
     "initialize": lambda msg: {"result": {"protocolVersion": "2025-11-25",
-                                          "capabilities": {"tools": {"listChanged": True}},
+                                          "capabilities": {"tools": {"listChanged": True},
+                                                           "resources": {"subscribe": True}},
                                           "serverInfo": {"name": "renaming",
                                                          "version": str(start)}}},
     "tools/list": lambda msg: {"result": {"tools": TOOLS}},
     "tools/call": call,
+    "resources/subscribe": subscribe,
 })
