@@ -306,8 +306,11 @@ class BaseBench(BeyondTools, RestOfClient, FollowServers):
             if self.egress is not None and not self.egress.allows(connection.destination):
                 raise Unreachable(self.egress.refusal(connection.destination))
             await connection.open()
+            # An MCP connection is followed by the bench (follow.py: list changes and
+            # reconnects, one path); any other client by the pegboard, as before.
+            followed = getattr(connection, "mcp", None) is not None
             count = await self.pegboard.add_service(name, connection.client,
-                                                    namespace=namespace, follow=False)
+                                                    namespace=namespace, follow=not followed)
         except BaseException as exc:
             row.status, row.error = "failed", redact(str(exc))
             with contextlib.suppress(Exception):  # read before closing deletes the file
@@ -616,7 +619,7 @@ class BaseBench(BeyondTools, RestOfClient, FollowServers):
         refresh after ``tools/list_changed`` that failed (the old tools stay)."""
         found = describe_skipped(self.pegboard.skipped(name))
         row = self._rows.get(name)
-        mcp = row.connection.mcp if row is not None and row.connection is not None else None
+        mcp = getattr(row.connection, "mcp", None) if row is not None else None
         for tool, why in (mcp.skipped_tools if mcp is not None else []):
             found.append(f"tool {tool!r} skipped: {why}")
         failed = self.pegboard.refresh_errors.get(name)

@@ -54,7 +54,7 @@ class RestOfClient:
         """The ``McpClient`` of ``server`` (an MCP server), or a clear error."""
         self._resource_client(server)  # no such server, or tools only: raised there
         row = self._rows[str(server)]
-        mcp = row.connection.mcp if row.connection is not None else None
+        mcp = getattr(row.connection, "mcp", None)
         if mcp is None:
             raise Refused(f"server {server!r} ({row.transport}) is not an MCP connection: "
                           "completions and subscriptions are MCP's")
@@ -186,7 +186,7 @@ class RestOfClient:
         found: dict[str, list[str]] = {}
         for name in names:
             row = self._rows.get(name)
-            mcp = row.connection.mcp if row is not None and row.connection is not None else None
+            mcp = getattr(row.connection, "mcp", None) if row is not None else None
             if mcp is not None and mcp.subscriptions:
                 found[name] = list(mcp.subscriptions)
         return found
@@ -259,7 +259,7 @@ class RestOfClient:
 
         async with anyio.create_task_group() as group:
             for row in list(self._rows.values()):
-                mcp = row.connection.mcp if row.connection is not None else None
+                mcp = getattr(row.connection, "mcp", None)
                 if mcp is not None:
                     group.start_soon(one, mcp)
         return told[0]

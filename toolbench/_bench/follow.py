@@ -58,7 +58,7 @@ class FollowServers:
 
     def _follow(self, name: str, connection: Connection) -> None:
         """Hook ``connection``'s events to :meth:`_relist` (an MCP connection only)."""
-        mcp = connection.mcp
+        mcp = getattr(connection, "mcp", None)
         if mcp is None:
             return
 

@@ -212,8 +212,14 @@ async def subscribe(mcp: McpClient, server: str, uri: object, *,
                           "capabilities say resources.subscribe is not supported); nothing "
                           "was sent")
         if is_modern(client):
+            fresh = uri not in mcp._subscribed
             mcp._subscribed.add(uri)
-            await _refilter(mcp, server, uri, subscribing=True)
+            try:
+                await _refilter(mcp, server, uri, subscribing=True)
+            except BaseException:
+                if fresh:  # not taken: it is not subscribed (nor after a reconnect)
+                    mcp._subscribed.discard(uri)
+                raise
             return
         await _request(client, types.SubscribeRequest(
             params=types.SubscribeRequestParams(uri=uri)))
