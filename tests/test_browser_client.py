@@ -127,7 +127,13 @@ def _drive(page: Any, lab: str) -> None:
     options = explorer.locator(".toolbench-field-department datalist option")
     expect(options).to_have_count(1, timeout=30_000)
     assert options.first.get_attribute("value") == "Engineering"
-    department.fill("Engineering")
+    # The rest of the word, key by key; the page must keep all of it (under load, ipywidgets'
+    # front end can drop keystrokes when an echo and a throttled update cross: one run in
+    # ten showed "E" after "En" was typed; this waits for the typed value to stand).
+    department.press_sequentially("gineering", delay=80)
+    department.press("Tab")
+    expect(department).to_have_value("Engineering", timeout=10_000)
+    expect(options).to_have_count(1, timeout=30_000)
     name = explorer.locator(".toolbench-field-name input")
     name.press_sequentially("B", delay=80)
     names = explorer.locator(".toolbench-field-name datalist option")
