@@ -137,3 +137,21 @@ def test_a_template_form_offers_completions_and_fills_the_uri(bench: tb.Bench) -
         assert "member Eve" in app.resource_output.value
     finally:
         app.close()
+
+
+def test_a_late_context_refreshes_the_other_fields(bench: tb.Bench) -> None:
+    """The front end may deliver one field's last keys after another's: the name typed
+    first gets its suggestions again once the department arrives."""
+    app = explorer(bench)
+    try:
+        open_section(app, PROMPTS)
+        choose(app.prompt_choice, "promote")
+        name = app.prompt_form["name"]
+        name.value = "B"
+        assert _wait_for(lambda: bool(asked) and asked[-1] == ("name", "B", {}))
+        assert tuple(name.options) == ()
+        app.prompt_form["department"].value = "Engineering"
+        assert _wait_for(lambda: tuple(name.options) == ("Bob",))
+        assert ("name", "B", {"department": "Engineering"}) in asked
+    finally:
+        app.close()

@@ -46,7 +46,7 @@ class Suggest:
 
         self.bench, self.target, self.form, self._post = bench, target, form, post
         self._lock = threading.Lock()
-        self._want: dict[str, tuple[str, dict[str, str]]] = {}
+        self._want: dict[str, str] = {}  # per field, the latest text
         self._running: set[str] = set()
         self.requests = 0
         """How many completion requests were sent (tests check the debounce)."""
@@ -74,22 +74,34 @@ class Suggest:
                 found[other] = value
         return found
 
-    def _typed(self, name: str, value: Any) -> None:
-        """The observer: record the text; start a request unless one is running."""
+    def _typed(self, name: str, value: Any, *, others: bool = True) -> None:
+        """The observer: record the text; start a request unless one is running.
+
+        A field's suggestions depend on the others (the context), and the front end may
+        deliver a field's last keystrokes after another field's: so a change also asks
+        again for every other field typed in before, and the context is read when the
+        request is sent. The suggestions shown follow the form's latest state.
+        """
         if not isinstance(value, str):
             return
         with self._lock:
-            self._want[name] = (value, self._context(name))
-            if name in self._running:
-                return  # the running request picks the latest text up when it ends
+            typed_before = [n for n in self._want if n != name]
+            self._want[name] = value
+            start = name not in self._running  # else: the running one picks it up
             self._running.add(name)
-        self.last_future = get_loop().submit(lambda: self._run(name))
+        if start:
+            self.last_future = get_loop().submit(lambda: self._run(name))
+        if others:
+            for other in typed_before:
+                current = getattr(self.form.fields[other].input, "value", None)
+                self._typed(other, current, others=False)
 
     async def _run(self, name: str) -> None:
         while True:
             await asyncio.sleep(DEBOUNCE_S)
             with self._lock:
-                value, context = self._want[name]
+                value = self._want[name]
+            context = self._context(name)  # as it stands now, not when the key was typed
             note = ""
             try:
                 self.requests += 1
@@ -102,7 +114,7 @@ class Suggest:
             shown = [_html.shorten(str(o), OPTION_CHARS) for o in options[:MAX_OPTIONS]]
             self._post(functools.partial(self._show, name, shown, note))
             with self._lock:
-                if self._want[name][0] == value:
+                if self._want[name] == value:
                     self._running.discard(name)
                     return
 
