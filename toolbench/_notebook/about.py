@@ -37,8 +37,8 @@ def server_about_html(server: str, info: Mapping[str, Any]) -> str:
     """A server's title, icons, description, website and instructions, escaped."""
     title = info.get("title") or info.get("server_name") or server
     icons = "".join(icon_html(i) for i in (info.get("icons") or [])[:4])
-    parts = [f"<div class='toolbench-server-about'>{icons} <b>"
-             f"{_html.escape(_html.shorten(str(title), 200))}</b> <small>server "
+    parts = [f"<div class='toolbench-server-about'>{icons} <strong>"
+             f"{_html.escape(_html.shorten(str(title), 200))}</strong> <small>server "
              f"<code>{_html.escape(server)}</code></small>"]
     if info.get("description"):
         parts.append(f"<div>{_html.escape(_html.shorten(str(info['description']), 500))}</div>")
