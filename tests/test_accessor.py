@@ -187,6 +187,10 @@ def test_answers_field_and_wrong_frames(bench: tb.Bench, table: pd.DataFrame) ->
         table.tb.answers(field="nope")
     with pytest.raises(ValueError, match=r"needs a compare frame.*records frame lacks case"):
         bench.records.tb.answers()
+    mapped = bench.map("exact-measure", [{"x": 1.0}, {"x": 2.0}])
+    with pytest.raises(ValueError, match=r"from bench\.compare; a bench\.map frame") as caught:
+        mapped.tb.answers()
+    assert "benchmarks.compare" not in str(caught.value)
 
 
 def expected_latency(frame: pd.DataFrame, server: str) -> tuple[float, float]:

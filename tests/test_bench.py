@@ -67,8 +67,9 @@ def test_connect_in_process_and_toolbox(bench: tb.Bench) -> None:
     assert bench.add(tb.ToolBox(echo)) == ["ledger"]
     servers = bench.servers
     assert list(servers.columns) == ["name", "transport", "status", "tools", "protocol",
-                                     "server_name", "server_version", "destination", "error",
-                                     "stderr_tail", "warnings", "auth"]
+                                     "server_name", "server_version", "title", "description",
+                                     "instructions", "capabilities", "icons", "website",
+                                     "destination", "error", "stderr_tail", "warnings", "auth"]
     rows = servers.set_index("name")
     assert rows.loc["mem", "transport"] == "in-process"
     assert rows.loc["ledger", "transport"] == "toolbox"
@@ -76,7 +77,7 @@ def test_connect_in_process_and_toolbox(bench: tb.Bench) -> None:
     catalog = bench.catalog()
     assert list(catalog.columns) == ["name", "server", "tool", "title", "description",
                                      "parameters", "required", "input_schema", "output_schema",
-                                     "annotations", "destination", "warnings"]
+                                     "annotations", "icons", "meta", "destination", "warnings"]
     assert sorted(catalog["name"]) == ["ledger-echo", "mem-add", "mem-echo", "mem-fail"]
     add_row = catalog.set_index("name").loc["mem-add"]
     assert add_row["parameters"] == ["a", "b"] and add_row["required"] == ["a"]

@@ -140,7 +140,7 @@ def png_size(data: bytes) -> tuple[int, int, int]:
 async def check_resources(client: Client) -> None:
     listed = {r.uri: r for r in (await client.list_resources()).resources}
     assert set(listed) == {"beyond://readme", "beyond://cities.json", "beyond://swatch.png",
-                           "beyond://bytes.bin"}
+                           "beyond://bytes.bin", "beyond://note"}
     assert listed["beyond://swatch.png"].mime_type == "image/png"
     assert listed["beyond://cities.json"].mime_type == "application/json"
     assert all(r.name and r.title and r.description for r in listed.values())
@@ -433,7 +433,7 @@ def test_the_server_is_deterministic_and_has_no_tasks() -> None:
 
     names, capabilities = run(body)
     assert names == sorted(["city_link", "city_embedded", "ask_llm", "ask_user", "client_roots",
-                            "chatty", "countdown"])
+                            "chatty", "countdown", "set_note"])
     assert capabilities.tasks is None  # mcp 2.3 has no server-side tasks; see the module doc
 
 

@@ -127,6 +127,11 @@ def test_error_shows_type_disposition_and_escapes(evil: tb.Bench) -> None:
     refused = error_html(tb.Refused("bad <b>arg</b>"))
     assert "did_not_happen" in refused and "&lt;b&gt;arg" in refused
     assert "in_doubt" in error_html(tb.TimedOut("slow"))
+    needs_url = tb.Refused("open it first")
+    needs_url.urls = ["https://auth.example.com/a?b=1&c=<x>", "javascript:alert(1)"]  # type: ignore[attr-defined]
+    shown = error_html(needs_url)
+    assert '<a href="https://auth.example.com/a?b=1&amp;c=&lt;x&gt;" target="_blank"' in shown
+    assert "javascript:alert(1)</code>" in shown and 'href="javascript' not in shown
 
 
 def test_bench_tables_through_show(evil: tb.Bench) -> None:

@@ -106,6 +106,8 @@ PROBES = {
     "levels": sorted(set(logs.loc[logs["kind"] == "log", "level"])),
     "reported": reported,
     "progress_logged": logs.loc[logs["kind"] == "progress", "message"].tolist(),
+    "updates": updates["message"].tolist(),
+    "subscriptions_after": bench.subscriptions(),
     "closed": repr(bench).startswith("<Bench closed"),
 }))""",
     "04_build_your_own": PROBE_HEAD + """{
@@ -350,8 +352,13 @@ def test_05_beyond_tools() -> None:
     assert probe["reported"] == [f"{n} of 4: step {n} of 4" for n in range(1, 5)]
     assert probe["progress_logged"] == [f"step {n} of {k}" for k in (10, 4)
                                         for n in range(1, k + 1)]
-    assert probe["kinds"] == {"tool": 8, "resource": 6, "prompt": 1} and probe["failed"] == 0
+    assert probe["kinds"] == {"tool": 9, "resource": 7, "prompt": 1} and probe["failed"] == 0
     assert "kind" in outputs(nb, 'bench.records[["kind"')
+    assert "['lima']" in outputs(nb, 'bench.complete("beyond-plan_trip"')
+    assert "['nairobi']" in outputs(nb, 'bench.complete("city://{name}"')
+    assert probe["updates"] == ["beyond://note"]
+    assert "pack an umbrella" in outputs(nb, 'bench.subscribe("beyond"')
+    assert probe["subscriptions_after"] == {}
 
 
 def test_05_progress_bar_shows_under_its_cell() -> None:

@@ -379,7 +379,7 @@ def test_the_beyond_demo_over_stdio() -> None:
         bench.connect("beyond", [sys.executable, "-m", "toolbench.demo.beyond"])
         df = bench.resources("beyond")
         assert set(df["uri"]) == {"beyond://readme", "beyond://cities.json",
-                                  "beyond://swatch.png", "beyond://bytes.bin"}
+                                  "beyond://swatch.png", "beyond://bytes.bin", "beyond://note"}
         assert list(bench.resource_templates()["uri"]) == ["city://{name}"]
         assert bench.read("beyond", "beyond://swatch.png").blob() == beyond.swatch_png()
         raw = bench.read("beyond", "beyond://bytes.bin")

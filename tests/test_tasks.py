@@ -40,6 +40,7 @@ def test_a_task_that_outlives_the_timeout_is_cancelled_on_the_server() -> None:
         assert caught.value.disposition is tb.Disposition.IN_DOUBT
         assert bench.call("tasks-cancels").text == "task-1"  # tasks/cancel reached it
         assert bench.records.iloc[-2]["disposition"] == "in_doubt"
+        assert bench.records.iloc[-2]["provenance"]["task_id"] == "task-1"  # kept on failure
 
 
 def test_server_everything_runs_its_research_query_as_a_task() -> None:

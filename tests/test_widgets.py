@@ -632,7 +632,7 @@ def test_sections_follow_the_server_filter_and_the_search(beyond_bench: tb.Bench
     try:
         open_section(app, RESOURCES)
         open_section(app, PROMPTS)
-        assert len(app.resource_choice.options) == 1 + 10
+        assert len(app.resource_choice.options) == 1 + 12
         assert len(app.prompt_choice.options) == 1 + 4
         choose(app.resource_choice, "twin · cities")
         wait(app)
@@ -641,7 +641,7 @@ def test_sections_follow_the_server_filter_and_the_search(beyond_bench: tb.Bench
         assert {r["server"] for i in [v for _, v in app.resource_choice.options][1:]
                 for r in [app.resource_rows[i]]} == {"twin"}
         assert app.resource_choice.value is not None, "the choice survives a filter that keeps it"
-        assert "5 of 10 resources and templates" in app.resources_note.value
+        assert "6 of 12 resources and templates" in app.resources_note.value
         app.search.value = "PNG"
         assert [label for label, _ in app.resource_choice.options][1:] == [
             "twin · swatch  (beyond://swatch.png)"]

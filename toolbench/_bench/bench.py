@@ -27,7 +27,9 @@ import anyio
 from toolbench._bench import config as _config
 from toolbench._bench.attempt import attempt
 from toolbench._bench.batch import Job, as_cases, bind, compare_frame, progress_bar, run_jobs
+from toolbench._bench.client_rest import RestOfClient
 from toolbench._bench.connected import Connected
+from toolbench._bench.follow import FollowServers
 from toolbench._bench.handles import ToolHandles
 from toolbench._bench.journal import Journal, warn_not_durable, warn_unwritten
 from toolbench._bench.progress import (
@@ -57,6 +59,7 @@ from toolbench._routing.connections import (
 from toolbench._routing.pegboard import USE_SERVER_NAME, Namespace, PegBoard, describe_skipped
 from toolbench._routing.router import ToolRouter
 from toolbench._transports.mcp_errors import Redactor
+from toolbench._transports.mcp_tasks import task_of
 from toolbench._transports.notifications import LogLevel, Notifications
 from toolbench._transports.server_requests import Handler, ServerRequests
 from toolbench._transports.toolbox import ToolBox
@@ -70,10 +73,12 @@ CLOSE_BOUND_S = 15.0
 TIMEOUT_BACKSTOP_S = 2.0
 """How long after a call's timeout the bench stops waiting for a client that did not."""
 SERVER_COLUMNS = ("name", "transport", "status", "tools", "protocol", "server_name",
-                  "server_version", "destination", "error", "stderr_tail", "warnings",
+                  "server_version", "title", "description", "instructions", "capabilities",
+                  "icons", "website", "destination", "error", "stderr_tail", "warnings",
                   "auth")
 CATALOG_COLUMNS = ("name", "server", "tool", "title", "description", "parameters", "required",
-                   "input_schema", "output_schema", "annotations", "destination", "warnings")
+                   "input_schema", "output_schema", "annotations", "icons", "meta",
+                   "destination", "warnings")
 REPLACEABLE = frozenset({"failed", "lost"})
 """Row statuses that ``connect``/``add`` under the same name replace instead of refusing."""
 _NO_SECRETS = Redactor(())
@@ -177,7 +182,7 @@ class _Row:
         return self.status
 
 
-class BaseBench(ResourcesAndPrompts):
+class BaseBench(ResourcesAndPrompts, RestOfClient, FollowServers):
     """Connect many servers, browse their tools, call, compare and map them, keep records.
 
     A bench owns its connections (stdio children end when it closes) and one record of every
@@ -281,7 +286,9 @@ class BaseBench(ResourcesAndPrompts):
             loop.run(self._notify_roots)
 
     async def _notify_roots(self) -> int:
-        rows = [row for row in self._rows.values() if row.connection is not None]
+        """Tell the servers that use the bench's roots (not those with their own)."""
+        rows = [row for row in self._rows.values() if row.connection is not None
+                and not self._requests.has_own_roots(row.name)]
         told = [0]
 
         async def one(connection: Connection) -> None:
@@ -326,8 +333,11 @@ class BaseBench(ResourcesAndPrompts):
             if self.egress is not None and not self.egress.allows(connection.destination):
                 raise Unreachable(self.egress.refusal(connection.destination))
             await connection.open()
+            # An MCP connection is followed by the bench (follow.py: list changes and
+            # reconnects, one path); any other client by the pegboard, as before.
+            followed = getattr(connection, "mcp", None) is not None
             count = await self.pegboard.add_service(name, connection.client,
-                                                    namespace=namespace)
+                                                    namespace=namespace, follow=not followed)
         except BaseException as exc:
             row.status, row.error = "failed", redact(str(exc))
             with contextlib.suppress(Exception):  # read before closing deletes the file
@@ -342,6 +352,8 @@ class BaseBench(ResourcesAndPrompts):
                 raise
             raise clean from None
         row.status, row.error = "connected", None
+        self._follow(name, connection)  # list changes and reconnects re-list (follow.py)
+        self._apply_listing(name, ("tools",), "connect")
         return Connected(count, name, connection.transport)
 
     def connect(self, name: str, target: Any, /, *, namespace: Namespace = USE_SERVER_NAME,
@@ -448,6 +460,7 @@ class BaseBench(ResourcesAndPrompts):
         if name in self.pegboard.list_services():
             self.pegboard.remove_service(name)
         self.router.unroute(name)
+        self._requests.set_server_roots(name, None)
         if row.connection is not None:
             await row.connection.close()
 
@@ -619,6 +632,10 @@ class BaseBench(ResourcesAndPrompts):
                 "protocol": info.get("protocol"),
                 "server_name": shown(info.get("server_name")),
                 "server_version": shown(info.get("server_version")),
+                **{key: shown(info.get(key)) for key in ("title", "description",
+                                                          "instructions", "website")},
+                "capabilities": info.get("capabilities"),
+                "icons": info.get("icons"),
                 "destination": shown(str(conn.destination)) if conn is not None else None,
                 "error": shown(row.error or info.get("error")),
                 "stderr_tail": shown(row.stderr or (conn.stderr_tail() if conn is not None
@@ -632,6 +649,10 @@ class BaseBench(ResourcesAndPrompts):
         """What was skipped or went wrong quietly for one server: tools left out, and a
         refresh after ``tools/list_changed`` that failed (the old tools stay)."""
         found = describe_skipped(self.pegboard.skipped(name))
+        row = self._rows.get(name)
+        mcp = getattr(row.connection, "mcp", None) if row is not None else None
+        for tool, why in (mcp.skipped_tools if mcp is not None else []):
+            found.append(f"tool {tool!r} skipped: {why}")
         failed = self.pegboard.refresh_errors.get(name)
         if failed is not None:
             found.append(f"refreshing the tool list failed, the old list stays: {failed}")
@@ -658,9 +679,11 @@ class BaseBench(ResourcesAndPrompts):
                 "title": spec.title, "description": spec.description,
                 "parameters": spec.parameters, "required": spec.required,
                 "input_schema": spec.input_schema, "output_schema": spec.output_schema,
-                "annotations": spec.annotations,
+                "annotations": spec.annotations, "icons": spec.icons, "meta": spec.meta,
                 "destination": str(self.router.destination(entry.tool_id)),
-                "warnings": _schema_warnings(spec.input_schema),
+                "warnings": _schema_warnings(spec.input_schema) + [
+                    f"output schema: {w}" for w in _schema_warnings(spec.output_schema)
+                ] if spec.output_schema is not None else _schema_warnings(spec.input_schema),
             })
         return pd.DataFrame(rows, columns=list(CATALOG_COLUMNS))
 
@@ -801,8 +824,9 @@ class BaseBench(ResourcesAndPrompts):
             except Exception as exc:  # the client's own bug before sending (is_unsent)
                 self._store.append(failed(exc), tag)
                 raise
-        if result is not None and result.task_id is not None:  # it ran as a server task
-            prov = {**prov, "task_id": result.task_id}
+        task_id = task_of(result, error)
+        if task_id is not None:  # it ran as a server task (failed or timed out too)
+            prov = {**prov, "task_id": task_id}
         record = make_record(
             call_id=call_id, batch=batch, started=started, server=target.tool.server,
             tool=tool_shown, name=name_shown, arguments=recorded_args,

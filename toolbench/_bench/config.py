@@ -43,7 +43,7 @@ _VAR_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 SERVER_KEYS = frozenset({"type", "transport", "command", "args", "env", "cwd", "url", "headers",
                          "timeout", "connect_timeout", "max_concurrent", "namespace",
                          "disabled", "max_message_bytes", "max_tools", "protocol_mode",
-                         "auth"})
+                         "auth", "roots"})
 _STDIO_ONLY = ("command", "args", "env", "cwd")
 _HTTP_ONLY = ("url", "headers", "auth")
 
@@ -410,6 +410,19 @@ def _server(name: str, entry: dict[str, Any], source: str, path: str,
                               f"invalid protocol_mode {_describe(entry['protocol_mode'])}: "
                               f"use one of {', '.join(map(repr, PROTOCOL_MODES))}")
         options["protocol_mode"] = entry["protocol_mode"]
+    if "roots" in entry:
+        from toolbench._transports.server_requests import roots_of
+
+        roots = entry["roots"]
+        if not isinstance(roots, list) or not all(isinstance(r, str) for r in roots):
+            raise ConfigError(source, f"{path}.roots", f"invalid roots {_describe(roots)}: a "
+                              "list of paths or file:// URIs (this server's own roots)")
+        roots = [expand(r, f"roots[{i}]") for i, r in enumerate(roots)]
+        try:
+            roots_of(roots)
+        except ValueError as exc:
+            raise ConfigError(source, f"{path}.roots", str(exc)) from None
+        options["roots"] = roots
     if "namespace" in entry:
         namespace = entry["namespace"]
         if namespace is not None and namespace != "" and not is_server_name(namespace):

@@ -23,6 +23,18 @@ class ToolSpec:
     output_schema: dict[str, Any] | None = None
     annotations: dict[str, Any] | None = None
     title: str | None = None
+    icons: list[dict[str, Any]] | None = None
+    """The server's icons for the tool (``src`` as text; never fetched)."""
+    meta: dict[str, Any] | None = None
+    """The tool's ``_meta``, capped (a note replaces one over 10 kB of JSON)."""
+    execution: dict[str, Any] | None = None
+    """How the tool runs (``taskSupport``: ``"required"`` means only as a task)."""
+
+    @property
+    def task_only(self) -> bool:
+        """True when the tool runs only as a task (``execution.taskSupport == "required"``)."""
+        support = (self.execution or {}).get("taskSupport")
+        return support == "required"
 
     @property
     def parameters(self) -> list[str]:
@@ -38,7 +50,7 @@ class ToolSpec:
         """The same spec under another name (a pegboard's prefixed name); nothing else changes."""
         return ToolSpec(
             name, self.description, self.input_schema, self.output_schema, self.annotations,
-            self.title,
+            self.title, self.icons, self.meta, self.execution,
         )
 
 

@@ -290,7 +290,8 @@ def _require(df: pd.DataFrame, columns: Sequence[str], what: str) -> None:
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise ValueError(
-            f"{what} needs a compare frame (from benchmarks.compare) with the columns "
+            f"{what} needs a compare frame (from bench.compare; a bench.map frame has one "
+            f"row per call, not per server) with the columns "
             f"{', '.join(columns)}; this {kind_of(df)} frame lacks {', '.join(missing)}")
 
 

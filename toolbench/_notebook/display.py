@@ -75,6 +75,12 @@ def error_html(error: BaseException) -> str:
             f" <small>({_html.escape(note)})</small>" if note else "",
             f"<pre style='white-space:pre-wrap'>{_html.escape(detail)}</pre>",
         ]
+        urls = getattr(error, "urls", None)  # -32042: a page the user must open first
+        if isinstance(urls, list) and urls:
+            from toolbench._notebook.ask import safe_link  # a link, never opened for them
+
+            parts.append("<div>Open " + ", ".join(safe_link(str(u)) for u in urls[:5])
+                         + ", then try again.</div>")
         attached = getattr(error, "result", None)
         if attached is not None and hasattr(attached, "content") and _adds_to(attached, error):
             parts.append(result_html(attached, budget=_html.RESULT_BUDGET // 2))

@@ -32,9 +32,12 @@ from toolbench._core import html as _html
 from toolbench._core.errors import ToolError
 from toolbench._core.html import result_html
 from toolbench._loop import get_loop
+from toolbench._notebook.about import server_about_html
 from toolbench._notebook.compare_view import compare_html
 from toolbench._notebook.display import error_html, history_html, html_table
 from toolbench._notebook.form import Form, FormError, build_form, css_class
+from toolbench._notebook.suggest import Suggest
+from toolbench._notebook.template_form import TemplateForm
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -204,9 +207,11 @@ class Explorer:
                                           icon="book")
         self.read_busy = widgets.HTML("")
         self.resource_output = widgets.HTML("")
+        self.template_box = widgets.VBox([])  # a template's variables (template_form.py)
+        self.template_form: TemplateForm | None = None
         resources_section = widgets.VBox([
             widgets.HBox([self.resource_choice, self.resources_button, self.resources_busy]),
-            self.resources_note, self.resource_info,
+            self.resources_note, self.resource_info, self.template_box,
             widgets.HBox([self.resource_uri, self.read_button, self.read_busy]),
             self.resource_output, self.resource_table])
 
@@ -216,6 +221,7 @@ class Explorer:
         self.prompt_rows: list[dict[str, Any]] = []
         self.prompt_notes: dict[str, str] = {}
         self.prompt_form: Form = build_form(None)
+        self.prompt_suggest: Suggest | None = None
         self.prompt_choice = widgets.Dropdown(description="prompt",
                                               options=[("(choose a prompt)", None)],
                                               value=None,
@@ -375,12 +381,24 @@ class Explorer:
             + ", ".join(f"<code>{_html.escape(s)}</code>" for s in offering))
         self.compare_output.value = ""
         title = f" — {_html.escape(_html.shorten(spec.title, 200))}" if spec.title else ""
-        self.description.value = (  # escaped prose: paragraphs, `code` as <code>
+        if spec.task_only:  # the server says so (execution.taskSupport == "required")
+            title += (" <span class='toolbench-task-only' title='the server runs this tool only "
+                      "as a task; a call creates the task and waits for it'>⏱ task only</span>")
+        self.description.value = self.server_about(entry.server) + (  # escaped prose
             f"<div class='toolbench-description'><b>{_html.escape(name)}</b>{title} "
             f"<small>server <code>{_html.escape(entry.server)}</code>, tool "
             f"<code>{_html.escape(entry.tool)}</code></small>"
             f"<div style='max-height:10em;overflow:auto'>"
             f"{_html.description_html(spec.description or '', MAX_DESCRIPTION)}</div></div>")
+
+    def server_about(self, server: str) -> str:
+        """The server's title, icons and instructions as HTML, escaped (``about.py``)."""
+        try:
+            row = {str(k): v for k, v in
+                   self.bench.servers.set_index("name").loc[server].to_dict().items()}
+        except Exception:  # display never raises
+            return ""
+        return server_about_html(server, row)
 
     # -- calling --------------------------------------------------------------------------
     def _arguments(self, output: Any) -> dict[str, Any] | None:
@@ -667,6 +685,7 @@ class Explorer:
         if index is None or not 0 <= index < len(self.resource_rows):
             self._resource_server = None
             self.resource_info.value = ""
+            self.template_box.children = []
             return None
         row = self.resource_rows[index]
         self._resource_server = str(row["server"])
@@ -674,6 +693,13 @@ class Explorer:
         facts = [("server", row["server"])] + [(key, row[key]) for key in ("mime_type", "size")
                                                if row.get(key) is not None]
         self.resource_info.value = _info_html("toolbench-resource-info", row, facts)
+        old, self.template_form = self.template_form, None
+        if row["kind"] == "template":  # its variables as a form offering completions
+            self.template_form = TemplateForm(self.bench, str(row["server"]), str(row["uri"]),
+                                              self.resource_uri, self._post)
+        self.template_box.children = self.template_form.widgets if self.template_form else []
+        if old is not None:
+            _close_tree(old.form.widget)
         if row["kind"] == "template":
             self.last_future = None
             self.resource_output.value = (
@@ -767,13 +793,16 @@ class Explorer:
             return
         row = self.prompt_rows[index]
         self.prompt_form = build_form(prompt_schema(row.get("arguments")))
+        # Its text fields offer the server's completions as one types (suggest.py).
+        self.prompt_suggest = Suggest(self.bench, str(row["name"]), self.prompt_form,
+                                      self._post)
         self.prompt_form.widget.add_class("toolbench-form")
         self.prompt_form.widget.add_class(css_class("toolbench-prompt-form-", str(row["name"])))
         if not self.prompt_form.fields and self.prompt_form.whole is None:
             self.prompt_form.widget.children = [
                 widgets.HTML("<em>this prompt takes no arguments</em>"),
                 self.prompt_form.message]
-        self.prompt_form_box.children = [self.prompt_form.widget]
+        self.prompt_form_box.children = [self.prompt_form.widget, self.prompt_suggest.note]
         _close_tree(old.widget)
         self.prompt_button.disabled = self.closed
         self.prompt_output.value = ""

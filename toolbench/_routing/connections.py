@@ -55,6 +55,9 @@ class ConnectOptions(TypedDict, total=False):
     auth: AuthOption | str
     """An http(s) server's sign-in: ``"oauth"``, ``tb.OAuth(...)``,
     ``tb.ClientCredentials(...)`` or an ``httpx2.Auth``; see toolbench/_transports/auth.py."""
+    roots: Iterable[str | os.PathLike[str]]
+    """This server's own roots (paths or ``file://`` URIs); the bench's ``roots`` is only the
+    default for servers without their own. No server ever sees another server's roots."""
 
 
 MCP_OPTIONS = frozenset(ConnectOptions.__optional_keys__)
@@ -134,6 +137,10 @@ class Connection:
     def auth_text(self) -> str:
         """The ``auth`` column: the kind of sign-in and its state, never a token."""
         return str(self._mcp.auth_text) if self._mcp is not None else "none"
+    @property
+    def mcp(self) -> Any:
+        """The ``McpClient`` under this connection, or None (a ToolBox, a Toolset)."""
+        return self._mcp
 
     async def notify_roots_changed(self) -> bool:
         """Tell an MCP server its client's roots changed; False if there is no one to tell."""
@@ -175,7 +182,12 @@ def open_connection(name: str, target: Any, options: Mapping[str, Any],
         target = list(target) if isinstance(target, tuple) else target
         kwargs = dict(options)
         kwargs["secrets"] = tuple(kwargs.get("secrets", ()))
-        if requests is not None and requests.active:
+        own_roots = kwargs.pop("roots", None)
+        if own_roots is not None:
+            if requests is None:
+                raise ValueError(f"connect({name!r}, roots=...) needs a bench to answer roots")
+            requests.set_server_roots(name, own_roots)  # checked here; a bad root raises
+        if requests is not None and requests.active_for(name):
             kwargs["server_requests"] = requests
         if notifications is not None:
             kwargs["notifications"] = notifications

@@ -303,13 +303,16 @@ class PegBoard:
 
     # -- registering ----------------------------------------------------------------------
     async def add_service(self, server: str, client: ToolClient,
-                          namespace: Namespace = USE_SERVER_NAME,
+                          namespace: Namespace = USE_SERVER_NAME, *, follow: bool = True,
                           ) -> int:
         """List ``server``'s tools through ``client``, prefix them and register all or none.
 
         Routes ``server`` to ``client`` unless it is already routed there. A collision raises
         ``NameCollision`` listing every clashing name, and leaves no tool and no route behind.
-        Returns the number of tools registered.
+        Returns the number of tools registered. With ``follow`` (the default), the board
+        refreshes the server itself when the client says its tools changed; a caller that
+        re-lists on its own (a Bench, which also re-lists after reconnects) passes False and
+        calls :meth:`refresh`.
         """
         check_server_name(server)
         if not isinstance(client, ToolClient):
@@ -341,7 +344,8 @@ class PegBoard:
                 namespaces={**board.namespaces, ns: server} if ns else None,
             )
         try:
-            self._subscribe(server, client, service.token)
+            if follow:
+                self._subscribe(server, client, service.token)
         except Exception:
             self.remove_service(server)
             raise

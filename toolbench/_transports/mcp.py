@@ -54,7 +54,6 @@ from mcp.server.mcpserver import MCPServer
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.message import SessionMessage
 from mcp_types import RequestParamsMeta
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolbench._core import html as _html
 from toolbench._core.checks import is_whole, seconds
@@ -64,7 +63,9 @@ from toolbench._core.errors import Malformed, Refused, ToolError, ToolFailed, Un
 from toolbench._core.ids import Destination, Provenance, ToolId, check_server_name, is_tool_name
 from toolbench._core.validate import validate_output
 from toolbench._core.version import __version__
+from toolbench._transports import mcp_completions as _completions
 from toolbench._transports import mcp_resources as _resources
+from toolbench._transports import mcp_subscriptions as _subs
 from toolbench._transports.auth import AuthOption, AuthState, LocalAnswers, check_auth, paused
 from toolbench._transports.limits import (
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -75,6 +76,7 @@ from toolbench._transports.limits import (
     oversize,
     oversize_text,
 )
+from toolbench._transports.mcp_about import about
 from toolbench._transports.mcp_errors import (
     TICKET,
     CallTicket,
@@ -89,8 +91,10 @@ from toolbench._transports.mcp_errors import (
     refused_connect,
     tracked,
 )
+from toolbench._transports.mcp_events import EventKind, Events
+from toolbench._transports.mcp_listing import extras, list_tools_page
 from toolbench._transports.mcp_tasks import call_as_task, requires_task
-from toolbench._transports.notifications import Notifications
+from toolbench._transports.notifications import Notifications, send_log_level
 from toolbench._transports.server_requests import (
     ServerRequests,
     call_error,
@@ -211,6 +215,7 @@ class _Conn:
         self.garbage: str | None = None
         self.tracker = Tracker()  # what each call's request went through
         self.task: asyncio.Task[None] | None = None  # the owner task
+        self.listening: _subs.Listening | None = None  # a 2026 subscriptions/listen stream
 
     def on_eof(self) -> None:
         if not self.closing and self.ready:
@@ -292,8 +297,11 @@ class McpClient:
         self._max_tools = check_max_tools(max_tools)
         self._output_schemas: dict[str, dict[str, Any]] | None = None  # None: never listed
         self._task_tools: frozenset[str] = frozenset()  # tools that run only as tasks
-        self._relist_running = False
-        self._relist_pending = False
+        self.skipped_tools: list[tuple[str, str]] = []
+        """``(name, reason)`` of each tool the last listing skipped as unreadable."""
+        self._events = Events(self.name)  # list changes and reconnects, coalesced
+        self._subscribed: set[str] = set()  # resource URIs, subscribed again on reconnect
+        self._ever_ready = False  # a later ready connection is a reconnect ("connected")
         self._env = _string_map("env", env)
         self._headers = _string_map("headers", headers)
         self._cwd = os.fspath(cwd) if cwd is not None else None
@@ -315,7 +323,6 @@ class McpClient:
         self._conn: _Conn | None = None
         self._lock: anyio.Lock | None = None
         self._limiter: anyio.CapacityLimiter | None = None
-        self._listeners: list[ToolsChangedFn] = []
         self._backoff = 0.0  # seconds of the current retry window; 0 after a success
         self._retry_at = 0.0  # loop time before which a failed/lost server is not retried
         self._attempt: anyio.Event | None = None  # set when the reconnect under way ends
@@ -429,15 +436,14 @@ class McpClient:
         Returns a function that removes the listener again (a pegboard that drops this
         server calls it, so removed services stop refreshing).
         """
-        if not callable(callback):
-            raise TypeError(f"a tools-changed listener must be callable, not {callback!r}")
-        self._listeners.append(callback)
+        return self._events.add("tools", callback)
 
-        def unsubscribe() -> None:
-            with contextlib.suppress(ValueError):
-                self._listeners.remove(callback)
-
-        return unsubscribe
+    def add_listener(self, kind: EventKind, callback: ToolsChangedFn) -> Callable[[], None]:
+        """``await callback(server_name)`` on each event of ``kind``, coalesced per kind:
+        ``"tools"``, ``"resources"``, ``"prompts"`` (the server's list changed) or
+        ``"connected"`` (up again after a loss or a failure; see
+        ``toolbench._transports.mcp_events``). Returns the function that removes it."""
+        return self._events.add(kind, callback)
 
     def servers(self) -> list[str]:
         """``[name]``: one client serves one server (the ``ToolClient`` protocol)."""
@@ -523,6 +529,7 @@ class McpClient:
             self._status = Status.CONNECTED
             self._last_error = None
             self._backoff = self._retry_at = 0.0
+            self._on_ready(conn)
             return
         # Not awaited: stopping a hung child takes the SDK seconds, and the caller was promised
         # an answer within connect_timeout. _retire (next connect, or close) waits for it.
@@ -549,6 +556,20 @@ class McpClient:
         self._last_error = message
         self._note_failure()
         raise Unreachable(message) from conn.error
+
+    def _on_ready(self, conn: _Conn) -> None:
+        """A connection is up: ask for the log level (handshake era), and after a reconnect
+        subscribe again and tell the ``connected`` listeners (who re-list)."""
+        group, client = conn.task_group, conn.client
+        if group is None or client is None:
+            return
+        if self._notifications is not None and self._notifications.log_level is not None:
+            group.start_soon(send_log_level, client, self._notifications.log_level,
+                             self._timeout, self.name)
+        if self._ever_ready:
+            group.start_soon(_subs.resubscribe, self, client)
+            self._events.fire("connected", group)
+        self._ever_ready = True
 
     def _note_failure(self) -> None:
         """Open the retry window: 0.5 s after the first failure, doubling up to 30 s."""
@@ -624,14 +645,16 @@ class McpClient:
         # could stall the shared loop there. Our bounded check replaces it on this session
         # (the SDK has no public switch).
         client.session.validate_tool_result = self._check_output  # type: ignore[method-assign]
-        self._record_server_info(client)
+        self._server_info = about(client)
         async with anyio.create_task_group() as task_group:
             conn.task_group = task_group
             conn.client = client
             conn.ready = True
             task_status.started()
-            if self._listens(client):
-                task_group.start_soon(self._listen, conn, client)
+            if _subs.is_modern(client):  # list changes and updates come on one stream
+                conn.listening = _subs.Listening(self, client)
+                if conn.listening.wanted():
+                    conn.listening.start(task_group)
             await conn.stop.wait()
             task_group.cancel_scope.cancel()
 
@@ -672,14 +695,6 @@ class McpClient:
         hooks = {"response": [self._auth.on_response]} if self._auth is not None else None
         return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth, event_hooks=hooks,
                                   transport=LocalAnswers(CappedTransport(self._max_message_bytes)))
-
-    def _record_server_info(self, client: Client) -> None:
-        info = client.server_info
-        self._server_info = {
-            "protocol": client.protocol_version,
-            "server_name": info.name if info is not None else None,
-            "server_version": (info.version or None) if info is not None else None,
-        }
 
     def _lost(self, conn: _Conn, why: str) -> None:
         if self._conn is conn and self._status is Status.CONNECTED:
@@ -742,60 +757,9 @@ class McpClient:
     ) -> None:
         await self.aclose()
 
-    # -- tools/list_changed -----------------------------------------------------------------
+    # -- what the server says unasked (toolbench._transports.mcp_subscriptions) -------------
     async def _on_message(self, conn: _Conn, message: Any) -> None:
-        if isinstance(message, types.ToolListChangedNotification):
-            self._fire(conn)
-
-    def _listens(self, client: Client) -> bool:
-        tools = client.server_capabilities.tools
-        return (
-            client.protocol_version in MODERN_PROTOCOL_VERSIONS
-            and tools is not None and bool(tools.list_changed)
-        )
-
-    async def _listen(self, conn: _Conn, client: Client) -> None:
-        """2026 servers publish list changes on a ``subscriptions/listen`` stream instead."""
-        try:
-            async with client.listen(tools_list_changed=True) as subscription:
-                async for _event in subscription:
-                    self._fire(conn)
-        except Exception as exc:  # listening is a courtesy; the connection goes on without it
-            logger.debug("tools/list_changed subscription for %s ended: %r", self.name, exc)
-
-    def _fire(self, conn: _Conn) -> None:
-        """Run the listeners, coalesced: at most one round in flight plus one pending.
-
-        A listener typically re-lists the tools, so a burst of notifications must not become
-        a burst of re-lists (DESIGN, "The trust boundary"): while a round runs, further
-        notifications only mark one more round as due. Rounds run in their own task, because
-        a listener may call list_tools, which needs this loop.
-        """
-        if conn.task_group is None:
-            return
-        if self._relist_running:
-            self._relist_pending = True
-            return
-        self._relist_running = True
-        conn.task_group.start_soon(self._run_listeners)
-
-    async def _run_listeners(self) -> None:
-        try:
-            while True:
-                self._relist_pending = False
-                async with anyio.create_task_group() as round_group:
-                    for callback in list(self._listeners):
-                        round_group.start_soon(self._run_listener, callback)
-                if not self._relist_pending:
-                    return
-        finally:
-            self._relist_running = False
-
-    async def _run_listener(self, callback: ToolsChangedFn) -> None:
-        try:
-            await callback(self.name)
-        except Exception:
-            logger.exception("tools-changed listener for %s raised", self.name)
+        _subs.on_notification(self, conn.task_group, conn.client, message)
 
     # -- discovery and calls ----------------------------------------------------------------
     def check_server(self, server: str, tool: ToolId | None = None) -> None:
@@ -892,6 +856,7 @@ class McpClient:
         self.check_server(server)
         client = await self._client(None)
         specs: list[ToolSpec] = []
+        unreadable: list[tuple[str, str]] = []  # tools the SDK's page validation would reject
         as_tasks: set[str] = set()
         cursor: str | None = None
         seen: set[str] = set()
@@ -900,8 +865,9 @@ class McpClient:
             try:
                 while pages < MAX_PAGES:
                     with anyio.fail_after(self._timeout):
-                        page = await client.list_tools(cursor=cursor)
+                        page, skipped = await list_tools_page(client, cursor)
                     pages += 1
+                    unreadable.extend(skipped)
                     if len(specs) + len(page.tools) > self._max_tools:
                         raise Unreachable(
                             f"server {self.name!r} offers more than max_tools="
@@ -915,6 +881,7 @@ class McpClient:
                             s.name: s.output_schema for s in specs if s.output_schema is not None
                         }
                         self._task_tools = frozenset(as_tasks)
+                        self.skipped_tools = unreadable
                         return specs
                     if cursor in seen:
                         raise Malformed(f"server {self.name!r} repeated the tools/list cursor "
@@ -1005,6 +972,7 @@ class McpClient:
                     error = call_error(error, exc, self._requests, self.name, started)
                 if task_ids:  # the server's task was cancelled (tasks/cancel) on the way out
                     error.detail = f"{error.detail} (task {task_ids[0]})"
+                    error.task_id = task_ids[0]  # type: ignore[attr-defined]  # the record's
                 raise error from self._redact.cause(exc)
         finally:
             self._settled(ticket, token, conn, limiter)
@@ -1234,6 +1202,56 @@ class McpClient:
                                            provenance=provenance)
 
 
+    # -- completions, subscriptions, log level (their own modules) -------------------------
+    async def complete(self, server: str, ref: _completions.Ref, argument: str, value: str,
+                       context: Mapping[str, str] | None = None, *,
+                       timeout: float | None = None) -> list[str]:
+        """The server's suggestions for one argument of a prompt or resource template.
+
+        Args:
+            server: this client's server name.
+            ref: ``("prompt", name)`` or ``("template", uri_template)``.
+            argument: the argument's name; value: what has been typed so far.
+            context: the other arguments already chosen (strings).
+
+        Raises:
+            Refused: no completions offered, a bad argument, or the server refused.
+            TimedOut: no answer in time (asking again is safe).
+        """
+        return await _completions.complete(self, server, ref, argument, value, context,
+                                           timeout=timeout)
+
+    async def subscribe(self, server: str, uri: str, *, timeout: float | None = None) -> None:
+        """Subscribe to updates of one resource (both eras; kept across reconnects).
+
+        Updates become ``resource_updated`` entries in the bench's log book.
+
+        Raises:
+            Refused: the server offers no subscriptions, a bad URI, or it refused.
+        """
+        await _subs.subscribe(self, server, uri, timeout=timeout)
+
+    async def unsubscribe(self, server: str, uri: str, *, timeout: float | None = None) -> None:
+        """Stop the updates of one subscribed resource.
+
+        Raises:
+            Refused: not subscribed to ``uri`` (nothing sent), or the server refused.
+        """
+        await _subs.unsubscribe(self, server, uri, timeout=timeout)
+
+    @property
+    def subscriptions(self) -> list[str]:
+        """The resource URIs subscribed to, sorted."""
+        return sorted(self._subscribed)
+
+    async def aset_log_level(self, level: str) -> bool:
+        """Ask a connected handshake-era server for ``level`` now (``logging/setLevel``); a
+        2026 connection carries it on every request instead. False if not connected."""
+        conn = self._conn
+        if self._status is not Status.CONNECTED or conn is None or conn.client is None:
+            return False
+        return await send_log_level(conn.client, level, self._timeout, self.name)
+
 
 class _Started:
     """``task_status`` for an owner task that outlives its starter (see :func:`_spawn`).
@@ -1292,6 +1310,7 @@ def _spec(tool: types.Tool) -> ToolSpec:
         output_schema=plain(tool.output_schema),
         annotations=plain(tool.annotations),
         title=tool.title,
+        **extras(tool),
     )
 
 

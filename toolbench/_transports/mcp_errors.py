@@ -40,6 +40,7 @@ from mcp_types import (
     PARSE_ERROR,
     REQUEST_TIMEOUT,
     UNSUPPORTED_PROTOCOL_VERSION,
+    URL_ELICITATION_REQUIRED,
     JSONRPCError,
     JSONRPCRequest,
     JSONRPCResponse,
@@ -448,6 +449,28 @@ def is_transport_failure(exc: BaseException, ticket: CallTicket | None = None,
     return False
 
 
+def url_elicitation_required(leaf: MCPError, tool: ToolId | None, redact: Redactor,
+                              action: str) -> Refused:
+    """-32042: the server needs a person to open a URL first. ``Refused`` (nothing ran; the
+    request can be repeated after), naming each URL; ``.urls`` lists them for a notebook to
+    show as links (never opened for the user)."""
+    urls: list[str] = []
+    notes: list[str] = []
+    data = leaf.data if isinstance(leaf.data, dict) else {}
+    for item in (data.get("elicitations") or [])[:5] if isinstance(data, dict) else []:
+        if isinstance(item, dict) and isinstance(item.get("url"), str):
+            urls.append(_html.shorten(redact(item["url"]), 2_000))
+            if isinstance(item.get("message"), str):
+                notes.append(_html.shorten(redact(item["message"]), 300))
+    message = _html.shorten(redact(leaf.message), 400)
+    where = ", ".join(urls) if urls else "(the server named no URL)"
+    said = f" ({'; '.join(notes)})" if notes else ""
+    error = Refused(f"the server needs you to open {where} first{said}, then repeat the "
+                    f"{action} (code {leaf.code}: {message}); nothing was run", tool=tool)
+    error.urls = urls  # type: ignore[attr-defined]
+    return error
+
+
 TOOL_CALL_ACTIONS = frozenset({"call", "tools/call"})
 """The ``action`` names of a tool call. Every other request (a listing, a resource read, a
 prompt fetch, a completion) is safe to repeat, so the server's error reply to it is
@@ -455,6 +478,8 @@ prompt fetch, a completion) is safe to repeat, so the server's error reply to it
 
 
 def _server_error(leaf: MCPError, tool: ToolId | None, redact: Redactor, action: str) -> ToolError:
+    if leaf.code == URL_ELICITATION_REQUIRED:
+        return url_elicitation_required(leaf, tool, redact, action)
     message = _html.shorten(redact(leaf.message), 400)
     if leaf.code in REFUSED_CODES:
         return Refused(f"the server refused the {action} (code {leaf.code}): {message}",

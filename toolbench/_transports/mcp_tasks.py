@@ -40,6 +40,16 @@ CANCEL_S = 2.0
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 
 
+def task_of(result: Any, error: BaseException | None) -> str | None:
+    """The server's task id of a call that ran as a task, whatever its outcome: from the
+    result, from the ``ToolFailed``'s result, or from the error (failed, timed out)."""
+    for holder in (result, getattr(error, "result", None), error):
+        task_id = getattr(holder, "task_id", None)
+        if isinstance(task_id, str):
+            return task_id
+    return None
+
+
 def requires_task(tool: types.Tool) -> bool:
     """The server says this tool runs only as a task."""
     execution = tool.execution

@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import threading
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from toolbench._core import html as _html
+
+_log = logging.getLogger(__name__)
 
 PER_SERVER = 1_000
 """Entries kept per server (the oldest go first)."""
@@ -36,6 +39,7 @@ LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "e
 
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert",
                    "emergency"]
+EntryKind = Literal["log", "progress", "resource_updated"]
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 
 
@@ -45,7 +49,7 @@ class Entry:
 
     time: dt.datetime
     server: str
-    kind: Literal["log", "progress"]
+    kind: EntryKind
     level: str | None
     logger: str | None
     message: str
@@ -94,7 +98,7 @@ class Notifications:
         self.dropped: dict[str, int] = {}
         """Per server, how many old entries the cap has pushed out."""
 
-    def add(self, server: str, kind: Literal["log", "progress"], *, level: str | None = None,
+    def add(self, server: str, kind: EntryKind, *, level: str | None = None,
             logger: str | None = None, message: str = "", data: Any = None,
             call_id: str | None = None) -> None:
         entry = Entry(dt.datetime.now(dt.UTC), server, kind,
@@ -124,9 +128,9 @@ class Notifications:
         if self.log_level is None:
             return {}
 
-        least = LEVELS.index(self.log_level)
-
         async def on_log(params: Any) -> None:
+            # The level asked for now (``bench.log_level`` may change it after connecting).
+            least = LEVELS.index(self.log_level) if self.log_level is not None else len(LEVELS)
             level = getattr(params, "level", None)
             if level in LEVELS and LEVELS.index(level) < least:
                 return
@@ -160,3 +164,35 @@ class Notifications:
                                      f"{_html.shorten(str(exc), 300)}", call_id=call_id)
 
         return on_progress
+
+
+async def send_log_level(client: Any, level: str, timeout: float, server: str) -> bool:
+    """Ask an entered ``mcp.Client``'s server for log messages from ``level`` up.
+
+    Handshake era: a ``logging/setLevel`` request, when the server offers logging (bounded by
+    ``timeout``; a refusal is logged, not raised). 2026-07-28: the level rides on every
+    request's ``_meta``, so the session's level is updated (the SDK has no public setter).
+    Returns whether the server was told.
+    """
+    import mcp_types as types
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    if level not in LEVELS:
+        raise ValueError(f"invalid log level {level!r}: one of {', '.join(LEVELS)}")
+    if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        client.session._log_level = level
+        return True
+    if client.server_capabilities.logging is None:
+        return False
+    try:
+        import anyio
+
+        with anyio.fail_after(timeout):
+            # The session's own request: the Client's wrapper warns (deprecated in 2026).
+            await client.session.send_request(
+                types.SetLevelRequest(params=types.SetLevelRequestParams(level=cast(Any, level))),
+                types.EmptyResult)
+    except Exception as exc:
+        _log.debug("logging/setLevel %s to %s failed: %r", level, server, exc)
+        return False
+    return True

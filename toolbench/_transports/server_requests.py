@@ -209,6 +209,11 @@ class ServerRequests:
     ``roots`` may change (``set_roots``); the bench then tells connected servers. A bench made
     with ``roots=None`` advertises no roots capability, so roots set later reach only
     servers connected after that.
+
+    **Roots are per server.** ``set_server_roots(server, roots)`` gives one server its own
+    list (``connect(..., roots=)``, a config's ``"roots"``); the bench's ``roots`` is only
+    the default for servers without one. A server is answered from its own list, never
+    another server's (``roots_for``).
     """
 
     def __init__(self, sampling: Handler = None, elicitation: Handler = None,
@@ -218,6 +223,7 @@ class ServerRequests:
         self.sampling = check_handler("sampling", sampling)
         self.elicitation = check_handler("elicitation", elicitation)
         self._roots = roots_of(roots)
+        self._server_roots: dict[str, tuple[types.Root, ...]] = {}
         self.function_timeout = _seconds("function_timeout", function_timeout)
         self.ask_timeout = _seconds("ask_timeout", ask_timeout)
         self._failures: collections.deque[Failure] = collections.deque(maxlen=MAX_FAILURES)
@@ -234,6 +240,26 @@ class ServerRequests:
 
     def set_roots(self, values: Iterable[object] | None) -> None:
         self._roots = roots_of(values)
+
+    def set_server_roots(self, server: str, values: Iterable[object] | None) -> None:
+        """Give ``server`` its own roots (``None``: back to the bench's default)."""
+        own = roots_of(values)
+        if own is None:
+            self._server_roots.pop(server, None)
+        else:
+            self._server_roots[server] = own
+
+    def has_own_roots(self, server: str) -> bool:
+        return server in self._server_roots
+
+    def roots_for(self, server: str) -> tuple[types.Root, ...] | None:
+        """The roots ``server`` sees: its own, else the bench's (``None``: no capability)."""
+        own = self._server_roots.get(server)
+        return own if own is not None else self._roots
+
+    def active_for(self, server: str) -> bool:
+        """Whether ``server``'s connection needs any of these callbacks."""
+        return self.active or server in self._server_roots
 
     # -- what the SDK gets ------------------------------------------------------------------
     @property
@@ -254,9 +280,9 @@ class ServerRequests:
                 return await self.answer_elicitation(server, params)
 
             found["elicitation_callback"] = elicitation
-        if self._roots is not None:
+        if self.roots_for(server) is not None:
             async def list_roots(context: Any) -> types.ListRootsResult:
-                return types.ListRootsResult(roots=list(self._roots or ()))
+                return types.ListRootsResult(roots=list(self.roots_for(server) or ()))
 
             found["list_roots_callback"] = list_roots
         return found

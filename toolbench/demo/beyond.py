@@ -32,7 +32,7 @@ import json
 import struct
 import warnings
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 import anyio
@@ -349,7 +349,63 @@ def create() -> MCPServer:
             await ctx.report_progress(done, steps, f"step {done} of {steps}")
         return f"counted {steps} steps"
 
+    add_live(server, CITIES)  # completions, and a resource that changes
     return server
+
+
+# -- live parts: completions and a resource that changes ----------------------------------
+# The plan_trip prompt's cities and the city://{name} template complete from the cities this
+# server knows. beyond://note changes when set_note writes it, and subscribers hear of it:
+# ``notifications/resources/updated`` on a handshake-era connection (whose
+# ``resources/subscribe`` is answered here: the SDK's MCPServer answers subscriptions only on
+# its 2026 listen streams, so they are registered on its low-level server), or a
+# ``subscriptions/listen`` event on a 2026-07-28 one.
+NOTE_URI = "beyond://note"
+MAX_NOTE = 2_000
+
+
+def add_live(server: MCPServer, cities: Mapping[str, Any]) -> None:
+    """Add completions, ``beyond://note`` and ``set_note`` to ``server``."""
+    note = {"text": "nothing yet"}
+    subscribed: set[str] = set()
+
+    @server.completion()  # type: ignore[no-untyped-call, untyped-decorator]
+    async def complete(ref: Any, argument: Any, context: Any) -> types.Completion:
+        if argument.name in ("from_city", "to_city", "name"):
+            typed = str(argument.value).lower()
+            values = [key for key in sorted(cities) if key.startswith(typed)]
+            return types.Completion(values=values[:100], total=len(values),
+                                    has_more=len(values) > 100)
+        return types.Completion(values=[])
+
+    @server.resource(NOTE_URI, name="note", title="A note that changes",
+                     description="Whatever set_note last wrote.", mime_type="text/plain")
+    def read_note() -> str:
+        return note["text"]
+
+    @server.tool(name="set_note", title="Change the note")
+    async def set_note(text: Annotated[str, Field(max_length=MAX_NOTE)], ctx: Context) -> str:
+        """Write ``text`` into beyond://note and tell whoever subscribed to it."""
+        note["text"] = text
+        await ctx.notify_resource_updated(NOTE_URI)  # 2026-07-28: listen streams
+        if NOTE_URI in subscribed:  # handshake era: a notification on this session
+            await ctx.session.send_resource_updated(NOTE_URI)
+        return f"the note now says {text!r}"
+
+    async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
+        subscribed.add(str(params.uri))
+        return types.EmptyResult()
+
+    async def unsubscribe(ctx: Any,
+                          params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        subscribed.discard(str(params.uri))
+        return types.EmptyResult()
+
+    lowlevel = server._lowlevel_server
+    lowlevel.add_request_handler("resources/subscribe", types.SubscribeRequestParams,
+                                 subscribe)
+    lowlevel.add_request_handler("resources/unsubscribe", types.UnsubscribeRequestParams,
+                                 unsubscribe)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
