@@ -224,7 +224,7 @@ def _drive_explorer(page: Any, lab: str) -> None:
     compare = explorer.locator(".toolbench-compare")
     expect(compare).to_contain_text("Hi Ada Hi Ada", timeout=30_000)
     expect(compare).to_contain_text("Hello, Ada! Hello, Ada!")
-    expect(explorer).to_contain_text("servers disagree on 1 of 1 case(s)")
+    expect(explorer).to_contain_text("servers disagree on 1 of 1 case")
     page.screenshot(path=str(ARTIFACTS / "explorer-compare.png"), full_page=True)
     # The tool list keeps its width whatever the results beside it hold (a long answer
     # without spaces once squeezed it to a quarter of its width).

@@ -28,7 +28,7 @@ from mcp_types import (
 )
 
 from toolbench._core.client import Result, ToolSpec
-from toolbench._core.errors import Malformed, Refused, TimedOut, Unreachable
+from toolbench._core.errors import Malformed, Refused, TimedOut, Unreachable, is_unsent
 from toolbench._core.ids import Destination, Provenance, ToolId
 from toolbench._routing.router import ToolRouter, takes_timeout
 from toolbench._transports.mcp_errors import (
@@ -81,6 +81,31 @@ def test_refusing_reply_is_refused(code: int) -> None:
     error = mapped(MCPError(code, "nope"), ticket(error_reply=True))
     assert type(error) is Refused and error.disposition.value == "did_not_happen"
     assert f"code {code}" in error.detail
+
+
+@pytest.mark.parametrize("action", ["resources/read", "prompts/get", "resources/list",
+                                    "tools/list", "completion/complete"])
+@pytest.mark.parametrize("code", [CONNECTION_CLOSED, REQUEST_TIMEOUT, -32603, 0, -32602])
+def test_error_reply_to_a_request_that_is_not_a_tool_call_is_refused(action: str,
+                                                                      code: int) -> None:
+    # DESIGN.md "Errors": a read, a prompt fetch, a listing, a completion are safe to repeat.
+    exc = MCPError(code, "unknown city 'atlantis'")
+    error = map_call_error(exc, None, timeout=5, redact=NO_SECRETS, action=action,
+                           ticket=ticket(error_reply=True))
+    assert type(error) is Refused and error.disposition.value == "did_not_happen"
+    assert action in error.detail and str(code) in error.detail
+    assert "unknown city 'atlantis'" in error.detail and "may or may not" not in error.detail
+
+
+@pytest.mark.parametrize("action", ["resources/read", "prompts/get"])
+def test_no_answer_or_a_lost_connection_to_a_read_is_still_timed_out(action: str) -> None:
+    timeout = map_call_error(MCPError(REQUEST_TIMEOUT, "timed out"), None, timeout=5,
+                             redact=NO_SECRETS, action=action, ticket=ticket("sent"))
+    lost = map_call_error(MCPError(CONNECTION_CLOSED, "Connection closed"), None, timeout=5,
+                          redact=NO_SECRETS, action=action, ticket=ticket("sent"),
+                          connection_up=False)
+    assert type(timeout) is TimedOut and "no answer" in timeout.detail
+    assert type(lost) is TimedOut and "connection was lost" in lost.detail
 
 
 # -- errors the SDK makes itself, with the same codes ----------------------------------------
@@ -369,3 +394,17 @@ def test_other_failures_are_not_a_refused_handshake() -> None:
         raise RuntimeError("Unsupported protocol version from the server: 1999-01-01")
     except RuntimeError as exc:
         assert not handshake_refused(exc)
+
+
+# -- a bug is not a doubt ---------------------------------------------------------------------
+@pytest.mark.parametrize("stage", ["unsent", "unwritten"])
+@pytest.mark.parametrize("exc", [KeyError("schema"), AttributeError("x"), ZeroDivisionError()])
+def test_our_own_bug_before_sending_is_raised_as_it_is(stage: str, exc: Exception) -> None:
+    with pytest.raises(type(exc)) as info:
+        mapped(exc, ticket(stage))
+    assert info.value is exc and is_unsent(exc)
+
+
+def test_an_unknown_exception_after_sending_is_still_in_doubt() -> None:
+    error = mapped(KeyError("late"), ticket("sent"))
+    assert type(error) is TimedOut and error.disposition.value == "in_doubt"

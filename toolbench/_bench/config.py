@@ -27,15 +27,15 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote, quote_plus, urlsplit
 
 from toolbench._core.checks import is_seconds, is_whole
-from toolbench._core.ids import SERVER_RULE, is_server_name
+from toolbench._core.ids import SERVER_RULE, did_you_mean, is_server_name
 from toolbench._transports.limits import check_max_message_bytes, check_max_tools
 
 TYPES = ("stdio", "http", "sse")
@@ -94,10 +94,14 @@ class Parsed:
     unknown: list[str]
 
     def warn_unknown(self, stacklevel: int = 2) -> None:
-        """One ``ConfigWarning`` naming every unknown key, if there are any."""
+        """One ``ConfigWarning`` naming every unknown key (with the known key it most likely
+        meant), if there are any."""
         if self.unknown:
+            named = ", ".join(path + (_meant(path.rsplit(".", 1)[-1])
+                                      if path.count(".") >= 3 else "")  # a server's key
+                              for path in self.unknown)
             warnings.warn(
-                f"{self.source}: ignored unknown keys {', '.join(self.unknown)} "
+                f"{self.source}: ignored unknown keys {named} "
                 f"(a server knows {', '.join(sorted(SERVER_KEYS))})",
                 ConfigWarning, stacklevel=stacklevel + 1,
             )
@@ -189,6 +193,50 @@ def _check_url(url: str, raw: str, source: str, path: str) -> None:
                           "(write http://HOST[:PORT]/path)")
 
 
+MAX_CONFIG_BYTES = 16 * 2**20
+"""A config file larger than this is refused (a real one is a few kilobytes)."""
+
+
+def read_text(source: str) -> str:
+    """A config file's text: a regular file only (a FIFO or ``/dev/zero`` would hang or
+    never end), at most ``MAX_CONFIG_BYTES``; otherwise a ``ConfigError`` naming it."""
+    try:
+        fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise ConfigError(source, "$", f"cannot read the file: {exc.strerror or exc}") from exc
+    with os.fdopen(fd, "rb") as f:
+        try:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise ConfigError(source, "$", "not a regular file (a config is a JSON file)")
+            raw = f.read(MAX_CONFIG_BYTES + 1)
+        except OSError as exc:
+            raise ConfigError(source, "$",
+                              f"cannot read the file: {exc.strerror or exc}") from exc
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(source, "$", f"larger than {MAX_CONFIG_BYTES:,} bytes; a config "
+                                       "is a small JSON file")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(source, "$", f"not UTF-8 text: {exc.reason} at byte {exc.start}"
+                          ) from exc
+
+
+def load_json(source: str) -> Any:
+    """A config file read (:func:`read_text`) and parsed; a ``ConfigError`` for bad JSON,
+    nesting too deep to parse included."""
+    text = read_text(source)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            source, "$", f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from exc
+    except RecursionError:
+        raise ConfigError(source, "$", "nested too deeply to read (a config is a few levels "
+                                       "deep)") from None
+
+
 def parse(config: str | os.PathLike[str] | Mapping[str, Any],
           environ: Mapping[str, str] | None = None) -> Parsed:
     """Check and expand a whole config file or dict; warns about nothing, starts nothing."""
@@ -197,16 +245,7 @@ def parse(config: str | os.PathLike[str] | Mapping[str, Any],
         source, data = "<config dict>", dict(config)
     else:
         source = os.fspath(config)
-        try:
-            text = Path(source).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(source, "$", f"cannot read the file: {exc.strerror or exc}") from exc
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(
-                source, "$", f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-            ) from exc
+        data = load_json(source)
     if not isinstance(data, dict):
         raise ConfigError(source, "$", "expected an object with 'mcpServers' or 'servers'")
     if "mcpServers" in data and "servers" in data:
@@ -247,6 +286,23 @@ def read(config: str | os.PathLike[str] | Mapping[str, Any],
     return parsed.servers
 
 
+def _unknown_keys(entry: Mapping[str, Any]) -> str:
+    """``"; it has the unknown key 'comand' (did you mean 'command'?)"``, or ``""``: a typo
+    is the usual reason a server lacks what it needs."""
+    found = [k for k in entry if k not in SERVER_KEYS]
+    if not found:
+        return ""
+    parts = ", ".join(repr(key) + _meant(str(key)) for key in found[:5])
+    noun = "key" if len(found) == 1 else "keys"
+    return f"; it has the unknown {noun} {parts}"
+
+
+def _meant(key: str) -> str:
+    """``" (did you mean 'command'?)"`` for a server key close to a known one, else ``""``."""
+    hint = did_you_mean(key, SERVER_KEYS)
+    return f" ({hint[2:]})" if hint else ""
+
+
 def _server(name: str, entry: dict[str, Any], source: str, path: str,
             env: Mapping[str, str]) -> ServerConfig:
     expander = _Expander(source, name, env)
@@ -268,7 +324,8 @@ def _server(name: str, entry: dict[str, Any], source: str, path: str,
                           "say which with 'type'")
     kind = declared or ("stdio" if "command" in entry else "http" if "url" in entry else None)
     if kind is None:
-        raise ConfigError(source, path, "a server needs 'command' (stdio) or 'url' (http/sse)")
+        raise ConfigError(source, path, "a server needs 'command' (stdio) or 'url' (http/sse)"
+                          + _unknown_keys(entry))
     foreign = _HTTP_ONLY if kind == "stdio" else _STDIO_ONLY
     for key in foreign:
         if key in entry:

@@ -546,6 +546,7 @@ class NotebookAsker:
                     self.run_deferred(now=float("inf"))
 
     def _slice(self, kernel: Any) -> None:
+        _loop.run_slice_work()
         try:
             if self._queue or self._open:
                 self.service()

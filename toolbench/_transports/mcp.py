@@ -105,8 +105,13 @@ ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 ToolsChangedFn = Callable[[str], Awaitable[None]]
 T = TypeVar("T")
 NOT_OFFERED = "does not offer"
-"""In the ``Refused`` of a server whose capabilities lack what a request needs (a bench
-listing every server leaves such a server out quietly)."""
+"""In the message of a :class:`NotOffered`."""
+
+
+class NotOffered(Refused):
+    """The server does not offer the capability a request needs (``resources``,
+    ``prompts``): refused before anything was sent. A bench listing every server leaves
+    such a server out quietly (by this type, not by its message)."""
 
 GARBAGE_GRACE_S = 3.0
 """After non-protocol output on stdout, how much longer a starting server gets to answer."""
@@ -227,11 +232,11 @@ class McpClient:
     """A connection to one MCP server, named locally; async, bound to the loop it first runs on.
 
     ``async with McpClient(...) as client`` connects and closes; ``await client.call(...)``
-    and ``await client.list_tools(server)`` are the ``ToolClient`` face (``acall`` and
-    ``alist_tools`` are the same methods). A notebook user wanting blocking calls connects it
-    to a ``Bench``, which runs it on the shared loop.
+    and ``await client.list_tools(server)`` are the ``ToolClient`` face (every method that
+    does I/O is a coroutine; there are no blocking twins here). A notebook user wanting
+    blocking calls connects it to a ``Bench``, which runs it on the shared loop.
 
-    What one server may send is bounded (DESIGN.md, "The trust boundary"):
+    What one server may send is bounded (a server is untrusted input):
     ``max_message_bytes`` (default 32 MiB) caps each message; a bigger one is dropped unread,
     fails its call as ``Malformed`` and restarts the connection (stdio: our own linear-time
     reader; HTTP: a capped response body; legacy SSE: the stream ends, so the call is
@@ -617,7 +622,9 @@ class McpClient:
             # unbounded (see toolbench/_transports/stdio.py); this one is linear and capped.
             return _watched(bounded_stdio_client(params, errlog=self._stderr.file(),
                                                  max_message_bytes=self._max_message_bytes,
-                                                 on_unwritten=conn.tracker.unwritten),
+                                                 on_unwritten=conn.tracker.unwritten,
+                                                 max_tools=self._max_tools,
+                                                 redact=self._redact),
                             conn)
         if self.transport == "sse":
             return _watched(
@@ -850,7 +857,7 @@ class McpClient:
     async def list_tools(self, server: str) -> list[ToolSpec]:
         """Every tool, following ``nextCursor`` to the end, never from the SDK's cache.
 
-        Bounded (DESIGN, "The trust boundary"): the whole listing by ``connect_timeout``,
+        Bounded (a server is untrusted input): the whole listing by ``connect_timeout``,
         each page by ``timeout``, the count by ``max_tools`` and the pages by ``MAX_PAGES``,
         and every page by ``max_message_bytes``. Exceeding a bound is ``Unreachable`` (at
         connect, the bench keeps the failed row); a repeated cursor is ``Malformed``.
@@ -908,7 +915,7 @@ class McpClient:
         timeout: float | None = None,
         progress: ProgressFn | None = None,
     ) -> Result:
-        """Call one tool; every failure is a ToolError from the table in DESIGN.md.
+        """Call one tool; every failure is a ToolError (``help(toolbench.ToolError)``).
 
         Args:
             tool: ``ToolId(name, tool)`` of this client's server.
@@ -1013,7 +1020,7 @@ class McpClient:
         deadline = loop.time() + limit
         conn, client = await self._session(None, deadline, limit)
         if offers is not None and getattr(client.server_capabilities, offers, None) is None:
-            raise Refused(f"server {self.name!r} {NOT_OFFERED} {offers} (its capabilities "
+            raise NotOffered(f"server {self.name!r} {NOT_OFFERED} {offers} (its capabilities "
                           "list none); nothing was sent")
         limiter = await self._slot(deadline, limit, method, None)
         ticket = CallTicket(method=method, tracked=conn.tracker.active)
@@ -1142,7 +1149,7 @@ class McpClient:
 
         Raises:
             Refused: the server does not offer resources (nothing was sent).
-            Unreachable, TimedOut, Malformed: as for a call (DESIGN.md, "Errors").
+            Unreachable, TimedOut, Malformed: as for a call (an error reply is ``Refused``).
         """
         return await _resources.list_resources(self, server)
 
