@@ -342,7 +342,6 @@ class _FakeKernel:
         self.session = Session(key=b"k")
         self.published: list[tuple[str, str]] = []
         self.dispatched: list[bool] = []
-        self.handled: list[str] = []  # "start <id>", "end <id>"
 
     def _publish_status(self, status: str, channel: str, parent: Any = None) -> None:
         self.published.append((status, (parent or {}).get("header", {}).get("msg_id", "")))
@@ -350,14 +349,6 @@ class _FakeKernel:
     async def dispatch_shell(self, msg: Any, /, subshell_id: str | None = None, *,
                              concurrent: bool = False) -> None:
         self.dispatched.append(concurrent)
-        try:
-            _, rest = self.session.feed_identities(msg, copy=False)
-            ident = self.session.deserialize(rest, content=False, copy=False)["header"]["msg_id"]
-        except Exception:
-            ident = "garbage"
-        self.handled.append(f"start {ident}")
-        await asyncio.sleep(0.01)  # ipykernel's dispatch has await points before the handler
-        self.handled.append(f"end {ident}")
 
     def frames(self, kind: str) -> tuple[str, list[Any]]:
         """A message as the kernel's stream hands it over (zmq frames, not copied)."""
@@ -392,32 +383,6 @@ def test_a_comm_message_dispatched_while_a_cell_awaits_gets_busy_and_idle() -> N
 
     older.dispatch_shell = plain  # type: ignore[assignment,method-assign]
     assert pump.answer_comm_status(older) is False and older.dispatch_shell is plain
-
-
-def test_comm_messages_are_handled_in_the_order_they_came() -> None:
-    """ipykernel 7 runs a comm message that comes while another is being handled as a task of
-    its own (concurrent=True): a click right behind a value could run first. The wrapper
-    handles comm messages one at a time, in order; other messages are not held up."""
-    kernel = _FakeKernel()
-    pump.answer_comm_status(kernel)
-    value_id, value = kernel.frames("comm_msg")
-    click_id, click = kernel.frames("comm_msg")
-    other_id, other = kernel.frames("execute_request")
-
-    async def arrive_together() -> None:
-        first = asyncio.ensure_future(kernel.dispatch_shell(value))  # holds the shell lock
-        await asyncio.sleep(0)
-        second = asyncio.ensure_future(kernel.dispatch_shell(click, concurrent=True))
-        third = asyncio.ensure_future(kernel.dispatch_shell(other, concurrent=True))
-        await asyncio.gather(first, second, third)
-
-    asyncio.run(arrive_together())
-    order = kernel.handled
-    # the value's handling ends before the click's starts ...
-    assert order.index(f"end {value_id}") < order.index(f"start {click_id}"), order
-    # ... while the other message was not held up behind them
-    assert order.index(f"start {other_id}") < order.index(f"end {value_id}"), order
-    assert kernel.published == [("busy", click_id), ("idle", click_id)]
 
 
 def test_a_kernel_without_the_plumbing_gives_pump_unavailable() -> None:
