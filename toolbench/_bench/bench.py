@@ -27,6 +27,7 @@ from toolbench._bench import config as _config
 from toolbench._bench.batch import Job, as_cases, bind, compare_frame, progress_bar, run_jobs
 from toolbench._bench.handles import ToolHandles
 from toolbench._bench.journal import Journal, warn_not_durable, warn_unwritten
+from toolbench._bench.overtime import OverTime
 from toolbench._bench.progress import (
     Progress,
     ProgressBar,
@@ -35,6 +36,7 @@ from toolbench._bench.progress import (
     progress_shown,
 )
 from toolbench._bench.records import Record, RecordStore, frame, make_record, new_call_id, utcnow
+from toolbench._bench.replay import Replays
 from toolbench._bench.resources import BeyondTools
 from toolbench._core import preload as _preload
 from toolbench._core import validate as _validate
@@ -68,7 +70,8 @@ TIMEOUT_BACKSTOP_S = 2.0
 SERVER_COLUMNS = ("name", "transport", "status", "tools", "protocol", "server_name",
                   "server_version", "destination", "error", "stderr_tail", "warnings")
 CATALOG_COLUMNS = ("name", "server", "tool", "title", "description", "parameters", "required",
-                   "input_schema", "output_schema", "annotations", "destination", "warnings")
+                   "input_schema", "output_schema", "annotations", "destination", "warnings",
+                   "pin")
 REPLACEABLE = frozenset({"failed", "lost"})
 """Row statuses that ``connect``/``add`` under the same name replace instead of refusing."""
 _NO_SECRETS = Redactor(())
@@ -151,7 +154,7 @@ class _Row:
         return self.status
 
 
-class BaseBench(BeyondTools):
+class BaseBench(BeyondTools, OverTime, Replays):
     """Connect many servers, browse their tools, call, compare and map them, keep records.
 
     A bench owns its connections (stdio children end when it closes) and one record of every
@@ -163,7 +166,8 @@ class BaseBench(BeyondTools):
                  egress: Egress | Iterable[str] | None = None, timeout: float = 60.0,
                  connect_timeout: float = 30.0, *, sampling: Handler = None,
                  elicitation: Handler = None, roots: Iterable[Any] | None = None,
-                 log_level: LogLevel | None = "info") -> None:
+                 log_level: LogLevel | None = "info",
+                 pins: str | os.PathLike[str] | None = None) -> None:
         """Make an empty bench; connect servers with ``connect``, ``add`` or ``load_config``.
 
         Args:
@@ -210,6 +214,12 @@ class BaseBench(BeyondTools):
             log_level (str | None): the least severe log message servers are asked to send
                 (``"debug"`` ... ``"emergency"``); they land in ``bench.logs``. ``None``
                 asks for none. Example: ``Bench(log_level="debug")``.
+            pins (str | PathLike | None): a JSON file of trusted tool fingerprints. A tool
+                seen for the first time is pinned (trust on first use); a pinned tool that
+                changes (on connect, re-list or reconnect) gives a ``PinWarning`` with the
+                diff, shows ``changed`` in ``catalog()``'s ``pin`` column, and its calls are
+                ``Refused`` until ``bench.approve(name)``. Example:
+                ``Bench(pins="pins.json")``.
 
         Example:
             >>> bench = tb.Bench(journal="calls.sqlite", timeout=10)   # doctest: +SKIP
@@ -228,6 +238,7 @@ class BaseBench(BeyondTools):
         self._requests = ServerRequests(sampling, elicitation, roots)
         self._notifications = Notifications(log_level)
         self.tools = ToolHandles(self)
+        self._init_over_time(journal, pins)
         get_loop().track(self)
         _preload.start()  # jsonschema's slow import, done before the first call needs it
 
@@ -534,6 +545,7 @@ class BaseBench(BeyondTools):
             row.status = "closed"
         if self._store.journal is not None:  # committed on the journal's own thread
             warn_unwritten(self._store.journal, await self._store.aclose())
+        await asyncio.to_thread(self._close_over_time)  # snapshots and pins still queued
         get_loop().untrack(self)
 
     def close(self) -> None:
@@ -630,6 +642,7 @@ class BaseBench(BeyondTools):
                 "annotations": spec.annotations,
                 "destination": str(self.router.destination(entry.tool_id)),
                 "warnings": _schema_warnings(spec.input_schema),
+                "pin": self._pin_state(entry.tool_id),
             })
         return pd.DataFrame(rows, columns=list(CATALOG_COLUMNS))
 
@@ -691,6 +704,8 @@ class BaseBench(BeyondTools):
             await _preload.wait()
         begun = time.perf_counter()
         try:
+            if self._pin_blocked and target.tool in self._pin_blocked:
+                raise self._pin_refusal(target.tool)
             args = check_arguments(target.tool, arguments)
             validate_arguments(target.tool, target.spec.input_schema if target.spec else None,
                                args)
