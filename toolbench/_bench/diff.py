@@ -107,7 +107,7 @@ def _changes(server: str, a: Mapping[str, Any], b: Mapping[str, Any]) -> list[tu
 
 def word_diff(old: str, new: str) -> str:
     """``old`` turned into ``new`` word by word: ``[-removed-]`` and ``{+added+}``."""
-    a, b = str(old).split(" "), str(new).split(" ")
+    a, b = str(old).split(), str(new).split()
     out: list[str] = []
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if op == "equal":

@@ -221,3 +221,29 @@ def run_recording(journal: str | os.PathLike[str], server: str | None = None,
 def describe(recording: Recording) -> Mapping[str, Any]:
     return {"server": recording.server, "tools": len(recording.tools),
             "answers": len(recording.answers)}
+
+
+SERVE_HELP = ("serve a journal's recording of a server as an MCP server (stdio; --http PORT "
+              "for streamable HTTP at /mcp): its recorded tools, answering recorded "
+              "argument sets with the recorded results")
+
+
+def add_cli(sub: Any) -> None:
+    """``toolbench serve-recording JOURNAL [--server NAME] [--http PORT] [--host HOST]``."""
+    p = sub.add_parser("serve-recording", help=SERVE_HELP, description=SERVE_HELP)
+    p.add_argument("journal", metavar="JOURNAL", help="the journal file (calls.sqlite)")
+    p.add_argument("--server", help="which recorded server (needed when it records several)")
+    p.add_argument("--http", type=int, metavar="PORT",
+                   help="serve streamable HTTP on this port instead of stdio")
+    p.add_argument("--host", default="127.0.0.1", help="the HTTP host (default 127.0.0.1)")
+
+
+def run_cli(args: Any) -> int:
+    """Serve until stopped; a bad journal is a usage error (raised, exit status 2)."""
+    read_recording(args.journal, args.server)  # refuse a bad journal before serving
+    if args.http is None:
+        run_recording(args.journal, args.server)
+    else:
+        run_recording(args.journal, args.server, "streamable-http", host=args.host,
+                      port=args.http)
+    return 0
