@@ -52,6 +52,14 @@ def read_recording(journal: str | os.PathLike[str], server: str | None = None) -
     path = os.fspath(journal)
     check_regular_file(path, "journal")
     found = inspect_file(path)
+    if found.damaged_rows:
+        import warnings
+
+        from toolbench._bench.journal import JournalWarning
+
+        warnings.warn(f"journal {path!r}: skipped {found.damaged_rows} damaged "
+                      f"row{'s' * (found.damaged_rows != 1)} that could not be read; their "
+                      "argument sets are not served", JournalWarning, stacklevel=3)
     calls = [r for r in found.records if r.kind == "tool"
              and (r.ok or r.error_type == "ToolFailed")]
     try:
@@ -88,14 +96,13 @@ def _result(record: Any) -> Any:
     import mcp_types as types
     from pydantic import ValidationError
 
-    size = len(json.dumps({"c": record.content, "s": record.structured, "t": record.text},
-                          default=repr))
-    if size > MAX_REPLAYED_BYTES:
-        return _error(f"the recorded result is {size:,} bytes, over the "
-                      f"{MAX_REPLAYED_BYTES:,} a recording replays")
     content = record.content
     if not content and record.text:
         content = [{"type": "text", "text": record.text}]
+    size = len(json.dumps({"c": content, "s": record.structured}, default=repr))
+    if size > MAX_REPLAYED_BYTES:
+        return _error(f"the recorded result is {size:,} bytes, over the "
+                      f"{MAX_REPLAYED_BYTES:,} a recording replays")
     if not record.ok and not content:
         content = [{"type": "text", "text": record.error or "the tool failed"}]
     try:

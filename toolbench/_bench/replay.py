@@ -236,8 +236,8 @@ def _parsed(text: Any) -> Any:
 
 
 def _same(a: Any, b: Any, rtol: float) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool):
-        return a == b
+    if isinstance(a, bool) or isinstance(b, bool):  # True is not 1: a changed type
+        return type(a) is type(b) and a == b
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return math.isclose(a, b, rel_tol=rtol) if rtol else a == b
     if isinstance(a, dict) and isinstance(b, dict):
