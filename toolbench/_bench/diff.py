@@ -32,6 +32,7 @@ SCHEMA_DIFF_COLUMNS = ("tool", "parameter", "differs", "present_on", "missing_on
                        "required", "enum", "default")
 ASPECTS = ("type", "required", "enum", "default")
 _MISSING = object()
+Pair = tuple[str, dict[str, Any]]
 
 
 def diff(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
@@ -62,8 +63,8 @@ def diff(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     across = len({s for s, _ in left}) == 1 and len({s for s, _ in right}) == 1
     rows: list[tuple[Any, ...]] = []
 
-    def keyed(items: list[tuple[str, dict[str, Any]]]) -> dict[tuple[str, ...], tuple[str, dict[str, Any]]]:
-        out = {}
+    def keyed(items: list[tuple[str, dict[str, Any]]]) -> dict[tuple[str, ...], Pair]:
+        out: dict[tuple[str, ...], Pair] = {}
         for server, item in items:
             k = (str(item.get("kind")), str(item.get("name")))
             out[k if across else (server, *k)] = (server, item)

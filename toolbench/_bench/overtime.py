@@ -174,7 +174,7 @@ class OverTime:
 
     # -- snapshots ------------------------------------------------------------------------
     def _tool_items(self, server: str | None) -> list[tuple[str, datetime, dict[str, Any]]]:
-        out = []
+        out: list[tuple[str, datetime, dict[str, Any]]] = []
         for name in sorted(self._listings if server is None else [server]):
             listing = self._listings.get(name)
             if listing is None or (self._rows.get(name) is None):

@@ -17,12 +17,14 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from toolbench._core.checks import whole
 from toolbench._core.errors import Unreachable
-from toolbench._core.ids import Provenance, did_you_mean
+from toolbench._core.client import ToolSpec
+from toolbench._core.ids import Provenance, ToolId, did_you_mean
 from toolbench._loop import get_loop
 
 if TYPE_CHECKING:
@@ -32,6 +34,15 @@ if TYPE_CHECKING:
     from toolbench._routing.pegboard import PegBoard
 
 RECORDED = "recorded"
+
+
+@dataclass
+class _Target:
+    """What the bench's ``_invoke`` needs of a call's target (as ``bench._Target`` has)."""
+
+    name: str
+    tool: ToolId
+    spec: ToolSpec | None
 
 
 class Replays:
@@ -69,9 +80,6 @@ class Replays:
             hint = did_you_mean(wanted[0], sorted(offered))
             raise Unreachable(f"server {against!r} offers none of the recorded tools "
                               f"({', '.join(map(repr, wanted[:10]))}){hint}")
-        from toolbench._bench.bench import _Target
-        from toolbench._core.ids import ToolId
-
         slots: list[Any] = [None] * len(recorded)
         calls = []
         for index, old in enumerate(recorded):

@@ -109,7 +109,7 @@ class SnapshotWriter:
         """Wait (a worker thread, never the loop) until everything queued is written."""
         with self._lock:
             pending = list(self._pending)
-        done, not_done = concurrent.futures.wait(pending, timeout=timeout)
+        _, not_done = concurrent.futures.wait(pending, timeout=timeout)
         return not not_done
 
     def close(self) -> None:
