@@ -22,8 +22,8 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from toolbench._core.checks import whole
-from toolbench._core.errors import Unreachable
 from toolbench._core.client import ToolSpec
+from toolbench._core.errors import Unreachable
 from toolbench._core.ids import Provenance, ToolId, did_you_mean
 from toolbench._loop import get_loop
 

@@ -17,13 +17,14 @@ listings and fingerprints are the bench's, computed when each listing was applie
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from toolbench._core import html as _html
 from toolbench._notebook.diff_view import diff_html
 
 if TYPE_CHECKING:
-    from toolbench._notebook.bench import Bench
+    from toolbench._bench.bench import BaseBench as Bench
 
 TITLE = "Changes"
 
@@ -92,7 +93,7 @@ class ChangesView:
             from toolbench._bench.diff import diff
             from toolbench._bench.snapshots import snapshot_frame
 
-            when = new.get("taken")
+            when = datetime.now(UTC)
             before = snapshot_frame([(server, when, old)]) if old else None
             after = snapshot_frame([(server, when, new)])
             shown = (diff_html(diff(before, after)) if before is not None else

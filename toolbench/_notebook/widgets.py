@@ -31,8 +31,8 @@ from toolbench._core import html as _html
 from toolbench._core.errors import ToolError
 from toolbench._core.html import result_html
 from toolbench._loop import get_loop
-from toolbench._notebook.compare_view import compare_html
 from toolbench._notebook.changes_view import ChangesView
+from toolbench._notebook.compare_view import compare_html
 from toolbench._notebook.display import error_html, html_table, records_html
 from toolbench._notebook.form import Form, FormError, build_form, css_class
 
