@@ -22,7 +22,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from toolbench._bench.snapshots import DECLARED, frame_items
+from toolbench._bench.snapshots import DECLARED
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -59,35 +59,59 @@ def diff(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     """
     import pandas as pd
 
-    left, right = frame_items(a), frame_items(b)
-    across = len({s for s, _ in left}) == 1 and len({s for s, _ in right}) == 1
+    left, right = _index(a), _index(b)
+    across = len({k[0] for k in left}) == 1 and len({k[0] for k in right}) == 1
+    if across:  # one server each side: match by kind and name alone
+        left = {k[1:]: v for k, v in left.items()}
+        right = {k[1:]: v for k, v in right.items()}
     rows: list[tuple[Any, ...]] = []
-
-    def keyed(items: list[tuple[str, dict[str, Any]]]) -> dict[tuple[str, ...], Pair]:
-        out: dict[tuple[str, ...], Pair] = {}
-        for server, item in items:
-            k = (str(item.get("kind")), str(item.get("name")))
-            out[k if across else (server, *k)] = (server, item)
-        return out
-
-    old, new = keyed(left), keyed(right)
-    for k, (server, item) in old.items():
-        other = new.get(k)
+    cols_a: dict[str, list[Any]] = {}
+    cols_b: dict[str, list[Any]] = {}
+    for k, (server, kind, name, pos, fp) in left.items():
+        other = right.get(k)
         if other is None:
-            rows.append(("removed", server, item.get("kind"), item.get("name"), None, None, None,
-                         None))
-            continue
-        if item.get("fingerprint") == other[1].get("fingerprint"):
-            continue
-        rows.extend(_changes(other[0], item, other[1]))
-    for k, (server, item) in new.items():
-        if k not in old:
-            rows.append(("added", server, item.get("kind"), item.get("name"), None, None, None,
-                         None))
+            rows.append(("removed", server, kind, name, None, None, None, None))
+        elif fp != other[4]:  # only items whose fingerprints differ are looked into
+            cols_a, cols_b = cols_a or _columns(a), cols_b or _columns(b)
+            rows.extend(_changes(other[0], _fields(cols_a, pos), _fields(cols_b, other[3])))
+    for k, (server, kind, name, _, _) in right.items():
+        if k not in left:
+            rows.append(("added", server, kind, name, None, None, None, None))
     rows.sort(key=lambda r: (str(r[1]), str(r[2]), str(r[3]), str(r[4])))
     df = pd.DataFrame(rows, columns=list(DIFF_COLUMNS), dtype=object)
     df.attrs["toolbench"] = "diff"
     return df
+
+
+def _index(df: pd.DataFrame) -> dict[tuple[str, ...], tuple[str, str, str, int, Any]]:
+    """(server, kind, name) -> (server, kind, name, row position, fingerprint): four
+    columns read whole, the rest only for the items that changed."""
+    missing = [c for c in ("server", "kind", "name", "fingerprint") if c not in df.columns]
+    if missing:
+        raise ValueError(f"not a snapshot frame: it lacks the columns {missing} (make one with "
+                         "bench.snapshot() or tb.load_snapshot(journal))")
+    out = {}
+    for pos, (server, kind, name, fp) in enumerate(zip(
+            df["server"].tolist(), df["kind"].tolist(), df["name"].tolist(),
+            df["fingerprint"].tolist(), strict=True)):
+        out[(str(server), str(kind), str(name))] = (str(server), str(kind), str(name), pos, fp)
+    return out
+
+
+def _columns(df: pd.DataFrame) -> dict[str, list[Any]]:
+    return {c: df[c].tolist() for c in ("kind", "name", *DECLARED) if c in df.columns}
+
+
+def _fields(columns: dict[str, list[Any]], pos: int) -> dict[str, Any]:
+    return {c: _plain(values[pos]) for c, values in columns.items()}
+
+
+def _plain(value: Any) -> Any:
+    if value is None or isinstance(value, (dict, list, str, bool, int)):
+        return value
+    if isinstance(value, float) and value != value:  # NaN: pandas' missing value
+        return None
+    return value
 
 
 def _changes(server: str, a: Mapping[str, Any], b: Mapping[str, Any]) -> list[tuple[Any, ...]]:
@@ -223,6 +247,18 @@ def _tool_rows(tool: str, offers: Sequence[tuple[str, Any]]) -> list[tuple[Any, 
             names.setdefault(p, None)
     servers = [s for s, _ in offers]
     rows = []
+    first = offers[0][1]
+    if all(schema == first for _, schema in offers[1:]):  # the common case: all agree
+        props0, req0 = props[servers[0]], required[servers[0]]
+        for p in names:
+            prop = props0[p]
+            if isinstance(prop, dict) and "anyOf" not in prop:
+                rows.append((tool, p, [], list(servers), [], prop.get("type"), p in req0,
+                             prop.get("enum"), prop.get("default")))
+            else:
+                rows.append((tool, p, [], list(servers), [],
+                             *(_shown(_aspect(prop, p in req0, a)) for a in ASPECTS)))
+        return rows
     for p in names:
         present = [s for s in servers if p in props[s]]
         absent = [s for s in servers if p not in props[s]]

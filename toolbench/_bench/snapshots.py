@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -108,33 +108,3 @@ def snapshot_frame(rows: Iterable[tuple[str, datetime, Mapping[str, Any]]]) -> p
         df["taken"] = pd.to_datetime(df["taken"], utc=True, format="ISO8601")
     df.attrs["toolbench"] = "snapshot"
     return df
-
-
-def frame_items(df: pd.DataFrame) -> list[tuple[str, dict[str, Any]]]:
-    """``(server, item)`` for each row of a snapshot frame (the reverse of snapshot_frame)."""
-    missing = [c for c in ("server", "kind", "name", "fingerprint") if c not in df.columns]
-    if missing:
-        raise ValueError(f"not a snapshot frame: it lacks the columns {missing} (make one with "
-                         "bench.snapshot() or tb.load_snapshot(journal))")
-    out = []
-    columns = [c for c in SNAPSHOT_COLUMNS if c in df.columns and c not in ("server", "taken")]
-    for values in zip(df["server"], *(df[c] for c in columns), strict=True):
-        server, rest = values[0], values[1:]
-        item = {c: _plain(v) for c, v in zip(columns, rest, strict=True)}
-        out.append((str(server), item))
-    return out
-
-
-def _plain(value: Any) -> Any:
-    try:
-        import pandas as pd
-
-        if value is None or (not isinstance(value, (dict, list, str)) and pd.isna(value)):
-            return None
-    except (TypeError, ValueError):
-        pass
-    return value
-
-
-def servers_of(items: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
-    return sorted({server for server, _ in items})
