@@ -90,7 +90,7 @@ def _index(df: pd.DataFrame) -> dict[tuple[str, ...], tuple[str, str, str, int, 
     if missing:
         raise ValueError(f"not a snapshot frame: it lacks the columns {missing} (make one with "
                          "bench.snapshot() or tb.load_snapshot(journal))")
-    out = {}
+    out: dict[tuple[str, ...], tuple[str, str, str, int, Any]] = {}
     for pos, (server, kind, name, fp) in enumerate(zip(
             df["server"].tolist(), df["kind"].tolist(), df["name"].tolist(),
             df["fingerprint"].tolist(), strict=True)):
@@ -246,7 +246,7 @@ def _tool_rows(tool: str, offers: Sequence[tuple[str, Any]]) -> list[tuple[Any, 
         for p in props[server]:
             names.setdefault(p, None)
     servers = [s for s, _ in offers]
-    rows = []
+    rows: list[tuple[Any, ...]] = []
     first = offers[0][1]
     if all(schema == first for _, schema in offers[1:]):  # the common case: all agree
         props0, req0 = props[servers[0]], required[servers[0]]
