@@ -233,3 +233,39 @@ def test_a_restarted_stdio_server_is_refused_until_approved(tmp_path: Path) -> N
         bench.approve("geo_precise-distance")
         assert bench.call("geo_precise-distance", from_city="London", to_city="Rome",
                           units="km").data["result"] > 1000
+
+
+def _resource_server(description: str) -> Any:
+    from mcp.server.mcpserver import MCPServer
+
+    srv = MCPServer("res")
+
+    @srv.resource("note://a", name="a", description=description)
+    def a() -> str:
+        return "the note"
+
+    @srv.tool()
+    def ping() -> str:
+        """Answer pong."""
+        return "pong"
+
+    return srv
+
+
+def test_resources_are_pinned_when_listed_and_reported_not_blocked(tmp_path: Path) -> None:
+    path = tmp_path / "pins.json"
+    with tb.Bench(pins=path) as bench:
+        bench.connect("res", _resource_server("first"))
+        _, told = _caught(lambda: bench.snapshot())
+        assert told == []
+    assert "note://a" in json.loads(path.read_text())["pins"]["res"]["resource"]
+    with tb.Bench(pins=path) as bench:
+        bench.connect("res", _resource_server("second"))
+        _, told = _caught(lambda: bench.snapshot())
+        assert len(told) == 1
+        assert "1 pinned resource changed ('note://a')" in str(told[0].message)
+        assert "refused" not in str(told[0].message)
+        assert bench.read("res", "note://a").text == "the note"  # reads are not blocked
+        assert bench.call("res-ping").text == "pong"
+        state = bench.pins.set_index(["kind", "name"])["state"]
+        assert state[("resource", "note://a")] == "changed"

@@ -88,7 +88,10 @@ class OverTime:
         if self._pin_file is not None:
             self._check_pins(server, items)
 
-    def _check_pins(self, server: str, items: Mapping[str, dict[str, Any]]) -> None:
+    def _check_pins(self, server: str, items: Mapping[str, dict[str, Any]],
+                    kind: str = "tool") -> None:
+        """Pin what is new, note what changed (a tool's calls are then refused), report
+        what was removed: one PinWarning for the listing."""
         assert self._pin_file is not None
         pinned = self._pin_file.pins
         new_pins: dict[Key, dict[str, Any]] = {}
@@ -96,33 +99,37 @@ class OverTime:
         blocked = set(self._pin_blocked)
         stamp = now_text()
         for name, item in items.items():
-            key = (server, "tool", name)
+            key = (server, kind, name)
             pin = pinned.get(key)
-            tid = ToolId(server, name)
+            tid = ToolId(server, name) if kind == "tool" else None
             if pin is None:
                 new_pins[key] = {"fingerprint": item["fingerprint"], "item": item,
                                  "pinned": stamp}
-                blocked.discard(tid)
+                if tid is not None:
+                    blocked.discard(tid)
                 self._pin_changes.pop(key, None)
             elif pin["fingerprint"] == item["fingerprint"]:
-                blocked.discard(tid)
+                if tid is not None:
+                    blocked.discard(tid)
                 self._pin_changes.pop(key, None)
             else:
-                blocked.add(tid)
+                if tid is not None:
+                    blocked.add(tid)
                 old = pin.get("item") if isinstance(pin.get("item"), dict) else None
                 self._pin_changes[key] = (old, item)
-                changed.append((old or {"kind": "tool", "name": name,
+                changed.append((old or {"kind": kind, "name": name,
                                         "fingerprint": pin["fingerprint"]}, item))
-        removed = [k for k in pinned if k[0] == server and k[1] == "tool" and k[2] not in items]
-        self._pin_removed = {k for k in self._pin_removed if k[0] != server} | set(removed)
+        removed = [k for k in pinned if k[0] == server and k[1] == kind and k[2] not in items]
+        self._pin_removed = ({k for k in self._pin_removed if k[:2] != (server, kind)}
+                             | set(removed))
         self._pin_blocked = frozenset(blocked)
-        first = not any(k[0] == server for k in pinned)
+        first = not any(k[:2] == (server, kind) for k in pinned)
         if new_pins:
             pinned.update(new_pins)
             self._save_pins(new_pins)
         if changed or removed or (new_pins and not first):
             self._warn_pins(server, changed, [k[2] for k in removed],
-                            [] if first else [k[2] for k in new_pins])
+                            [] if first else [k[2] for k in new_pins], kind)
 
     def _save_pins(self, entries: Mapping[Key, dict[str, Any]], remove: list[Key] | None = None,
                    ) -> Any:
@@ -141,24 +148,26 @@ class OverTime:
         return future
 
     def _warn_pins(self, server: str, changed: list[tuple[dict[str, Any], dict[str, Any]]],
-                   removed: list[str], added: list[str]) -> None:
+                   removed: list[str], added: list[str], kind: str = "tool") -> None:
         parts = []
         frame = None
+        what = kind.replace("_", " ")
         if changed:
             names = ", ".join(repr(new["name"]) for _, new in changed[:_SHOWN])
-            parts.append(f"{len(changed)} pinned tool{'s' * (len(changed) != 1)} changed "
-                         f"({names}); calls to {'them' if len(changed) > 1 else 'it'} are "
-                         "refused until bench.approve(name)")
+            parts.append(f"{len(changed)} pinned {what}{'s' * (len(changed) != 1)} changed "
+                         f"({names})" + ("; calls to " + ("them" if len(changed) > 1 else "it")
+                                         + " are refused until bench.approve(name)"
+                                         if kind == "tool" else ""))
             frame = _diff(snapshot_frame((server, _now(), old) for old, _ in changed),
                           snapshot_frame((server, _now(), new) for _, new in changed))
             for row in frame.itertuples():
                 shown = row.detail if row.detail else f"{row.old!r} -> {row.new!r}"
                 parts.append(f"  {row.name}.{row.field}: {str(shown)[:300]}")
         if removed:
-            parts.append(f"{len(removed)} pinned tool{'s' * (len(removed) != 1)} removed: "
+            parts.append(f"{len(removed)} pinned {what}{'s' * (len(removed) != 1)} removed: "
                          + ", ".join(map(repr, removed[:_SHOWN])))
         if added:
-            parts.append(f"{len(added)} new tool{'s' * (len(added) != 1)} (pinned now): "
+            parts.append(f"{len(added)} new {what}{'s' * (len(added) != 1)} (pinned now): "
                          + ", ".join(map(repr, added[:_SHOWN])))
         warnings.warn(PinWarning(f"server {server!r}: " + "\n".join(parts), frame),
                       stacklevel=2)
@@ -210,6 +219,8 @@ class OverTime:
                 rows.extend((name, taken, item) for item in items)
                 if self._snapshots is not None:
                     self._snapshots.store(name, kind, taken, "snapshot", items)
+                if self._pin_file is not None:  # pinned when listed; reported, never blocked
+                    self._check_pins(name, {str(i["name"]): i for i in items}, kind)
         return snapshot_frame(rows)
 
     def snapshot(self, server: str | None = None) -> pd.DataFrame:

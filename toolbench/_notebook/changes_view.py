@@ -82,9 +82,7 @@ class ChangesView:
         rows = []
         self.approve_buttons = {}
         for (server, kind, name), (old, new) in sorted(bench._pin_changes.items()):
-            if kind != "tool":
-                continue
-            board_name = _pegboard_name(bench, server, name)
+            board_name = _pegboard_name(bench, server, name) if kind == "tool" else None
             button = widgets.Button(description="Approve", button_style="warning",
                                     icon="check", disabled=board_name is None)
             if board_name is not None:
@@ -98,9 +96,10 @@ class ChangesView:
             after = snapshot_frame([(server, when, new)])
             shown = (diff_html(diff(before, after)) if before is not None else
                      "<i>the pin holds only a fingerprint: no fields to compare</i>")
-            label = widgets.HTML(f"<b>{_html.escape(server)}/{_html.escape(name)}</b> changed "
-                                 "since it was pinned")
-            rows.append(widgets.VBox([widgets.HBox([label, button]), widgets.HTML(shown)]))
+            label = widgets.HTML(f"<b>{_html.escape(server)}/{_html.escape(name)}</b> "
+                                 f"({_html.escape(kind)}) changed since it was pinned")
+            head = [label, button] if kind == "tool" else [label]
+            rows.append(widgets.VBox([widgets.HBox(head), widgets.HTML(shown)]))
         self.pending.children = rows
         recent = bench._changes_since()
         self.recent.value = diff_html(recent)
