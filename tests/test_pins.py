@@ -135,8 +135,9 @@ def test_bad_pins_files_are_refused_clearly(tmp_path: Path, content: bytes, mess
     path = tmp_path / "pins.json"
     path.write_bytes(content)
     with pytest.raises(ValueError, match=message):
-        tb.Bench(pins=path)
+        tb.Bench(pins=path, journal=tmp_path / "calls.sqlite")
     assert path.read_bytes() == content  # left untouched
+    assert not (tmp_path / "calls.sqlite").exists()  # refused before the journal opened
 
 
 def test_huge_symlinked_and_fifo_pins_files_are_refused(tmp_path: Path,
@@ -269,3 +270,34 @@ def test_resources_are_pinned_when_listed_and_reported_not_blocked(tmp_path: Pat
         assert bench.call("res-ping").text == "pong"
         state = bench.pins.set_index(["kind", "name"])["state"]
         assert state[("resource", "note://a")] == "changed"
+
+
+def test_two_benches_pin_into_one_file_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "pins.json"
+    boxes = []
+    for server in ("left", "right"):
+        box = tb.ToolBox()
+        for i in range(20):
+            def fn(x: int) -> int:
+                return x
+
+            fn.__doc__ = f"tool {i} of {server}"
+            box.add(tb.tool(server=server, name=f"t{i}")(fn))
+        boxes.append(box)
+    benches = [tb.Bench(pins=path), tb.Bench(pins=path)]
+    start = threading.Barrier(2)
+
+    def add(which: int) -> None:
+        start.wait(10)
+        benches[which].add(boxes[which])
+        benches[which].pin()
+
+    threads = [threading.Thread(target=add, args=(i,)) for i in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    for bench in benches:
+        bench.close()
+    pins = json.loads(path.read_text())["pins"]
+    assert {s: len(pins[s]["tool"]) for s in pins} == {"left": 20, "right": 20}

@@ -232,13 +232,13 @@ class BaseBench(BeyondTools, OverTime, Replays):
         self.egress: Egress | None = egress
         self.router = ToolRouter(egress)
         self.pegboard = PegBoard(self.router, separator)
+        self._init_over_time(journal, pins)  # a bad pins file fails before the journal opens
         self._rows: dict[str, _Row] = {}
         self._store = RecordStore(Journal(journal) if journal is not None else None)
         self._closed = False
         self._requests = ServerRequests(sampling, elicitation, roots)
         self._notifications = Notifications(log_level)
         self.tools = ToolHandles(self)
-        self._init_over_time(journal, pins)
         get_loop().track(self)
         _preload.start()  # jsonschema's slow import, done before the first call needs it
 
