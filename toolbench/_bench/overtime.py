@@ -197,8 +197,6 @@ class OverTime:
         if server is not None and server not in self._rows:
             raise ValueError(f"no server {server!r}; connected: {sorted(self._rows)}")
         rows = self._tool_items(server)
-        from toolbench._core.client import ResourceClient  # noqa: F401 - for the gather
-
         taken = _now()
         kinds = (("resource", lambda c, s: c.list_resources(s), "resources"),
                  ("resource_template", lambda c, s: c.list_resource_templates(s),
