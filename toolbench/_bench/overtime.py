@@ -53,6 +53,7 @@ class OverTime:
     if TYPE_CHECKING:  # what BaseBench provides
         pegboard: PegBoard
         _rows: dict[str, Any]
+        _store: Any
 
         def _check_open(self) -> None: ...
 
@@ -83,10 +84,17 @@ class OverTime:
         if old is not None:
             self._previous[server] = old
         self._listings[server] = (taken, items)
-        if self._snapshots is not None:
+        if self._snapshots is not None and self._journal_writable():
             self._snapshots.store(server, "tool", taken, cause, list(items.values()))
         if self._pin_file is not None:
             self._check_pins(server, items)
+
+    def _journal_writable(self) -> bool:
+        """False for a damaged journal file: nothing more is written into it (its records
+        stay in memory, and so do the snapshots)."""
+        store = getattr(self, "_store", None)
+        journal = getattr(store, "journal", None)
+        return journal is None or journal.closed or getattr(journal, "_db", None) is not None
 
     def _check_pins(self, server: str, items: Mapping[str, dict[str, Any]],
                     kind: str = "tool") -> None:
@@ -215,7 +223,7 @@ class OverTime:
                 per.setdefault(name, []).append(item_from_row(kind, row))
             for name, items in per.items():
                 rows.extend((name, taken, item) for item in items)
-                if self._snapshots is not None:
+                if self._snapshots is not None and self._journal_writable():
                     self._snapshots.store(name, kind, taken, "snapshot", items)
                 if self._pin_file is not None:  # pinned when listed; reported, never blocked
                     self._check_pins(name, {str(i["name"]): i for i in items}, kind)
