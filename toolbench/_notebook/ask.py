@@ -490,6 +490,7 @@ class NotebookAsker:
                 self.service()  # settle what ended with the call (an expired form)
 
     def _slice(self, kernel: Any) -> None:
+        _loop.run_slice_work()
         try:
             if self._queue or self._open:
                 self.service()

@@ -43,7 +43,14 @@ from mcp_types import (
 )
 
 from toolbench._core import html as _html
-from toolbench._core.errors import Malformed, Refused, TimedOut, ToolError, Unreachable
+from toolbench._core.errors import (
+    Malformed,
+    Refused,
+    TimedOut,
+    ToolError,
+    Unreachable,
+    mark_unsent,
+)
 from toolbench._core.ids import ToolId
 
 REFUSED_CODES = frozenset({METHOD_NOT_FOUND, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR})
@@ -59,12 +66,19 @@ class Redactor:
     def __init__(self, secrets: Iterable[str]) -> None:
         values = sorted({s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET_LEN},
                         key=len, reverse=True)
-        self._pattern = re.compile("|".join(re.escape(v) for v in values)) if values else None
+        # Case-insensitive: a secret in a URL's host comes back lowercased (hosts are).
+        self._pattern = (re.compile("|".join(re.escape(v) for v in values), re.IGNORECASE)
+                         if values else None)
 
     def __call__(self, text: str) -> str:
         if self._pattern is None:
             return text
         return self._pattern.sub("[redacted]", text)
+
+    @property
+    def active(self) -> bool:
+        """Whether there is any secret to hide."""
+        return self._pattern is not None
 
     def cause(self, exc: BaseException) -> BaseException | None:
         """``exc`` to chain as a ``__cause__``, or None when any text in its chain would show
@@ -434,6 +448,12 @@ def _server_error(leaf: MCPError, tool: ToolId | None, redact: Redactor, action:
     )
 
 
+BUG_TYPES = (LookupError, AttributeError, AssertionError, NameError, ArithmeticError,
+             RecursionError, NotImplementedError)
+"""Exceptions that, raised before a request was handed over, are toolbench's own bugs, not
+the transport's failures (DESIGN, "A bug is not a doubt")."""
+
+
 def map_call_error(
     exc: Exception, tool: ToolId | None, *, timeout: float, redact: Redactor, action: str,
     ticket: CallTicket | None = None, connection_up: bool = True,
@@ -446,6 +466,11 @@ def map_call_error(
     request; our own deadline; an answer that is not a result (``Malformed``); a transport
     that broke mid-call. Anything we cannot place is ``TimedOut``: claiming it did not
     happen would invite an unsafe retry.
+
+    Raises:
+        Exception: one of ``BUG_TYPES`` raised before the request was handed over, as it is
+            (marked with ``mark_unsent``): a bug of ours, which the bench records
+            ``did_not_happen`` and raises.
     """
     if isinstance(exc, ToolError):
         return exc
@@ -454,6 +479,8 @@ def map_call_error(
     if isinstance(leaf, MCPError) and server_replied(leaf, ticket, connection_up):
         return _server_error(leaf, tool, redact, action)
     if ticket is not None and not ticket.sent:
+        if isinstance(leaf, BUG_TYPES):  # our own code failed before sending: raised as it is
+            raise mark_unsent(leaf)
         what = describe(leaf, redact)
         if isinstance(leaf, TimeoutError):
             return Unreachable(f"the {action} was not sent within {timeout:g} s; nothing left",
