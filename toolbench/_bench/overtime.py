@@ -79,7 +79,7 @@ class OverTime:
     def _on_listing(self, server: str, entries: list[PegEntry], cause: str) -> None:
         """A listing was applied (on the loop, synchronously): fingerprint, store, check."""
         taken = _now()
-        items = fingerprint_tools((e.tool, e.spec) for e in entries)
+        items = self._redacted(server, fingerprint_tools((e.tool, e.spec) for e in entries))
         old = self._listings.get(server)
         if old is not None:
             self._previous[server] = old
@@ -88,6 +88,17 @@ class OverTime:
             self._snapshots.store(server, "tool", taken, cause, list(items.values()))
         if self._pin_file is not None:
             self._check_pins(server, items)
+
+    def _redacted(self, server: str, items: dict[str, dict[str, Any]],
+                  ) -> dict[str, dict[str, Any]]:
+        """The items with the server's secrets hidden in every string (a tool may be named
+        after one): what is shown, stored in the journal and pinned. Fingerprints are of what
+        the server declared; the keys stay the tools' own names, for routing."""
+        row = self._rows.get(server)
+        redact = getattr(row, "redact", None)
+        if redact is None or not redact.active():
+            return items
+        return {name: _deep(item, redact) for name, item in items.items()}
 
     def _journal_writable(self) -> bool:
         """False for a damaged journal file: nothing more is written into it (its records
@@ -107,7 +118,7 @@ class OverTime:
         blocked = set(self._pin_blocked)
         stamp = now_text()
         for name, item in items.items():
-            key = (server, kind, name)
+            key = (server, kind, str(item["name"]))
             pin = pinned.get(key)
             tid = ToolId(server, name) if kind == "tool" else None
             if pin is None:
@@ -127,7 +138,8 @@ class OverTime:
                 self._pin_changes[key] = (old, item)
                 changed.append((old or {"kind": kind, "name": name,
                                         "fingerprint": pin["fingerprint"]}, item))
-        removed = [k for k in pinned if k[0] == server and k[1] == kind and k[2] not in items]
+        listed = {str(item["name"]) for item in items.values()}
+        removed = [k for k in pinned if k[0] == server and k[1] == kind and k[2] not in listed]
         self._pin_removed = ({k for k in self._pin_removed if k[:2] != (server, kind)}
                              | set(removed))
         self._pin_blocked = frozenset(blocked)
@@ -221,6 +233,9 @@ class OverTime:
             per: dict[str, list[dict[str, Any]]] = {}
             for name, row in found:
                 per.setdefault(name, []).append(item_from_row(kind, row))
+            per = {name: list(self._redacted(
+                name, {str(i): it for i, it in enumerate(items)}).values())
+                for name, items in per.items()}
             for name, items in per.items():
                 rows.extend((name, taken, item) for item in items)
                 if self._snapshots is not None and self._journal_writable():
@@ -318,8 +333,8 @@ class OverTime:
         for server, (_, items) in self._listings.items():
             if server not in self._rows:
                 continue
-            for name, item in items.items():
-                entries[(server, "tool", name)] = {"fingerprint": item["fingerprint"],
+            for item in items.values():
+                entries[(server, "tool", str(item["name"]))] = {"fingerprint": item["fingerprint"],
                                                    "item": item, "pinned": stamp}
         pin_file.pins.update(entries)
         self._pin_changes.clear()
@@ -349,11 +364,11 @@ class OverTime:
     async def _approve(self, name: str) -> str:
         pin_file = self._need_pins()
         tool = self._resolve(name).tool
-        key = (tool.server, "tool", tool.tool)
         listing = self._listings.get(tool.server)
         item = listing[1].get(tool.tool) if listing is not None else None
         if item is None:
             raise ValueError(f"tool {tool} has not been listed; nothing to approve")
+        key = (tool.server, "tool", str(item["name"]))
         entry = {"fingerprint": item["fingerprint"], "item": item, "pinned": now_text()}
         pin_file.pins[key] = entry
         self._pin_changes.pop(key, None)
@@ -390,3 +405,14 @@ class OverTime:
             self._snapshots.close()
         if self._pin_file is not None:
             self._pin_file.close()
+
+
+def _deep(value: Any, redact: Any) -> Any:
+    """``value`` with ``redact`` applied to every string in it, keys included."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redact(k) if isinstance(k, str) else k: _deep(v, redact) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_deep(v, redact) for v in value]
+    return value
