@@ -96,7 +96,7 @@ class OverTime:
         the server declared; the keys stay the tools' own names, for routing."""
         row = self._rows.get(server)
         redact = getattr(row, "redact", None)
-        if redact is None or not redact.active():
+        if redact is None or not redact.active:
             return items
         return {name: _deep(item, redact) for name, item in items.items()}
 
