@@ -25,7 +25,8 @@ pytest.importorskip("ipykernel")
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
-EXPECTED = ["01_explore", "02_compare", "03_gather", "04_build_your_own", "05_beyond_tools"]
+EXPECTED = ["01_explore", "02_compare", "03_gather", "04_build_your_own", "05_beyond_tools",
+            "07_over_time"]
 
 pytestmark = pytest.mark.slow
 
@@ -109,6 +110,19 @@ PROBES = {
     "updates": updates["message"].tolist(),
     "subscriptions_after": bench.subscriptions(),
     "closed": repr(bench).startswith("<Bench closed"),
+}))""",
+    "07_over_time": PROBE_HEAD + """{
+    "told": [str(w.message) for w in told],
+    "fields": sorted(changes["field"].dropna()),
+    "renamed": parameters.loc[parameters["differs"].map(bool), "parameter"].tolist(),
+    "pins": bench.pins["state"].value_counts().to_dict(),
+    "changed": int(replayed["changed"].sum()),
+    "drift_max": float(drift.abs().max().max()),
+    "live": live_summary.round(6).to_dict(),
+    "offline": offline_summary[["calls", "success_rate", "agrees_with_geo_precise"]
+                               ].round(6).to_dict(),
+    "closed": [repr(bench).startswith("<Bench closed"),
+               repr(offline).startswith("<Bench closed")],
 }))""",
     "04_build_your_own": PROBE_HEAD + """{
     "transports": dict(zip(bench.servers["name"], bench.servers["transport"])),
@@ -367,3 +381,23 @@ def test_05_progress_bar_shows_under_its_cell() -> None:
     nb, _, _ = run("05_beyond_tools")
     shown = outputs(nb, 'bench.call("beyond-countdown", steps=10')
     assert "application/vnd.jupyter.widget-view+json" in shown
+
+
+def test_07_over_time() -> None:
+    nb, probe = check_clean_run("07_over_time")
+    assert len(probe["told"]) == 1  # the restart's PinWarning, with the diff
+    assert "1 pinned tool changed ('distance')" in probe["told"][0]
+    assert "parameter removed: unit; parameter added: units" in probe["told"][0]
+    assert "PinWarning" in outputs(nb, 'v2 = demo.config()')
+    assert "Refused (did_not_happen)" in outputs(nb, 'bench.call("geo_precise-distance"')
+    assert probe["fields"] == ["description", "input_schema"]
+    assert "<del>" in outputs(nb, "changes.tb.show()")  # the word diff, as HTML
+    assert set(probe["renamed"]) == {"unit", "units"}
+    assert probe["pins"] == {"ok": 12}  # approved: nothing is changed any more
+    assert probe["changed"] == 24  # every replayed case differs a little (both rows marked)
+    assert 0 < probe["drift_max"] < 1  # sphere vs ellipsoid: under 1 %
+    assert "image/png" in outputs(nb, "drift = replayed")
+    live = {k: v for k, v in probe["live"].items() if k in probe["offline"]}
+    assert probe["offline"] == live  # the 02 comparison, the same from the recording
+    assert "not recorded" in outputs(nb, 'offline.call("geo-distance"')
+    assert probe["closed"] == [True, True]

@@ -1,9 +1,13 @@
 """toolbench: explore, call, record and compare tools from many MCP servers, in Jupyter."""
 
 from toolbench._bench.config import ConfigError, ConfigWarning
+from toolbench._bench.diff import diff
 from toolbench._bench.handles import ToolHandle
 from toolbench._bench.journal import JournalWarning
+from toolbench._bench.pins import PinWarning
+from toolbench._bench.recording import serve_recording
 from toolbench._bench.resources import ListingWarning
+from toolbench._bench.snapshot_store import load_snapshot
 from toolbench._core.client import Result, ToolClient, ToolSpec
 from toolbench._core.contents import PromptResult, ReadResult
 from toolbench._core.errors import (
@@ -44,6 +48,7 @@ __all__ = [
     "NameCollision",
     "OAuth",
     "PegBoard",
+    "PinWarning",
     "PromptResult",
     "Provenance",
     "ReadResult",
@@ -61,6 +66,9 @@ __all__ = [
     "ToolSpec",
     "Toolset",
     "Unreachable",
+    "diff",
+    "load_snapshot",
+    "serve_recording",
     "show",
     "tool",
 ]

@@ -11,6 +11,7 @@ the explorer) and the bundled demo servers are added above this layer, by the pu
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import json
@@ -32,6 +33,7 @@ from toolbench._bench.connected import Connected
 from toolbench._bench.follow import FollowServers
 from toolbench._bench.handles import ToolHandles
 from toolbench._bench.journal import Journal, warn_not_durable, warn_unwritten
+from toolbench._bench.overtime import OverTime
 from toolbench._bench.progress import (
     Progress,
     ProgressBar,
@@ -40,6 +42,7 @@ from toolbench._bench.progress import (
     progress_shown,
 )
 from toolbench._bench.records import Record, RecordStore, frame, make_record, new_call_id, utcnow
+from toolbench._bench.replay import Replays
 from toolbench._bench.resources import ResourcesAndPrompts
 from toolbench._core import preload as _preload
 from toolbench._core import validate as _validate
@@ -78,7 +81,7 @@ SERVER_COLUMNS = ("name", "transport", "status", "tools", "protocol", "server_na
                   "auth")
 CATALOG_COLUMNS = ("name", "server", "tool", "title", "description", "parameters", "required",
                    "input_schema", "output_schema", "annotations", "icons", "meta",
-                   "destination", "warnings")
+                   "destination", "warnings", "pin")
 REPLACEABLE = frozenset({"failed", "lost"})
 """Row statuses that ``connect``/``add`` under the same name replace instead of refusing."""
 _NO_SECRETS = Redactor(())
@@ -182,7 +185,7 @@ class _Row:
         return self.status
 
 
-class BaseBench(ResourcesAndPrompts, RestOfClient, FollowServers):
+class BaseBench(ResourcesAndPrompts, RestOfClient, FollowServers, OverTime, Replays):
     """Connect many servers, browse their tools, call, compare and map them, keep records.
 
     A bench owns its connections (stdio children end when it closes) and one record of every
@@ -194,7 +197,8 @@ class BaseBench(ResourcesAndPrompts, RestOfClient, FollowServers):
                  egress: Egress | Iterable[str] | None = None, timeout: float = 60.0,
                  connect_timeout: float = 30.0, *, sampling: Handler = None,
                  elicitation: Handler = None, roots: Iterable[Any] | None = None,
-                 log_level: LogLevel | None = "info") -> None:
+                 log_level: LogLevel | None = "info",
+                 pins: str | os.PathLike[str] | None = None) -> None:
         """Make an empty bench; connect servers with ``connect``, ``add`` or ``load_config``.
 
         Args:
@@ -243,6 +247,12 @@ class BaseBench(ResourcesAndPrompts, RestOfClient, FollowServers):
             log_level (str | None): the least severe log message servers are asked to send
                 (``"debug"`` ... ``"emergency"``); they land in ``bench.logs``. ``None``
                 asks for none. Example: ``Bench(log_level="debug")``.
+            pins (str | PathLike | None): a JSON file of trusted tool fingerprints. A tool
+                seen for the first time is pinned (trust on first use); a pinned tool that
+                changes (on connect, re-list or reconnect) gives a ``PinWarning`` with the
+                diff, shows ``changed`` in ``catalog()``'s ``pin`` column, and its calls are
+                ``Refused`` until ``bench.approve(name)``. Example:
+                ``Bench(pins="pins.json")``.
 
         Example:
             >>> bench = tb.Bench(journal="calls.sqlite", timeout=10)   # doctest: +SKIP
@@ -255,6 +265,7 @@ class BaseBench(ResourcesAndPrompts, RestOfClient, FollowServers):
         self.egress: Egress | None = egress
         self.router = ToolRouter(egress)
         self.pegboard = PegBoard(self.router, separator)
+        self._init_over_time(journal, pins)  # a bad pins file fails before the journal opens
         self._rows: dict[str, _Row] = {}
         self._store = RecordStore(Journal(journal) if journal is not None else None)
         self._closed = False
@@ -577,6 +588,7 @@ class BaseBench(ResourcesAndPrompts, RestOfClient, FollowServers):
             row.status = "closed"
         if self._store.journal is not None:  # committed on the journal's own thread
             warn_unwritten(self._store.journal, await self._store.aclose())
+        await asyncio.to_thread(self._close_over_time)  # snapshots and pins still queued
         get_loop().untrack(self)
 
     def close(self) -> None:
@@ -684,6 +696,7 @@ class BaseBench(ResourcesAndPrompts, RestOfClient, FollowServers):
                 "warnings": _schema_warnings(spec.input_schema) + [
                     f"output schema: {w}" for w in _schema_warnings(spec.output_schema)
                 ] if spec.output_schema is not None else _schema_warnings(spec.input_schema),
+                "pin": self._pin_state(entry.tool_id),
             })
         return pd.DataFrame(rows, columns=list(CATALOG_COLUMNS))
 
@@ -774,6 +787,8 @@ class BaseBench(ResourcesAndPrompts, RestOfClient, FollowServers):
                 latency_s=time.perf_counter() - t0, provenance=prov, error=exc)
 
         try:
+            if self._pin_blocked and target.tool in self._pin_blocked:
+                raise self._pin_refusal(target.tool)
             args = check_arguments(target.tool, arguments)
             if check:
                 validate_arguments(target.tool, target.spec.input_schema if target.spec else None,

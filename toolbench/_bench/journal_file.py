@@ -42,7 +42,7 @@ OPEN_BUSY_S = 5.0
 """How long opening waits for a lock when the file must be created or migrated."""
 
 _LEGACY_TABLES = frozenset({"calls", "sqlite_sequence"})
-_TABLES = frozenset({"calls", "intents"})
+_TABLES = frozenset({"calls", "intents", "snapshots"})  # snapshots: _bench.snapshot_store
 _DISPOSITIONS = frozenset({"landed", "in_doubt", "did_not_happen"})
 INTENT_COLUMNS = ("call_id", "session", "pid", "proc", "batch", "started", "server", "tool",
                   "name", "arguments", "provenance")

@@ -216,6 +216,15 @@ class TableAccessor:
         out.index.name = "server"
         return out
 
+    def schema_diff(self) -> pd.DataFrame:
+        """For a catalog (``bench.catalog()``): the parameters of tools that two or more
+        servers offer under the same name, one row per (tool, parameter), with ``differs``
+        naming what the servers disagree on (``present``, ``type``, ``required``, ``enum``,
+        ``default``). ``.tb.show()`` marks the differences. See ``toolbench._bench.diff``."""
+        from toolbench._bench.diff import schema_diff
+
+        return schema_diff(self._df)
+
     def json_ready(self) -> pd.DataFrame:
         """A copy fit for a file: a column holding dicts or lists becomes JSON text (every
         value in it, so it reads back with ``json.loads``), as does a column of mixed types."""

@@ -33,6 +33,7 @@ class BenchOptions(TypedDict, total=False):
     elicitation: Handler
     roots: Iterable[Any] | None
     log_level: LogLevel | None
+    pins: str | os.PathLike[str] | None
 
 
 class Bench(BaseBench):

@@ -168,6 +168,10 @@ def kind_of(df: pd.DataFrame) -> str:
         return "catalog"
     if {"transport", "status", "stderr_tail"} <= columns:
         return "servers"
+    if {"change", "kind", "field", "old", "new"} <= columns:
+        return "diff"
+    if {"parameter", "differs", "present_on"} <= columns:
+        return "schema_diff"
     return "table"
 
 
@@ -183,6 +187,11 @@ def frame_html(df: pd.DataFrame, *, max_rows: int = MAX_ROWS) -> str:
         return html_table(df, max_rows=max_rows, columns=CATALOG_VIEW, caption="catalog")
     if kind == "servers":
         return html_table(df, max_rows=max_rows, columns=SERVER_VIEW, caption="servers")
+    if kind in ("diff", "schema_diff"):
+        from toolbench._notebook import diff_view
+
+        return (diff_view.diff_html if kind == "diff" else diff_view.schema_diff_html)(
+            df, max_rows=max_rows)
     return html_table(df, max_rows=max_rows)
 
 

@@ -32,6 +32,7 @@ from toolbench._core.errors import ToolError
 from toolbench._core.html import result_html
 from toolbench._loop import get_loop
 from toolbench._notebook.about import server_about_html
+from toolbench._notebook.changes_view import ChangesView
 from toolbench._notebook.compare_view import compare_html
 from toolbench._notebook.display import error_html, history_html, html_table
 from toolbench._notebook.form import Form, FormError, build_form, css_class
@@ -65,7 +66,7 @@ itself capped, stays in ``bench.logs``): 100 rows of 2,000-character tooltips ma
 nearly a megabyte."""
 NOTE_CHARS = 300
 """A server's note (why it lists nothing) is cut to this many characters."""
-SECTIONS = ("Tools", "Resources", "Prompts", "Log")
+SECTIONS = ("Tools", "Resources", "Prompts", "Log", "Changes")
 RESOURCE_VIEW = ("kind", "name", "server", "uri", "title", "mime_type", "size", "description")
 PROMPT_VIEW = ("name", "server", "title", "description", "arguments")
 NO_RESOURCES = (
@@ -232,8 +233,10 @@ class Explorer:
         self.log = widgets.HTML("")
         log_section = widgets.VBox([self.log_button, self.log])
 
+        self.changes = ChangesView(bench)  # pins and changes: toolbench._notebook.changes_view
         self.sections = widgets.Tab(
-            children=[tools_section, resources_section, prompts_section, log_section],
+            children=[tools_section, resources_section, prompts_section, log_section,
+                      self.changes.widget],
             titles=SECTIONS)
         self.widget = widgets.VBox([
             self.banner,
@@ -523,6 +526,8 @@ class Explorer:
             self.load_prompts()
         elif title == "Log":
             self.show_log()
+        elif title == "Changes":
+            self.changes.refresh()
 
     def _server_names(self) -> list[str]:
         """The servers to ask: every row but closed ones (a failed one says why in a note)."""

@@ -93,6 +93,9 @@ Namespace = str | Literal[_Default.SERVER] | None
 """A tools' name prefix: text, the server's own name (the default), or none."""
 
 ToolsChangedCallback = Callable[[str], Awaitable[None]]
+ListingHook = Callable[[str, "list[PegEntry]", str], None]
+"""Told ``(server, entries, cause)`` each time a listing is applied (``cause``: ``connect``
+or ``relist``), in the step that publishes it; the bench's snapshots and pins hang here."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +219,19 @@ class PegBoard:
         self._seq = itertools.count(1)
         self.refresh_errors: dict[str, Exception] = {}
         """The last failure of a refresh started by a tools-changed notification, per server."""
+        self._listing_hooks: list[ListingHook] = []
+
+    def on_listing(self, hook: ListingHook) -> None:
+        """Call ``hook(server, entries, cause)`` whenever a server's listing is applied."""
+        self._listing_hooks.append(hook)
+
+    def _listed(self, server: str, entries: list[PegEntry], cause: str) -> None:
+        for hook in self._listing_hooks:
+            try:
+                hook(server, entries, cause)
+            except Exception as exc:  # a hook's bug must not undo or fail a listing
+                _log.warning("a listing hook failed for %r: %s: %s", server,
+                             type(exc).__name__, exc)
 
     # -- naming ---------------------------------------------------------------------------
     def prefixed(self, namespace: str | None, tool: str) -> str:
@@ -349,6 +365,7 @@ class PegBoard:
         except Exception:
             self.remove_service(server)
             raise
+        self._listed(server, entries, "connect")
         return len(entries)
 
     def _check_can_add(self, board: _Board, server: str, client: ToolClient) -> None:
@@ -477,6 +494,7 @@ class PegBoard:
                                           listed_seq=seq, skipped=tuple(skipped))
             self._board = board.edit(drop=current.names, add=entries,
                                      services={**board.services, server: updated})
+        self._listed(server, entries, "relist")
         return len(entries)
 
     # -- removing -------------------------------------------------------------------------

@@ -1,0 +1,241 @@
+"""Catalog snapshots: fingerprints computed at listing, stored in the journal on connect and
+re-list (off the loop), read back by time; and every bad snapshot file refused clearly."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import sys
+import time
+import warnings
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+import toolbench as tb
+from toolbench import demo
+from toolbench._bench import snapshot_store
+from toolbench._bench.snapshots import SNAPSHOT_COLUMNS, canonical_json, fingerprint
+from toolbench._loop import get_loop
+from toolbench.demo import geo, geo_precise, geo_precise_v2
+
+
+def test_snapshot_has_one_fingerprinted_row_per_tool() -> None:
+    with tb.Bench() as bench:
+        bench.connect("geo", geo.create())
+        bench.connect("geo_precise", geo_precise.create())
+        snap = bench.snapshot()
+        catalog = bench.catalog()
+    assert list(snap.columns) == list(SNAPSHOT_COLUMNS)
+    assert sorted(zip(snap["server"], snap["name"], strict=True)) == sorted(
+        zip(catalog["server"], catalog["tool"], strict=True))
+    assert set(snap["kind"]) == {"tool"}  # the demo servers offer no resources or prompts
+    row = snap[(snap["server"] == "geo") & (snap["name"] == "distance")].iloc[0]
+    spec = catalog[catalog["name"] == "geo-distance"].iloc[0]
+    payload = {"kind": "tool", "name": "distance", "title": spec["title"],
+               "description": spec["description"], "input_schema": spec["input_schema"],
+               "output_schema": spec["output_schema"], "annotations": spec["annotations"]}
+    expected = hashlib.sha256(canonical_json(payload).encode()).hexdigest()
+    assert row["fingerprint"] == expected
+    # geo's and geo_precise's ``city`` are the same tool: the same fingerprint
+    city = snap[snap["name"] == "city"]
+    assert city["fingerprint"].nunique() == 1
+    assert snap[snap["name"] == "distance"]["fingerprint"].nunique() == 2
+
+
+def test_fingerprint_changes_with_every_declared_field() -> None:
+    base = {"kind": "tool", "name": "t", "title": "T", "description": "d",
+            "input_schema": {"type": "object"}, "output_schema": None, "annotations": None}
+    seen = {fingerprint(base)}
+    for field, value in (("name", "u"), ("title", "T2"), ("description", "d "),
+                         ("input_schema", {"type": "object", "properties": {}}),
+                         ("output_schema", {"type": "object"}),
+                         ("annotations", {"readOnlyHint": True})):
+        seen.add(fingerprint({**base, field: value}))
+    assert len(seen) == 7
+    assert fingerprint(dict(reversed(list(base.items())))) == fingerprint(base)  # key order
+
+
+def test_snapshots_with_resources_and_prompts() -> None:
+    from toolbench.demo import beyond
+
+    with tb.Bench() as bench:
+        bench.connect("beyond", beyond.create())
+        snap = bench.snapshot("beyond")
+    kinds = set(snap["kind"])
+    assert {"tool", "resource", "resource_template", "prompt"} <= kinds
+    res = snap[snap["kind"] == "resource"].iloc[0]
+    assert res["name"] == res["uri"]
+    assert all(len(f) == 64 for f in snap["fingerprint"])
+
+
+def test_journal_stores_a_snapshot_per_connect_and_relist(tmp_path: Path) -> None:
+    path = tmp_path / "calls.sqlite"
+    with tb.Bench(journal=path) as bench:
+        bench.connect("geo_precise", geo_precise.create())
+        time.sleep(0.05)
+        between = datetime.now(UTC)
+        time.sleep(0.05)
+        bench.disconnect("geo_precise")
+        bench.connect("geo_precise", geo_precise_v2.create())  # a restart, changed
+        get_loop().run(bench.pegboard.refresh, "geo_precise")  # a re-list
+        bench.call("geo_precise-distance", from_city="London", to_city="Paris")
+    db = sqlite3.connect(path)
+    causes = [c for (c,) in db.execute("SELECT cause FROM snapshots ORDER BY seq")]
+    db.close()
+    assert causes == ["connect", "connect", "relist"]
+    latest = tb.load_snapshot(path)
+    old = tb.load_snapshot(path, when=between)
+    old_iso = tb.load_snapshot(path, when=between.isoformat())
+    assert list(old["fingerprint"]) == list(old_iso["fingerprint"])
+    new_distance = latest[latest["name"] == "distance"].iloc[0]
+    old_distance = old[old["name"] == "distance"].iloc[0]
+    assert "units" in new_distance["input_schema"]["properties"]
+    assert "unit" in old_distance["input_schema"]["properties"]
+    with pytest.raises(ValueError, match="not an ISO 8601"):
+        tb.load_snapshot(path, when="last tuesday")
+    # the journal itself is as readable as before: its record loads back
+    with tb.Bench(journal=path) as again:
+        assert len(again.records) == 1
+
+
+def test_snapshot_writes_never_run_on_the_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               ) -> None:
+    threads: list[str] = []
+    real = snapshot_store.SnapshotWriter._write
+
+    def spy(self: snapshot_store.SnapshotWriter, *args: object) -> None:
+        import threading
+
+        threads.append(threading.current_thread().name)
+        real(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(snapshot_store.SnapshotWriter, "_write", spy)
+    with tb.Bench(journal=tmp_path / "j.sqlite") as bench:
+        bench.connect("geo", geo.create())
+    assert threads and all(t.startswith("toolbench-snapshots") for t in threads)
+
+
+# -- bad snapshot files -------------------------------------------------------------------------
+@pytest.fixture
+def journal(tmp_path: Path) -> Path:
+    path = tmp_path / "calls.sqlite"
+    with tb.Bench(journal=path) as bench:
+        bench.connect("geo", geo.create())
+    return path
+
+
+def test_symlink_is_refused(journal: Path, tmp_path: Path) -> None:
+    link = tmp_path / "link.sqlite"
+    link.symlink_to(journal)
+    with pytest.raises(ValueError, match="symbolic link"):
+        tb.load_snapshot(link)
+
+
+def test_fifo_and_folder_are_refused(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="not a regular file"):
+        tb.load_snapshot(fifo)
+    with pytest.raises(ValueError, match="not a regular file"):
+        tb.load_snapshot(tmp_path)
+    with pytest.raises(ValueError, match="does not exist"):
+        tb.load_snapshot(tmp_path / "missing.sqlite")
+
+
+def test_corrupt_and_foreign_files_are_refused(tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage.sqlite"
+    garbage.write_bytes(os.urandom(5000))
+    with pytest.raises(ValueError, match="not a toolbench journal"):
+        tb.load_snapshot(garbage)
+    other = tmp_path / "other.sqlite"
+    db = sqlite3.connect(other)
+    db.execute("CREATE TABLE t (x)")
+    db.close()
+    with pytest.raises(ValueError, match="not a toolbench journal"):
+        tb.load_snapshot(other)
+
+
+def test_journal_without_snapshots(tmp_path: Path) -> None:
+    path = tmp_path / "calls.sqlite"
+    with tb.Bench(journal=path):
+        pass
+    with pytest.raises(ValueError, match="holds no catalog snapshots"):
+        tb.load_snapshot(path)
+
+
+def test_newer_versions_are_refused(journal: Path) -> None:
+    db = sqlite3.connect(journal)
+    db.execute("UPDATE snapshots SET format = 99")
+    db.commit()
+    db.close()
+    with pytest.raises(ValueError, match="format 99, written by a newer toolbench"):
+        tb.load_snapshot(journal)
+    db = sqlite3.connect(journal)
+    db.execute("PRAGMA user_version = 99")
+    db.commit()
+    db.close()
+    with pytest.raises(ValueError, match="newer toolbench"):
+        tb.load_snapshot(journal)
+
+
+def test_huge_snapshot_is_refused(journal: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(snapshot_store, "MAX_ITEMS_BYTES", 100)
+    with pytest.raises(ValueError, match="the most read back is 100"):
+        tb.load_snapshot(journal)
+
+
+def test_damaged_rows_are_skipped_and_counted(journal: Path) -> None:
+    db = sqlite3.connect(journal)
+    db.execute("INSERT INTO snapshots (taken, server, kind, cause, format, items) "
+               "VALUES (?, 'broken', 'tool', 'connect', 1, '[{not json')",
+               (datetime.now(UTC).isoformat(),))
+    db.execute("INSERT INTO snapshots (taken, server, kind, cause, format, items) "
+               "VALUES ('yesterday-ish', 'bad', 'tool', 'connect', 1, '[]')")
+    db.commit()
+    db.close()
+    with pytest.warns(tb.JournalWarning, match="skipped 2 damaged snapshot rows"):
+        snap = tb.load_snapshot(journal)
+    assert set(snap["server"]) == {"geo"}
+
+
+def test_a_failing_snapshot_write_warns_and_loses_no_record(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch,
+                                                            ) -> None:
+    def broken(self: object, *args: object) -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(snapshot_store.SnapshotWriter, "_write", broken)
+    path = tmp_path / "j.sqlite"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with tb.Bench(journal=path) as bench:
+            bench.connect("geo", geo.create())
+            bench.call("geo-distance", from_city="London", to_city="Paris")
+    told = [str(w.message) for w in caught if issubclass(w.category, tb.JournalWarning)]
+    assert any("snapshot could not be stored" in t and "disk I/O error" in t for t in told)
+    with tb.Bench(journal=path) as again:
+        assert len(again.records) == 1
+
+
+@pytest.mark.slow
+def test_a_restarted_stdio_server_is_a_new_snapshot(tmp_path: Path) -> None:
+    path = tmp_path / "calls.sqlite"
+    env = demo._python_path_env()
+    with tb.Bench(journal=path) as bench:
+        bench.connect("geo_precise", [sys.executable, "-m", "toolbench.demo.geo_precise"],
+                      env=env)
+        before = bench.snapshot("geo_precise")
+        bench.disconnect("geo_precise")
+        bench.connect("geo_precise", [sys.executable, "-m", "toolbench.demo.geo_precise_v2"],
+                      env=env)
+        after = bench.snapshot("geo_precise")
+    changes = tb.diff(before, after)
+    assert sorted(changes["field"]) == ["description", "input_schema"]
+    assert "parameter removed: unit; parameter added: units" in set(changes["detail"])
+    stored = tb.load_snapshot(path)
+    assert json.dumps(stored[stored["name"] == "distance"].iloc[0]["input_schema"]).count(
+        "units") == 1

@@ -1,0 +1,216 @@
+"""The pins file: what each server's items looked like when they were trusted.
+
+``{"version": 1, "pins": {server: {kind: {name: {"fingerprint", "item", "pinned"}}}}}``.
+``item`` is the whole declared item (see ``toolbench._bench.snapshots``), so a change found
+after a restart can be shown field by field, not only as a different hash.
+
+**Safe to share and to lose power over.** Writes are atomic (a temporary file in the same
+folder, fsync, ``os.replace``). Only a regular file is read or replaced: a symlink, FIFO or
+device is refused, as is a file over ``MAX_PINS_BYTES``, a ``version`` newer than this
+toolbench's, and text that is not the format above (each with a message naming the file and
+the rule). Two benches (threads or processes) pinning into one file lose nothing: a write
+takes an exclusive lock on ``<file>.lock`` (``fcntl.flock``, bounded wait), reads the file
+again, applies only its own changes (entries set or removed), and replaces it.
+
+File I/O happens on a worker thread of its own (``save_soon``), never on the shared loop.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import errno
+import json
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+PINS_VERSION = 1
+MAX_PINS_BYTES = 32 * 1024 * 1024
+LOCK_WAIT_S = 10.0
+Key = tuple[str, str, str]
+"""(server, kind, name)."""
+
+
+class PinWarning(UserWarning):
+    """A pinned item changed (its calls are refused until approved), or items came or went.
+
+    ``.diff`` holds the change as a diff frame (``tb.diff``'s columns), when there is one.
+    """
+
+    def __init__(self, message: str, diff: Any = None) -> None:
+        super().__init__(message)
+        self.diff = diff
+
+
+def _refuse(path: str, why: str) -> ValueError:
+    return ValueError(f"pins file {path!r} {why}")
+
+
+def _read(path: str) -> dict[Key, dict[str, Any]]:
+    """The pins in ``path`` ({} when it does not exist); refuses anything unsafe or malformed."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or os.path.islink(path):
+            raise _refuse(path, "is a symbolic link; pins are read from and written to a "
+                                "regular file only (give the link's target)") from None
+        raise _refuse(path, f"cannot be read: {exc.strerror}") from exc
+    try:
+        info = os.fstat(fd)
+        import stat
+
+        if not stat.S_ISREG(info.st_mode):
+            raise _refuse(path, "is not a regular file (a FIFO, device or folder); pins are "
+                                "kept in a regular file only")
+        if info.st_size > MAX_PINS_BYTES:
+            raise _refuse(path, f"is {info.st_size:,} bytes; the most read is "
+                                f"{MAX_PINS_BYTES:,}")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(MAX_PINS_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_PINS_BYTES:
+        raise _refuse(path, f"is over {MAX_PINS_BYTES:,} bytes, the most read")
+    if not data.strip():
+        return {}
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise _refuse(path, f"is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise _refuse(path, f"is not valid JSON ({exc.msg} at line {exc.lineno}, column "
+                            f"{exc.colno}); fix it or move it aside to pin afresh") from None
+    except RecursionError:
+        raise _refuse(path, "is nested too deeply to be a pins file") from None
+    return _parse(path, doc)
+
+
+def _parse(path: str, doc: Any) -> dict[Key, dict[str, Any]]:
+    if not isinstance(doc, dict) or "version" not in doc:
+        raise _refuse(path, 'is not a pins file: expected an object with "version" and "pins"')
+    version = doc["version"]
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise _refuse(path, f'has "version": {version!r}; a version is a whole number >= 1')
+    if version > PINS_VERSION:
+        raise _refuse(path, f"was written by a newer toolbench (pins version {version}; this "
+                            f"toolbench reads up to {PINS_VERSION}); it was left untouched")
+    pins = doc.get("pins", {})
+    if not isinstance(pins, dict):
+        raise _refuse(path, '"pins" must be an object {server: {kind: {name: pin}}}')
+    out: dict[Key, dict[str, Any]] = {}
+    for server, kinds in pins.items():
+        if not isinstance(kinds, dict):
+            raise _refuse(path, f'"pins"."{server}" must be an object {{kind: {{name: pin}}}}')
+        for kind, names in kinds.items():
+            if not isinstance(names, dict):
+                raise _refuse(path, f'"pins"."{server}"."{kind}" must be an object')
+            for name, pin in names.items():
+                if not (isinstance(pin, dict) and isinstance(pin.get("fingerprint"), str)):
+                    raise _refuse(path, f'the pin of {server}/{kind}/{name} has no '
+                                        '"fingerprint" string')
+                out[(server, kind, name)] = pin
+    return out
+
+
+def _document(pins: Mapping[Key, Mapping[str, Any]]) -> dict[str, Any]:
+    nested: dict[str, dict[str, dict[str, Any]]] = {}
+    for (server, kind, name), pin in sorted(pins.items()):
+        nested.setdefault(server, {}).setdefault(kind, {})[name] = dict(pin)
+    return {"version": PINS_VERSION, "pins": nested}
+
+
+class PinFile:
+    """One pins file: read at once, written on a worker thread, merged under a lock."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        parent = os.path.dirname(os.path.abspath(self.path))
+        if not os.path.isdir(parent):
+            raise _refuse(self.path, f"cannot be created: the folder {parent!r} does not exist")
+        self.pins = _read(self.path)
+        self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="toolbench-pins")
+        self._lock = threading.Lock()
+
+    def save_soon(self, set_: Mapping[Key, Mapping[str, Any]],
+                  remove: Iterable[Key] = ()) -> concurrent.futures.Future[None]:
+        """Merge these changes into the file (on the worker thread)."""
+        changes = {k: dict(v) for k, v in set_.items()}
+        gone = list(remove)
+        return self._pool.submit(self.save, changes, gone)
+
+    def save(self, set_: Mapping[Key, Mapping[str, Any]], remove: Iterable[Key] = ()) -> None:
+        """Merge these changes into the file now (any thread but the loop's): lock, re-read,
+        apply, replace atomically."""
+        with self._lock, _file_lock(self.path + ".lock"):
+            current = _read(self.path)
+            for key in remove:
+                current.pop(key, None)
+            current.update({k: dict(v) for k, v in set_.items()})
+            _atomic_write(self.path, json.dumps(_document(current), indent=1, sort_keys=True,
+                                                ensure_ascii=True, default=repr))
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+
+
+def now_text() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+@contextlib.contextmanager
+def _file_lock(path: str) -> Any:
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): the merge still keeps other writers' entries
+        yield
+        return
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:
+        raise ValueError(f"pins lock file {path!r} cannot be opened ({exc.strerror}); it must "
+                         "be a regular file beside the pins file") from exc
+    try:
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"pins file {path[:-5]!r} stayed locked by another "
+                                       f"writer for {LOCK_WAIT_S:g} s") from None
+                time.sleep(0.01)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def _atomic_write(path: str, text: str) -> None:
+    if os.path.islink(path):
+        raise _refuse(path, "is a symbolic link; it is not replaced")
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise _refuse(path, "is not a regular file; it is not replaced")
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".pins-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
