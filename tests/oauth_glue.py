@@ -39,6 +39,8 @@ def protected_server(*extra: str, timeout: float = 30.0) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 def follow(url: str, *, until: str, limit: int = 5) -> str:

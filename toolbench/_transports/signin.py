@@ -42,12 +42,15 @@ class SignInUnavailable(RuntimeError):
 
 async def wait_for_redirect(authorization_url: str, redirect_uri: str, timeout: float, *,
                             paste: Paste | None = None, refused: Note | None = None,
-                            listening: Note | None = None) -> tuple[str, str]:
+                            listening: Note | None = None,
+                            received: Callable[[str, str], None] | None = None
+                            ) -> tuple[str, str]:
     """The redirect URL and how it came (``"loopback"`` or ``"pasted"``), within ``timeout``.
 
     ``paste`` yields pasted texts; each refused one is reported to ``refused`` (the message
     names the rule, never the text) and the wait goes on. ``listening`` is told whether the
-    loopback listener runs (or why not).
+    loopback listener runs (or why not); ``received`` gets the URL and how it came, before
+    the other way is stopped.
     """
     found: list[tuple[str, str]] = []
     async with contextlib.AsyncExitStack() as stack:
@@ -67,6 +70,8 @@ async def wait_for_redirect(authorization_url: str, redirect_uri: str, timeout: 
 
         async def from_loopback(scope: anyio.CancelScope, running: Loopback) -> None:
             found.append((await running.received(), "loopback"))
+            if received is not None:
+                received(*found[0])
             scope.cancel()
 
         async def from_paste(scope: anyio.CancelScope, ask: Paste) -> None:
@@ -79,6 +84,8 @@ async def wait_for_redirect(authorization_url: str, redirect_uri: str, timeout: 
                         refused(str(exc))
                     continue
                 found.append((url, "pasted"))
+                if received is not None:
+                    received(*found[0])
                 scope.cancel()
                 return
 
