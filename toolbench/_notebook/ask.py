@@ -269,6 +269,10 @@ class ElicitationAsk(_AskWidget):
         self.finish({"action": "accept", "content": content}, "accepted")
 
 
+KINDS: dict[str, Callable[[str, Any, Answer], _AskWidget]] = {}
+"""Widgets of further kinds of question, by kind (the sign-in card adds ``"signin"``)."""
+
+
 # -- the pump ------------------------------------------------------------------------------
 class PumpUnavailable(RuntimeError):
     """This kernel's message plumbing is not what the pump knows how to read."""
@@ -493,6 +497,8 @@ class NotebookAsker:
         return len(still)
 
     def _build(self, pending: _Pending) -> _AskWidget:
+        if pending.kind in KINDS:
+            return KINDS[pending.kind](pending.server, pending.params, pending.answer)
         if pending.kind == "sampling":
             return SamplingAsk(pending.server, pending.params, pending.answer)
         return ElicitationAsk(pending.server, pending.params, pending.answer)
