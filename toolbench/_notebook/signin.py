@@ -125,11 +125,11 @@ class SignInCard(_ask._AskWidget):
 _ask.KINDS[KIND] = SignInCard
 
 
-async def notebook_authorizer(authorization_url: str, redirect_uri: str,
-                              timeout: float) -> str:
+async def notebook_authorizer(authorization_url: str, redirect_uri: str, timeout: float, *,
+                              asker: _ask.NotebookAsker | None = None) -> str:
     """The default authorizer in a kernel: the sign-in card and the loopback listener, the
     first to bring the redirect wins; elsewhere :func:`terminal_authorizer`."""
-    asker = _ask.ASKER
+    asker = asker if asker is not None else _ask.ASKER
     if asker.available() is not None:
         return await terminal_authorizer(authorization_url, redirect_uri, timeout)
     request = SignInRequest(authorization_url, redirect_uri, timeout)
