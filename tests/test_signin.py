@@ -80,7 +80,7 @@ def test_nobody_signing_in_ends_within_the_timeout() -> None:
     async def main() -> None:
         await wait_for_redirect(AUTH, _redirect(), 0.5, paste=_pastes("garbage"))  # type: ignore[arg-type]
 
-    with pytest.raises(SignInTimeout, match="within 0.5 s"):
+    with pytest.raises(SignInTimeout, match=r"within 0\.5 s"):
         asyncio.run(main())
 
 
@@ -88,7 +88,7 @@ def test_no_loopback_and_no_paste_is_a_clear_error() -> None:
     async def main() -> None:
         await wait_for_redirect(AUTH, "https://app.example/callback", 5)
 
-    with pytest.raises(SignInUnavailable, match="not a loopback address.*authorize="):
+    with pytest.raises(SignInUnavailable, match=r"not a loopback address.*authorize="):
         asyncio.run(main())
 
 

@@ -116,7 +116,7 @@ def test_nobody_signing_in_times_out_and_the_card_says_so(
     made, _shown = asker
     future = _start(made, _redirect(), timeout=0.5)
     (card,) = wait_answered(made)
-    with pytest.raises(TimeoutError, match="within 0.5 s"):
+    with pytest.raises(TimeoutError, match=r"within 0\.5 s"):
         future.result(10)
     _settle(made, future)
     assert "no sign-in within 0.5 s" in card.status.value
@@ -129,7 +129,8 @@ def test_an_error_from_the_authorization_server_is_shown_and_handed_on(
     redirect = _redirect()
     future = _start(made, redirect)
     (card,) = wait_answered(made)
-    card.box.value = f"{redirect}?error=access_denied&error_description=%3Cb%3Eno%3C%2Fb%3E&state=S1"
+    card.box.value = (f"{redirect}?error=access_denied"
+                      "&error_description=%3Cb%3Eno%3C%2Fb%3E&state=S1")
     card.use.click()
     assert "error=access_denied" in future.result(10)
     assert "refused: access_denied: &lt;b&gt;no&lt;/b&gt;" in card.status.value

@@ -76,16 +76,27 @@ class SignInCard(_ask._AskWidget):
             "error (the kernel runs on another machine): copy that page's whole address from "
             f"the address bar and paste it here. Waiting at most {request.timeout:g} s."
             "</small></div>")
-        self.box = widgets.Text(placeholder="paste the address your browser ended on",
-                                layout=widgets.Layout(width="70%"))
-        self.box.add_class("toolbench-signin-paste")
         self.use = widgets.Button(description="Use this address", button_style="primary")
         self.use.add_class("toolbench-signin-use")
         self.use.on_click(lambda _b: self._guarded(self._pasted))
         self.buttons.append(self.use)
-        self.widget = widgets.VBox([self.message, widgets.HBox([self.box, self.use]),
-                                    self.status])
+        self.box = self._new_box()
+        self.row = widgets.HBox([self.box, self.use])
+        self.widget = widgets.VBox([self.message, self.row, self.status])
         self.widget.add_class("toolbench-signin")
+
+    @staticmethod
+    def _new_box() -> Any:
+        """A fresh text box. One per attempt: during a blocking cell the front end sends a
+        widget's *second* change only after the kernel reports idle for the first (ipywidgets'
+        message throttle), which the cell-side pump does not report; a new box's first change
+        always goes through. It syncs on Enter or leaving the box, not per keystroke."""
+        import ipywidgets as widgets
+
+        box = widgets.Text(placeholder="paste the address your browser ended on",
+                           continuous_update=False, layout=widgets.Layout(width="70%"))
+        box.add_class("toolbench-signin-paste")
+        return box
 
     def _pasted(self) -> None:
         text, self.box.value = self.box.value, ""  # no code stays in the widget's state
@@ -93,6 +104,8 @@ class SignInCard(_ask._AskWidget):
             url = check_callback(text, self.request.authorization_url,
                                  self.request.redirect_uri)
         except CallbackRefused as exc:
+            self.box = self._new_box()
+            self.row.children = (self.box, self.use)
             self.status.value = (f"<span style='{_ask._RED}'>Not taken: "
                                  f"{_html.escape(_html.shorten(str(exc), 400))}. "
                                  "Paste again.</span>")
@@ -171,13 +184,13 @@ async def notebook_authorizer(authorization_url: str, redirect_uri: str, timeout
 def register() -> None:
     """Make :func:`notebook_authorizer` the default authorizer; in a kernel, let blocking
     calls wait through the pump from now on (a sign-in can start in any ``connect``)."""
+    if _ask.running_kernel() is not None:
+        _ask.ASKER.prepare()
     try:  # (by name until the flow's core is merged into this branch)
         auth = importlib.import_module("toolbench._transports.auth")
     except ImportError:
         return
     auth.register_authorizer(notebook_authorizer)
-    if _ask.running_kernel() is not None:
-        _ask.ASKER.prepare()
 
 
 register()
