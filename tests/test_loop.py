@@ -118,6 +118,35 @@ def test_interrupt_cancels_on_the_loop_and_everything_stays_usable(mem: LoopClie
     assert mem.call_sync(ADD, {"a": 2, "b": 2}).structured == {"result": 4}
 
 
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
+                    reason="SIGINT reaches the main thread only")
+def test_an_interrupt_taken_by_another_thread_still_ends_the_wait() -> None:
+    """Any thread of the process may take a SIGINT; its handler then waits for the main
+    thread, which a single unbounded lock wait never wakes: the interrupt came only when the
+    call ended (60 s later, in the CI failure of a connect). pthread_kill picks the thread."""
+    ended = threading.Event()
+
+    async def long_wait() -> None:
+        try:
+            await anyio.sleep(30)
+        finally:
+            ended.set()
+
+    def interrupt_from_this_thread() -> None:
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+    timer = threading.Timer(0.3, interrupt_from_this_thread)
+    started = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            get_loop().run(long_wait)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < 10  # the call lasts 30 s; the slices make it ~0.35 s
+    assert ended.wait(5)  # and the call was cancelled on the loop, not left running
+
+
 @pytest.mark.slow
 def test_jupyter_kernel_keeps_a_connection_across_cells() -> None:
     nbformat = pytest.importorskip("nbformat")

@@ -103,13 +103,10 @@ class SharedLoop:
         self._check_alive()
         hop = _Hop(functools.partial(fn, *args, **kwargs))
         loop = self._asyncio_loop
-        loop.call_soon_threadsafe(hop.start, loop)
-        try:
-            wait = _wait_hook
-            if wait is None:
-                hop.done.acquire()  # interruptible: SIGINT raises KeyboardInterrupt here
-            else:
-                wait(hop.done)  # the notebook's: lets the kernel take widget events meanwhile
+        try:  # from the hand-off on: an interrupt that lands anywhere here cancels the hop
+            loop.call_soon_threadsafe(hop.start, loop)
+            # The notebook's hook lets the kernel take widget events meanwhile.
+            (_wait_hook or wait_in_slices)(hop.done)
         except KeyboardInterrupt:
             loop.call_soon_threadsafe(hop.cancel)
             # Wait for the cancelled call to wind down (and record itself), unless it was
@@ -172,8 +169,8 @@ class _Hop:
     concurrent future's condition variable, its callbacks and asyncio's future chaining
     (one more loop iteration before the caller is told) cost ~20 µs of a ~60 µs bare round
     trip here. This one is a lock the caller blocks on, released by the task itself the
-    moment the coroutine returns, before the task's own completion bookkeeping. A blocking
-    ``Lock.acquire`` is interrupted by SIGINT, so the notebook's interrupt still works.
+    moment the coroutine returns, before the task's own completion bookkeeping. The caller
+    waits in slices (:func:`wait_in_slices`), so the notebook's interrupt always gets through.
     """
 
     __slots__ = ("_task", "cancelled", "done", "error", "fn", "started", "value")
@@ -230,12 +227,31 @@ async def _close_quietly(closable: Closable) -> None:
         await closable.aclose()
 
 
+WAIT_SLICE_S = 0.05
+"""The longest a blocked synchronous call goes without looking for a pending interrupt."""
+
+
+def wait_in_slices(done: threading.Lock) -> None:
+    """Block until ``done`` is acquired, letting a pending SIGINT through within a slice.
+
+    One unbounded ``acquire()`` is interrupted only when the signal wakes the main thread
+    itself. A SIGINT that the kernel hands to another thread (any thread of the process may
+    take it), or that lands on the main thread just before it goes to sleep in the lock,
+    leaves the Python handler pending until the lock is released: a Ctrl-C lost for the
+    whole call (a 60 s connect, in the failure that found this). Waking every slice runs the
+    pending handler, so the interrupt arrives within ``WAIT_SLICE_S``. A slice's wake-up
+    costs a few microseconds, and none while the call finishes inside the first slice.
+    """
+    while not done.acquire(timeout=WAIT_SLICE_S):
+        pass
+
+
 WaitHook = Callable[[threading.Lock], None]
 _wait_hook: WaitHook | None = None
 
 
 def set_wait_hook(hook: WaitHook | None) -> None:
-    """Replace how a synchronous call waits for its hop (None: a plain blocking acquire).
+    """Replace how a synchronous call waits for its hop (None: :func:`wait_in_slices`).
 
     The hook must return once it has acquired the lock, bound every slice of its own work,
     and let ``KeyboardInterrupt`` through (the caller then cancels the call). The notebook

@@ -520,7 +520,7 @@ class NotebookAsker:
         """The shared loop's wait hook: block on ``done``, serving asks in bounded slices."""
         kernel = self._kernel()
         if kernel is None or threading.current_thread() is not threading.main_thread():
-            done.acquire()
+            _loop.wait_in_slices(done)
             return
         self._waiting += 1
         try:
