@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp_types as types
 import pytest
+from mcp.server import Server
 from mcp.server.mcpserver import Context, MCPServer
 
 import toolbench as tb
@@ -538,3 +540,53 @@ def test_argument_checking_counts_inside_the_calls_timeout() -> None:
         assert caught.value.disposition is tb.Disposition.DID_NOT_HAPPEN
         assert calls == []
         assert bench.records.iloc[-1]["disposition"] == "did_not_happen"
+
+
+# -- call(..., check=False) --------------------------------------------------------------------
+def _flag_server(seen: list[dict[str, Any]]) -> Server[Any]:
+    schema = {"type": "object", "properties": {"flag": {"type": "boolean"},
+                                               "check": {"type": "string"}},
+              "required": ["flag"]}
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[types.Tool(name="flag", input_schema=schema)])
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        seen.append(dict(params.arguments or {}))
+        return types.CallToolResult(content=[types.TextContent(
+            type="text", text=json.dumps(params.arguments))])
+
+    return Server("flags", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def test_check_false_sends_arguments_that_fail_the_schema_and_the_record_says_so() -> None:
+    seen: list[dict[str, Any]] = []
+    with tb.Bench() as bench:
+        bench.connect("f", _flag_server(seen))
+        with pytest.raises(tb.Refused, match="flag"):  # checked by default: nothing is sent
+            bench.call("f-flag", flag=None)
+        assert seen == []
+        result = bench.call("f-flag", flag=None, check=False)  # a null for a boolean
+        assert json.loads(result.text) == {"flag": None}
+        assert seen == [{"flag": None}]
+        record = bench.records.iloc[-1]
+        assert record["ok"] and record["arguments"] == {"flag": None}
+        assert record["provenance"]["check"] is False
+        assert "flag" in record["provenance"]["schema_error"]
+        bench.call("f-flag", {}, check=False)  # a missing required field goes out too
+        assert seen[-1] == {}
+        bench.call("f-flag", flag=True, check=False)  # valid anyway: no schema error
+        assert bench.records.iloc[-1]["provenance"]["schema_error"] is None
+        assert "check" not in (bench.records.iloc[0]["provenance"] or {})  # checked calls
+
+
+def test_check_false_still_applies_the_serialisation_rules_and_is_reserved() -> None:
+    seen: list[dict[str, Any]] = []
+    with tb.Bench() as bench:
+        bench.connect("f", _flag_server(seen))
+        with pytest.raises(tb.Refused, match=r"NaN|finite"):
+            bench.call("f-flag", flag=float("nan"), check=False)
+        with pytest.raises(TypeError, match="check is True or False"):
+            bench.call("f-flag", flag=True, check="no")  # type: ignore[arg-type]
+        bench.call("f-flag", {"flag": True, "check": "a tool parameter"})
+        assert seen == [{"flag": True, "check": "a tool parameter"}]

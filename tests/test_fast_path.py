@@ -257,3 +257,18 @@ def test_a_bench_call_walks_its_arguments_once(monkeypatch: pytest.MonkeyPatch) 
         assert len(walks) == 1
         with pytest.raises(tb.Refused, match="NaN"):
             bench.call("w-echo", rows=[{"k": float("nan")}])
+
+
+@pytest.mark.parametrize("code", [-32020, -32021, -32022])
+def test_an_http_server_that_speaks_only_2026_is_reached_in_the_default_mode(code: int) -> None:
+    """A 2026-only server answers the 2025 ``initialize`` with HTTP 400 and -32020 (or -32021,
+    -32022): the default mode takes that as a refused handshake and connects in the 2026 one,
+    so the first call works and ``servers`` shows what was negotiated."""
+    from servers.modern_only_http_server import serve_in_thread
+
+    with serve_in_thread(code) as (url, seen), tb.Bench() as bench:
+        bench.connect("m", url)
+        assert bench.servers.iloc[0]["protocol"] == "2026-07-28"
+        assert bench.servers.iloc[0]["status"] == "connected"
+        assert bench.call("m-echo", text="hi").text == "hi"
+        assert seen[:2] == ["initialize", "server/discover"]

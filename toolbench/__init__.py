@@ -25,12 +25,14 @@ from toolbench._notebook.bench import Bench
 from toolbench._notebook.display import show
 from toolbench._routing.pegboard import PegBoard
 from toolbench._routing.router import ToolRouter
+from toolbench._transports.auth import ClientCredentials, OAuth
 from toolbench._transports.mcp import McpClient
 from toolbench._transports.toolbox import ToolBox, tool
 from toolbench._transports.toolset import ToolContext, Toolset
 
 __all__ = [
     "Bench",
+    "ClientCredentials",
     "ConfigError",
     "ConfigWarning",
     "Destination",
@@ -41,6 +43,7 @@ __all__ = [
     "Malformed",
     "McpClient",
     "NameCollision",
+    "OAuth",
     "PegBoard",
     "PromptResult",
     "Provenance",

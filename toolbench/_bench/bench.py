@@ -42,7 +42,7 @@ from toolbench._core.checks import seconds, whole
 from toolbench._core.client import Result, ToolSpec, check_arguments
 from toolbench._core.errors import TimedOut, ToolError, Unreachable
 from toolbench._core.ids import Egress, Provenance, ToolId, check_server_name, did_you_mean
-from toolbench._core.validate import validate_arguments
+from toolbench._core.validate import unchecked, validate_arguments
 from toolbench._loop import get_loop
 from toolbench._routing.connections import (
     Connection,
@@ -66,7 +66,8 @@ CLOSE_BOUND_S = 15.0
 TIMEOUT_BACKSTOP_S = 2.0
 """How long after a call's timeout the bench stops waiting for a client that did not."""
 SERVER_COLUMNS = ("name", "transport", "status", "tools", "protocol", "server_name",
-                  "server_version", "destination", "error", "stderr_tail", "warnings")
+                  "server_version", "destination", "error", "stderr_tail", "warnings",
+                  "auth")
 CATALOG_COLUMNS = ("name", "server", "tool", "title", "description", "parameters", "required",
                    "input_schema", "output_schema", "annotations", "destination", "warnings")
 REPLACEABLE = frozenset({"failed", "lost"})
@@ -333,7 +334,9 @@ class BaseBench(BeyondTools):
                 :class:`~toolbench._routing.connections.ConnectOptions`: ``env``, ``cwd``,
                 ``headers``, ``transport``, ``timeout``, ``connect_timeout``,
                 ``max_concurrent``, ``secrets``, ``max_message_bytes``, ``max_tools``,
-                ``protocol_mode``. A ``ToolClient`` takes only ``timeout`` and
+                ``protocol_mode``, ``auth`` (``"oauth"``, ``tb.OAuth(...)``,
+                ``tb.ClientCredentials(...)`` or an ``httpx2.Auth``: an http(s) server's
+                sign-in). A ``ToolClient`` takes only ``timeout`` and
                 ``connect_timeout``.
 
         Returns:
@@ -594,6 +597,7 @@ class BaseBench(BeyondTools):
                 "stderr_tail": shown(row.stderr or (conn.stderr_tail() if conn is not None
                                                      else "")),
                 "warnings": [redact(w) for w in self._server_warnings(row.name)],
+                "auth": conn.auth_text() if conn is not None else "none",
             })
         return pd.DataFrame(rows, columns=list(SERVER_COLUMNS))
 
@@ -672,7 +676,7 @@ class BaseBench(BeyondTools):
 
     async def _invoke(self, target: _Target, arguments: Any, *, batch: str | None,
                       timeout: float | None, provenance: Provenance,
-                      progress: ProgressShown | None = None,
+                      progress: ProgressShown | None = None, check: bool = True,
                       ) -> tuple[Record, Result | None, ToolError | None]:
         """Make one call and record it; a failure comes back as data, never raised.
 
@@ -692,8 +696,11 @@ class BaseBench(BeyondTools):
         begun = time.perf_counter()
         try:
             args = check_arguments(target.tool, arguments)
-            validate_arguments(target.tool, target.spec.input_schema if target.spec else None,
-                               args)
+            if check:
+                validate_arguments(target.tool, target.spec.input_schema if target.spec else None,
+                                   args)
+            else:  # sent anyway; the record says so, and why it would have been refused
+                prov = {**prov, **unchecked(target.tool, target.spec, args)}
             # Journaled: the intent is committed before a byte is sent (on the journal's
             # thread; this only awaits it, bounded), so a crash from here on leaves a trace.
             durable = await self._store.intent(call_id, batch, started, target.tool.server,
@@ -763,9 +770,11 @@ class BaseBench(BeyondTools):
     async def _call(self, name: str, arguments: Mapping[str, Any] | None = None, /, *,
                     timeout: float | None = None,
                     provenance: Provenance | Mapping[str, Any] | None = None,
-                    progress: Progress = None, **kwargs: Any) -> Result:
+                    progress: Progress = None, check: bool = True, **kwargs: Any) -> Result:
         """The failed call is recorded before its error is raised: nothing is lost."""
         self._check_open()
+        if not isinstance(check, bool):
+            raise TypeError(f"check is True or False, not {check!r}")
         if arguments is not None and kwargs:
             raise TypeError("pass arguments as one mapping or as keywords, not both")
         if timeout is not None:
@@ -776,6 +785,7 @@ class BaseBench(BeyondTools):
             _, result, error = await self._invoke(
                 target, kwargs if arguments is None else arguments, batch=None,
                 timeout=timeout, provenance=self._provenance(provenance), progress=shown,
+                check=check,
             )
         finally:
             if isinstance(shown, ProgressBar):
@@ -788,7 +798,7 @@ class BaseBench(BeyondTools):
     def call(self, name: str, arguments: Mapping[str, Any] | None = None, /, *,
              timeout: float | None = None,
              provenance: Provenance | Mapping[str, Any] | None = None,
-             progress: Progress = None, **kwargs: Any) -> Result:
+             progress: Progress = None, check: bool = True, **kwargs: Any) -> Result:
         """Call one tool by pegboard name or ``tool://`` reference.
 
         Args:
@@ -801,6 +811,12 @@ class BaseBench(BeyondTools):
                 ``(progress, total, message)`` on toolbench's loop (keep it quick). Every
                 update also lands in ``bench.logs``. Like ``timeout`` and ``provenance``,
                 it is never sent as a tool argument.
+            check: ``False`` sends arguments that fail the tool's ``inputSchema`` anyway, to
+                probe the server's own validation (a ``null`` for a boolean, a missing
+                required field). Serialisation rules still apply (NaN, lone surrogates,
+                non-JSON values are refused). The record's ``provenance`` says so:
+                ``"check": False``, and ``"schema_error"`` with the local refusal, if any.
+                A tool parameter named ``check`` goes in the ``arguments`` mapping.
             **kwargs: the tool's arguments, as keywords (not together with ``arguments``).
 
         Returns:
@@ -817,15 +833,16 @@ class BaseBench(BeyondTools):
             {'result': 343.557}
         """
         return get_loop().run(self._call, name, arguments, timeout=timeout,
-                              provenance=provenance, progress=progress, **kwargs)
+                              provenance=provenance, progress=progress, check=check, **kwargs)
 
     async def acall(self, name: str, arguments: Mapping[str, Any] | None = None, /, *,
                     timeout: float | None = None,
                     provenance: Provenance | Mapping[str, Any] | None = None,
-                    progress: Progress = None, **kwargs: Any) -> Result:
+                    progress: Progress = None, check: bool = True, **kwargs: Any) -> Result:
         """Awaitable :meth:`call`: the same arguments, result and errors."""
         return await get_loop().arun(self._call, name, arguments, timeout=timeout,
-                                     provenance=provenance, progress=progress, **kwargs)
+                                     provenance=provenance, progress=progress, check=check,
+                                     **kwargs)
 
     # -- many calls -----------------------------------------------------------------------
     def _same_named(self, name: str, servers: Iterable[str] | None) -> list[_Target]:

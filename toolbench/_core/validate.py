@@ -774,3 +774,14 @@ def validate_output(tool: ToolId | None, schema: object, structured: object) -> 
         more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
         raise Malformed(f"structured content does not match the output schema: {shown}{more}",
                         tool=tool)
+
+
+def unchecked(tool: ToolId | None, spec: object, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """What the record of a ``call(..., check=False)`` keeps in its provenance: ``check``
+    False, and ``schema_error``: the refusal the local check would have made (None if the
+    arguments pass)."""
+    try:
+        validate_arguments(tool, getattr(spec, "input_schema", None), arguments)
+    except Refused as exc:
+        return {"check": False, "schema_error": exc.detail}
+    return {"check": False, "schema_error": None}

@@ -14,6 +14,7 @@ from typing import Any, TypedDict
 from toolbench._core.client import Result, ToolClient, ToolSpec
 from toolbench._core.ids import Destination, Provenance, ToolId
 from toolbench._routing.router import call_client
+from toolbench._transports.auth import AuthOption
 from toolbench._transports.mcp import ProtocolMode, TransportName
 from toolbench._transports.notifications import Notifications
 from toolbench._transports.server_requests import ServerRequests
@@ -49,6 +50,9 @@ class ConnectOptions(TypedDict, total=False):
     protocol_mode: ProtocolMode
     """``"fast"`` (the 2025 handshake first), ``"auto"`` or ``"legacy"``; see
     ``toolbench._transports.mcp.PROTOCOL_MODES``. ``servers`` shows the outcome."""
+    auth: AuthOption | str
+    """An http(s) server's sign-in: ``"oauth"``, ``tb.OAuth(...)``,
+    ``tb.ClientCredentials(...)`` or an ``httpx2.Auth``; see toolbench/_transports/auth.py."""
 
 
 MCP_OPTIONS = frozenset(ConnectOptions.__optional_keys__)
@@ -125,6 +129,10 @@ class Connection:
 
     def stderr_tail(self) -> str:
         return str(self._mcp.stderr_tail()) if self._mcp is not None else ""
+
+    def auth_text(self) -> str:
+        """The ``auth`` column: the kind of sign-in and its state, never a token."""
+        return str(self._mcp.auth_text) if self._mcp is not None else "none"
 
     async def notify_roots_changed(self) -> bool:
         """Tell an MCP server its client's roots changed; False if there is no one to tell."""

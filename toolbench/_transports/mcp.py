@@ -65,6 +65,7 @@ from toolbench._core.ids import Destination, Provenance, ToolId, check_server_na
 from toolbench._core.validate import validate_output
 from toolbench._core.version import __version__
 from toolbench._transports import mcp_resources as _resources
+from toolbench._transports.auth import AuthOption, AuthState, LocalAnswers, check_auth, paused
 from toolbench._transports.limits import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_MAX_TOOLS,
@@ -260,6 +261,7 @@ class McpClient:
         protocol_mode: str = "fast",
         server_requests: ServerRequests | None = None,
         notifications: Notifications | None = None,
+        auth: AuthOption | str | None = None,
     ) -> None:
         self.name = check_server_name(name)
         # Sampling, elicitation and roots answers (a Bench shares one among its servers).
@@ -298,6 +300,7 @@ class McpClient:
         self._url = ""
         self._server: MCPServer | Server[Any] | None = None
         self.transport: TransportName = self._resolve(target, transport)
+        self._auth = self._auth_state(check_auth(auth))
         self._status = Status.NEW
         self._last_error: str | None = None
         self._server_info: dict[str, Any] = {
@@ -350,6 +353,24 @@ class McpClient:
         _require(transport, ("stdio",), "a command")
         self._argv = argv
         return "stdio"
+
+    def _auth_state(self, option: AuthOption | None) -> AuthState | None:
+        """Sign-in for HTTP and SSE (see toolbench/_transports/auth.py); None otherwise."""
+        if self.transport not in ("http", "sse"):
+            if option is not None:
+                raise ValueError(f"auth is for an http(s) server, not a {self.transport} one")
+            return None
+        state = AuthState(self.name, self._url, option, has_headers=bool(self._headers),
+                          hide=self._redact.add)
+        state.pause = lambda: paused(self._conn.starting if self._conn is not None else None)
+        return state
+
+    @property
+    def auth_text(self) -> str:
+        """The ``auth`` column: ``none``, ``headers``, ``oauth (expires in 12 min)``..."""
+        if self._auth is None:
+            return "none"
+        return self._auth.describe()
 
     @property
     def target_text(self) -> str:
@@ -505,6 +526,9 @@ class McpClient:
             reason = f"no protocol answer within {GARBAGE_GRACE_S:g} s of unreadable output"
         elif timed_out:
             reason = f"no answer within connect_timeout={self._connect_timeout:g} s"
+        elif self._auth is not None and (
+            denied := self._auth.explain(None, None, None, "handshake")) is not None:
+            reason = self._redact(denied.detail)
         elif conn.error is not None:
             reason = describe(conn.error, self._redact)
         else:
@@ -622,10 +646,12 @@ class McpClient:
         if self.transport == "sse":
             return _watched(
                 sse_client(self._url, headers=dict(self._headers) or None,
-                           timeout=self._connect_timeout, httpx_client_factory=self._http_client),
+                           timeout=self._connect_timeout, httpx_client_factory=self._http_client,
+                           auth=self._auth.http_auth() if self._auth is not None else None),
                 conn,
             )
-        http = self._http_client(headers=dict(self._headers) or None)
+        http = self._http_client(headers=dict(self._headers) or None,
+                                 auth=self._auth.http_auth() if self._auth is not None else None)
         await stack.enter_async_context(http)
         return _watched(streamable_http_client(self._url, http_client=http,
                                                max_sse_event_size=self._max_message_bytes), conn)
@@ -636,8 +662,9 @@ class McpClient:
         """The SDK's HTTP client, but every response body capped at max_message_bytes."""
         if timeout is None:
             timeout = httpx2.Timeout(HTTP_TIMEOUT_S, read=HTTP_READ_TIMEOUT_S)
-        return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth,
-                                  transport=CappedTransport(self._max_message_bytes))
+        hooks = {"response": [self._auth.on_response]} if self._auth is not None else None
+        return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth, event_hooks=hooks,
+                                  transport=LocalAnswers(CappedTransport(self._max_message_bytes)))
 
     def _record_server_info(self, client: Client) -> None:
         info = client.server_info
@@ -1094,6 +1121,12 @@ class McpClient:
         conn = conn if conn is not None else self._conn
         up = (conn is not None and conn is self._conn and self._status is Status.CONNECTED
               and not conn.done.is_set())
+        if self._auth is not None and not isinstance(exc, ToolError):
+            denied = self._auth.explain(ticket.request_id if ticket is not None else None,
+                                        action, tool, action)
+            if denied is not None:
+                denied.detail = self._redact(denied.detail)
+                return denied
         if not isinstance(exc, ToolError) and conn is not None and is_transport_failure(
             exc, ticket, up
         ):

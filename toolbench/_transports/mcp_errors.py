@@ -32,11 +32,14 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from mcp_types import (
     CONNECTION_CLOSED,
+    HEADER_MISMATCH,
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
     PARSE_ERROR,
     REQUEST_TIMEOUT,
+    UNSUPPORTED_PROTOCOL_VERSION,
     JSONRPCError,
     JSONRPCRequest,
     JSONRPCResponse,
@@ -49,6 +52,11 @@ from toolbench._core.ids import ToolId
 REFUSED_CODES = frozenset({METHOD_NOT_FOUND, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR})
 """JSON-RPC codes that mean the server declined before running anything."""
 
+MODERN_ONLY_CODES = frozenset({HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY,
+                               UNSUPPORTED_PROTOCOL_VERSION})
+"""-32020, -32021, -32022: how a 2026-only server answers a 2025 ``initialize`` (with HTTP 400):
+no ``MCP-Protocol-Version`` header, no per-request capabilities, a version it does not speak."""
+
 MIN_SECRET_LEN = 4
 """Shorter values are not redacted: replacing "1" or "on" everywhere would garble every text,
 and a value that short protects nothing."""
@@ -57,9 +65,19 @@ class Redactor:
     """Replaces every secret value (env, header) with a marker in any text we show."""
 
     def __init__(self, secrets: Iterable[str]) -> None:
-        values = sorted({s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET_LEN},
-                        key=len, reverse=True)
+        self._values = {s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET_LEN}
+        self._compile()
+
+    def _compile(self) -> None:
+        values = sorted(self._values, key=len, reverse=True)
         self._pattern = re.compile("|".join(re.escape(v) for v in values)) if values else None
+
+    def add(self, secrets: Iterable[str]) -> None:
+        """Hide these too from now on (tokens and codes are known only once they arrive)."""
+        new = {s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET_LEN}
+        if not new <= self._values:
+            self._values |= new
+            self._compile()
 
     def __call__(self, text: str) -> str:
         if self._pattern is None:
@@ -360,14 +378,17 @@ def handshake_refused(exc: BaseException) -> bool:
     declined it (so another protocol mode may work), not because the transport or the process
     failed.
 
-    By origin, not by the SDK's wording: an error reply with a refusing code; the SDK's own
+    By origin, not by the SDK's wording: an error reply with a refusing code, or with one of
+    the 2026 codes a server that speaks only 2026-07-28 answers ``initialize`` with
+    (``MODERN_ONLY_CODES``, over HTTP 400); the SDK's own
     version check in ``initialize``; or an error reply whose message names the protocol
     version (the server's own words: JSON-RPC has no code for "unsupported version", and
     servers that refuse one use assorted codes).
     """
     for leaf in leaves(exc):
         if isinstance(leaf, MCPError) and (
-            leaf.code in REFUSED_CODES or "protocol version" in leaf.message.lower()
+            leaf.code in REFUSED_CODES or leaf.code in MODERN_ONLY_CODES
+            or "protocol version" in leaf.message.lower()
         ):
             return True
         if isinstance(leaf, RuntimeError) and _raised_in(leaf, _HANDSHAKE_CHECKS,
