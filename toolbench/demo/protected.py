@@ -195,7 +195,7 @@ def build_server(base_url: str, *, approve: str = "auto", token_lifetime: int = 
     def echo(text: str) -> str:
         return text
 
-    @server.custom_route("/approve", methods=["GET", "POST"])
+    @server.custom_route("/approve", methods=["GET", "POST"])  # type: ignore[untyped-decorator]
     async def approve_page(request: Request) -> Response:
         if request.method == "GET":
             ticket = request.query_params.get("ticket", "")
