@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
 from toolbench._core import html as _html
 from toolbench._notebook import ask as _ask
+from toolbench._transports.auth import register_authorizer
 from toolbench._transports.callback import CallbackRefused, callback_error, check_callback
 from toolbench._transports.signin import terminal_authorizer, wait_for_redirect
 
@@ -186,11 +186,7 @@ def register() -> None:
     calls wait through the pump from now on (a sign-in can start in any ``connect``)."""
     if _ask.running_kernel() is not None:
         _ask.ASKER.prepare()
-    try:  # (by name until the flow's core is merged into this branch)
-        auth = importlib.import_module("toolbench._transports.auth")
-    except ImportError:
-        return
-    auth.register_authorizer(notebook_authorizer)
+    register_authorizer(notebook_authorizer)
 
 
 register()
