@@ -20,7 +20,6 @@ Either way the blocked cell completes, the call after sign-in succeeds, and the 
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,7 +29,6 @@ import pytest
 from test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, kept_on_failure, serve_lab
 
 NAME = "signin-{way}.ipynb"
-GLUE = Path(__file__).resolve().parent / "oauth_glue.py"
 
 pytestmark = [
     pytest.mark.browser,
@@ -51,24 +49,10 @@ BLOCKED = {  # the redirect URI's port: free (loopback), or held by a socket tha
     "pasted": "s = socket.socket(); s.bind(('127.0.0.1', 0)); PORT = s.getsockname()[1]\n",
 }
 CONNECT = ("bench = tb.Bench(timeout=120)\n"
-           "bench.connect('protected', URL, auth=tb.OAuth(timeout=120, "
+           "bench.connect('protected', URL, auth=tb.OAuth(timeout=120, store='memory', "
            "redirect_uri=f'http://127.0.0.1:{PORT}/callback'))\n"
            "print('CALLED', bench.call('protected-whoami').data)")
-CONNECT_GLUE = (  # until the flow's core (`auth=`) is in this build: the same blocking wait
-    "import oauth_glue\nfrom toolbench._loop import get_loop\n"
-    "from toolbench._notebook.signin import notebook_authorizer\n"
-    "REDIRECT = f'http://127.0.0.1:{PORT}/callback'\n"
-    "async def signin_and_call():\n"
-    "    async with oauth_glue.signed_in_client(URL, notebook_authorizer, REDIRECT, 120) as c:\n"
-    "        return (await c.call_tool('whoami', {})).structured_content\n"
-    "print('CALLED', get_loop().run(signin_and_call))")
 AFTER = "print('AFTER', 1 + 1)\nproc.terminate()"
-
-
-def _core_present() -> bool:
-    import toolbench
-
-    return hasattr(toolbench, "OAuth")
 
 
 def write_notebooks(folder: Path) -> None:
@@ -76,13 +60,11 @@ def write_notebooks(folder: Path) -> None:
 
     for way, blocked in BLOCKED.items():
         notebook = nbformat.v4.new_notebook()
-        connect = CONNECT if _core_present() else CONNECT_GLUE
         notebook.cells = [nbformat.v4.new_code_cell(s)
-                          for s in (START, blocked + connect, AFTER)]
+                          for s in (START, blocked + CONNECT, AFTER)]
         notebook.metadata["kernelspec"] = {"name": "python3", "language": "python",
                                            "display_name": "Python 3 (ipykernel)"}
         nbformat.write(notebook, str(folder / NAME.format(way=way)))
-    shutil.copy(GLUE, folder / GLUE.name)
 
 
 @pytest.fixture

@@ -25,7 +25,8 @@ pytest.importorskip("ipykernel")
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
-EXPECTED = ["01_explore", "02_compare", "03_gather", "04_build_your_own", "05_beyond_tools"]
+EXPECTED = ["01_explore", "02_compare", "03_gather", "04_build_your_own", "05_beyond_tools",
+            "06_remote_servers"]
 
 pytestmark = pytest.mark.slow
 
@@ -106,6 +107,13 @@ PROBES = {
     "levels": sorted(set(logs.loc[logs["kind"] == "log", "level"])),
     "reported": reported,
     "progress_logged": logs.loc[logs["kind"] == "progress", "message"].tolist(),
+    "closed": repr(bench).startswith("<Bench closed"),
+}))""",
+    "06_remote_servers": PROBE_HEAD + """{
+    "auth": bench.servers["auth"].tolist(),
+    "who": who.data,
+    "records": len(bench.records), "failed": int((~bench.records["ok"]).sum()),
+    "server_exit": server.returncode,
     "closed": repr(bench).startswith("<Bench closed"),
 }))""",
     "04_build_your_own": PROBE_HEAD + """{
@@ -360,3 +368,18 @@ def test_05_progress_bar_shows_under_its_cell() -> None:
     nb, _, _ = run("05_beyond_tools")
     shown = outputs(nb, 'bench.call("beyond-countdown", steps=10')
     assert "application/vnd.jupyter.widget-view+json" in shown
+
+
+def test_06_remote_servers() -> None:
+    nb, probe = check_clean_run("06_remote_servers")
+    assert probe["who"] == {"client_id": probe["who"]["client_id"], "user": "demo-user",
+                            "scopes": ["mcp"]}
+    assert probe["failed"] == 0 and probe["records"] == 2
+    assert probe["server_exit"] is not None  # the demo server was stopped
+    shown = outputs(nb, 'bench.servers[["name", "transport", "status", "auth"]]')
+    assert "oauth (expires in 60 min)" in shown
+    assert "hello from behind the sign-in" in outputs(nb, '"protected-echo"')
+    # Nothing a reader sees carries a token or a code.
+    everything = "\n".join(outputs(nb, c.source[:40]) for c in nb.cells
+                           if c.cell_type == "code" and c.source)
+    assert "access_token" not in everything and "code=" not in everything
