@@ -19,8 +19,12 @@ Either way the blocked cell completes, the call after sign-in succeeds, and the 
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import sys
+import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -67,14 +71,46 @@ def write_notebooks(folder: Path) -> None:
         nbformat.write(notebook, str(folder / NAME.format(way=way)))
 
 
-@pytest.fixture
+REPEAT = int(os.environ.get("TOOLBENCH_BROWSER_REPEAT", "1"))
+"""Runs of each way (a load loop sets more; one Lab serves them all)."""
+
+
+@pytest.fixture(scope="module")
 def lab() -> Iterator[str]:
     with serve_lab(write_notebooks, "toolbench-lab-signin-") as url:
         yield url
 
 
+SHUT_DOWN = """async () => {
+  const found = document.cookie.match(/_xsrf=([^;]+)/);
+  const headers = found ? {'X-XSRFToken': decodeURIComponent(found[1])} : {};
+  const sessions = await (await fetch('/api/sessions')).json();
+  for (const s of sessions) await fetch('/api/sessions/' + s.id, {method: 'DELETE', headers});
+  return sessions.length;
+}"""
+"""Shut the page's sessions (and their kernels) down, as Lab's own requests do (with the
+page's XSRF cookie)."""
+
+
+@pytest.fixture
+def fresh_lab(lab: str) -> Iterator[str]:
+    """The module's Lab; each run ends with its kernels shut down (checked here), so the next
+    run opens the notebook on a new kernel and no process outlives its test."""
+    yield lab
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(f"{lab}/api/kernels", timeout=10) as response:
+            if not json.load(response):
+                return
+        time.sleep(0.25)
+    raise AssertionError("the run's kernel was not shut down within 30 s")
+
+
+@pytest.mark.parametrize("run", range(REPEAT))
 @pytest.mark.parametrize("way", ["loopback", "pasted"])
-def test_signin_card_during_a_blocking_connect_in_jupyterlab(lab: str, way: str) -> None:
+def test_signin_card_during_a_blocking_connect_in_jupyterlab(fresh_lab: str, way: str,
+                                                             run: int) -> None:
+    lab = fresh_lab
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(exist_ok=True)
@@ -83,8 +119,12 @@ def test_signin_card_during_a_blocking_connect_in_jupyterlab(lab: str, way: str)
         try:
             context = browser.new_context(viewport={"width": 1400, "height": 1000})
             page = context.new_page()
-            with kept_on_failure(page, f"signin-{way}"):
-                _drive(context, page, lab, way)
+            try:
+                with kept_on_failure(page, f"signin-{way}"):
+                    _drive(context, page, lab, way)
+            finally:
+                with contextlib.suppress(Exception):
+                    page.evaluate(SHUT_DOWN)
         finally:
             browser.close()
 
