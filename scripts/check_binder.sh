@@ -85,4 +85,7 @@ else
   echo "SKIP repo2docker lint: jupyter-repo2docker did not install here (steps 1-2 still ran)"
 fi
 
+say "where the README's Binder badge points (a note, never a failure)"
+"$BASE" scripts/binder_badge.py --check || echo "NOTE: the badge is not this clone's GitHub repository (above); Binder itself builds from binder/ whatever the badge says"
+
 say "binder check passed"

@@ -127,7 +127,7 @@ def test_show_uses_the_compare_and_records_views(bench: tb.Bench, table: pd.Data
     html = table.tb.show()._repr_mimebundle_()["text/html"]
     no_live_markup(html)
     assert "toolbench-compare" in html and "median latency per server" in html
-    assert "servers disagree on 4 of 4 case(s)" in html
+    assert "servers disagree on 4 of 4 cases" in html
     records = bench.records.tb.show(max_rows=3)._repr_mimebundle_()
     assert "<caption>records</caption>" in records["text/html"]
     assert f"showing 3 of {len(bench.records)} rows" in records["text/html"]

@@ -10,6 +10,7 @@ would. tests/test_browser_ask.py does the same in a real JupyterLab in Chromium.
 
 from __future__ import annotations
 
+import asyncio
 import queue
 import sys
 import threading
@@ -22,9 +23,11 @@ from typing import Any
 import mcp.types as t
 import pytest
 
+import toolbench as tb
 from toolbench import _loop
 from toolbench._loop import get_loop
 from toolbench._notebook import ask as ask_mod
+from toolbench._notebook import pump
 from toolbench._notebook.ask import ElicitationAsk, NotebookAsker, SamplingAsk, wait_answered
 from toolbench._transports import server_requests as sr
 
@@ -299,9 +302,146 @@ def test_the_wait_hook_outside_a_kernel_is_a_plain_wait() -> None:
     assert made.available() == "this process is not a Jupyter kernel"
 
 
-def test_the_module_registers_the_process_asker() -> None:
-    assert isinstance(ask_mod.ASKER, NotebookAsker)
-    assert _loop.set_wait_hook is not None
+def test_the_module_registers_the_process_asker_and_prepare_installs_its_hook() -> None:
+    # ``import toolbench`` registered this module's asker for "ask" (the fixture above swaps
+    # it only inside a test).
+    assert sr.registered_asker() is ask_mod.ASKER
+    assert ask_mod.ASKER.available() == "this process is not a Jupyter kernel"
+    previous = _loop._wait_hook
+    try:
+        _loop.set_wait_hook(None)
+        ask_mod.ASKER.prepare()  # no kernel here: synchronous calls keep the plain wait
+        assert _loop._wait_hook is None
+        made = NotebookAsker(kernel=lambda: object())  # a "kernel" without any plumbing
+        made.prepare()
+        assert _loop._wait_hook == made.wait
+        # and the hook is what a synchronous call then waits through
+        seen: list[threading.Lock] = []
+
+        def spy(done: threading.Lock) -> None:
+            seen.append(done)
+            made.wait(done)
+
+        _loop.set_wait_hook(spy)
+
+        async def answer() -> int:
+            await asyncio.sleep(0.05)
+            return 42
+
+        assert get_loop().run(answer) == 42 and len(seen) == 1
+    finally:
+        _loop.set_wait_hook(previous)
+
+
+class _FakeKernel:
+    """Only what answer_comm_status touches: a session and a status publisher."""
+
+    def __init__(self) -> None:
+        from jupyter_client.session import Session
+
+        self.session = Session(key=b"k")
+        self.published: list[tuple[str, str]] = []
+        self.dispatched: list[bool] = []
+
+    def _publish_status(self, status: str, channel: str, parent: Any = None) -> None:
+        self.published.append((status, (parent or {}).get("header", {}).get("msg_id", "")))
+
+    async def dispatch_shell(self, msg: Any, /, subshell_id: str | None = None, *,
+                             concurrent: bool = False) -> None:
+        self.dispatched.append(concurrent)
+
+    def frames(self, kind: str) -> tuple[str, list[Any]]:
+        """A message as the kernel's stream hands it over (zmq frames, not copied)."""
+        import zmq
+
+        message = self.session.msg(kind, {"comm_id": "c", "data": {}})
+        return (message["header"]["msg_id"],
+                [zmq.Frame(part) for part in self.session.serialize(message)])
+
+
+def test_a_comm_message_dispatched_while_a_cell_awaits_gets_busy_and_idle() -> None:
+    """ipykernel 7 dispatches a comm message during an awaiting cell with concurrent=True,
+    which publishes no status; ipywidgets then holds back the widget's next change forever.
+    The wrapper adds busy/idle parented to that message, and only there."""
+    kernel = _FakeKernel()
+    assert pump.answer_comm_status(kernel) is True
+    assert pump.answer_comm_status(kernel) is True  # once: not wrapped twice
+    comm_id, comm_frames = kernel.frames("comm_msg")
+    _, execute_frames = kernel.frames("execute_request")
+    asyncio.run(kernel.dispatch_shell(comm_frames, concurrent=True))
+    assert kernel.published == [("busy", comm_id), ("idle", comm_id)]
+    asyncio.run(kernel.dispatch_shell(comm_frames))  # not concurrent: the kernel's own
+    asyncio.run(kernel.dispatch_shell(execute_frames, concurrent=True))  # not a comm
+    asyncio.run(kernel.dispatch_shell([b"garbage"], concurrent=True))  # (its own problem)
+    assert kernel.published == [("busy", comm_id), ("idle", comm_id)]
+    assert kernel.dispatched == [True, False, True, True]  # every message still dispatched
+    # A kernel whose dispatch_shell knows no "concurrent" (not ipykernel 7) is left alone.
+    older = _FakeKernel()
+
+    async def plain(msg: Any) -> None:
+        return None
+
+    older.dispatch_shell = plain  # type: ignore[assignment,method-assign]
+    assert pump.answer_comm_status(older) is False and older.dispatch_shell is plain
+
+
+def test_a_kernel_without_the_plumbing_gives_pump_unavailable() -> None:
+    class Bare:
+        shell_stream = None
+
+    with pytest.raises(pump.PumpUnavailable):
+        pump.KernelPump(Bare())
+
+
+def test_the_explorers_call_shows_its_form_in_the_explorer(
+    asker: tuple[NotebookAsker, list[Any]]
+) -> None:
+    """Started from the explorer's Call button, the form goes to the Call tab (not under
+    whatever cell ran last); it is gone once the result shows; a cell's asks are unaffected."""
+    from toolbench._notebook.widgets import Explorer
+    from toolbench.demo import beyond
+
+    made, shown = asker
+    with tb.Bench(elicitation="ask", timeout=30) as bench:
+        bench.connect("beyond", beyond.create())
+        app = Explorer(bench)
+        app.tool_list.value = "beyond-ask_user"
+        app.form["destination_hint"].value = "Lima"
+        app.call_button.click()
+        (view,) = wait_answered(made)
+        assert shown == [] and list(app.ask_box.children) == [view.widget]
+        assert isinstance(view, ElicitationAsk) and "Lima" in view.message.value
+        view.form["destination"].value = "Lima"
+        view.form["nights"].value = "5"
+        view.form["budget"].value = "10"
+        view.accept.click()
+        assert app.last_future is not None
+        app.last_future.result(timeout=30)
+        assert app.ask_box.children == ()
+        assert isinstance(app.last_result, tb.Result)
+        assert app.last_result.data["content"]["nights"] == 5
+        assert made._routes == {}  # the route ended with the call
+        # The same server asked from a cell (no explorer call running) shows as before.
+        future = get_loop().submit(lambda: bench.acall("beyond-ask_user"))
+        (view,) = wait_answered(made)
+        assert shown == [view.widget] and app.ask_box.children == ()
+        view.decline.click()
+        assert future.result(timeout=30).data == {"action": "decline", "content": None}
+
+
+def test_a_route_is_per_server_and_the_latest_wins() -> None:
+    made = NotebookAsker(display=lambda _w: None)
+    first: list[Any] = []
+    second: list[Any] = []
+    end_first = made.route("a", first.append)
+    end_second = made.route("a", second.append)
+    made._show("w1", made._routes["a"][-1])
+    end_second()
+    made._show("w2", made._routes["a"][-1])
+    assert (first, second) == (["w2"], ["w1"])
+    end_first()
+    end_first()  # twice is harmless
+    assert made._routes == {}
 
 
 # -- a real kernel, the test playing JupyterLab ---------------------------------------------
@@ -316,6 +456,9 @@ class Frontend:
         self.outputs: list[str] = []
         self.idle: set[str] = set()
         self.displayed: list[str] = []  # the cell (request id) each display went to
+        self.statuses: dict[str, list[str]] = {}  # request id -> busy/idle, in order
+        self.echoes: dict[str, list[str]] = {}  # comm id -> the parent of each echo_update
+        self.printed: dict[str, str] = {}  # request id -> what was printed under it
 
     def close(self) -> None:
         self.client.stop_channels()
@@ -334,8 +477,16 @@ class Frontend:
             data = content.get("data") or {}
             if data.get("method") in ("update", "echo_update"):
                 self.models[content["comm_id"]].update(data.get("state") or {})
+            if data.get("method") == "echo_update":
+                self.echoes.setdefault(content["comm_id"], []).append(
+                    message["parent_header"].get("msg_id", ""))
+        elif kind == "status":
+            self.statuses.setdefault(message["parent_header"].get("msg_id", ""), []).append(
+                content["execution_state"])
         elif kind == "stream":
             self.outputs.append(content["text"])
+            parent = message["parent_header"].get("msg_id", "")
+            self.printed[parent] = self.printed.get(parent, "") + content["text"]
         elif kind == "display_data":
             self.displayed.append(message["parent_header"].get("msg_id", ""))
         elif kind == "error":
@@ -366,10 +517,24 @@ class Frontend:
         return [cid for cid, st in self.models.items() if st.get("_model_name") == model
                 and all(st.get(k) == v for k, v in state.items())]
 
-    def update(self, comm_id: str, **state: Any) -> None:
-        self.client.shell_channel.send(self.client.session.msg("comm_msg", {
+    def update(self, comm_id: str, **state: Any) -> str:
+        message = self.client.session.msg("comm_msg", {
             "comm_id": comm_id, "data": {"method": "update", "state": state,
-                                         "buffer_paths": []}}))
+                                         "buffer_paths": []}})
+        self.client.shell_channel.send(message)
+        return str(message["header"]["msg_id"])
+
+    def field(self, name: str) -> str:
+        """The input widget of the form's field ``name`` (its row's second child)."""
+        (row,) = [st for st in self.models.values() if st.get("_model_name") == "HBoxModel"
+                  and f"toolbench-field-{name}" in (st.get("_dom_classes") or ())]
+        return str(row["children"][1]).removeprefix("IPY_MODEL_")
+
+    def answered_like_the_kernel(self, update: str, comm_id: str) -> bool:
+        """What ipywidgets waits for before it sends the widget's next change: busy, then
+        idle, parented to the update, and the echo of the new value parented to it too."""
+        return (self.statuses.get(update) == ["busy", "idle"]
+                and update in self.echoes.get(comm_id, []))
 
     def click(self, comm_id: str) -> None:
         self.client.shell_channel.send(self.client.session.msg("comm_msg", {
@@ -389,58 +554,90 @@ def frontend() -> Iterator[Frontend]:
         made.close()
 
 
+def type_keys(frontend: Frontend, comm_id: str, text: str) -> None:
+    """Type ``text`` key by key as ipywidgets' front end sends it: each change only after the
+    kernel has answered the previous one (busy, echo, idle, all parented to it)."""
+    for end in range(1, len(text) + 1):
+        update = frontend.update(comm_id, value=text[:end])
+        frontend.read_until(lambda u=update: frontend.answered_like_the_kernel(u, comm_id),
+                            timeout=30)
+
+
+def fill_correct_and_accept(frontend: Frontend) -> None:
+    """A person's way through the trip form: typing, a rejected value, the correction."""
+    frontend.read_until(lambda: frontend.find("ButtonModel", description="Accept"))
+    (accept,) = frontend.find("ButtonModel", description="Accept")
+    type_keys(frontend, frontend.field("destination"), "Lima")
+    type_keys(frontend, frontend.field("nights"), "-3")
+    type_keys(frontend, frontend.field("budget"), "1234.5")
+    travel = frontend.field("travel_class")
+    update = frontend.update(travel, index=2)  # (blank, economy, business, first)
+    frontend.read_until(lambda: frontend.answered_like_the_kernel(update, travel))
+    insurance = frontend.field("insurance")
+    update = frontend.update(insurance, value=True)
+    frontend.read_until(lambda: frontend.answered_like_the_kernel(update, insurance))
+    frontend.click(accept)
+    frontend.read_until(lambda: frontend.showing("less than the minimum of 1"))
+    type_keys(frontend, frontend.field("nights"), "5")  # the correction, after the error
+    frontend.click(accept)
+
+
+TYPED = ("ANSWER {'action': 'accept', 'content': {'destination': 'Lima', 'nights': 5, "
+         "'budget': 1234.5, 'travel_class': 'business', 'insurance': True}}")
+
+
 @pytest.mark.slow
 def test_a_blocking_call_in_a_kernel_is_answered_through_the_form(frontend: Frontend) -> None:
     cell = frontend.start("r = bench.call('beyond-ask_user', destination_hint='Lima')\n"
                           "print('ANSWER', r.data)")
     nxt = frontend.start("print('NEXT CELL RAN')")  # queued behind the blocked cell
-    frontend.read_until(lambda: frontend.find("ButtonModel", description="Accept"))
-    (accept,) = frontend.find("ButtonModel", description="Accept")
-    (text,) = frontend.find("TextModel")
-    (nights,) = frontend.find("IntTextModel")
-    (budget,) = frontend.find("FloatTextModel")
-    frontend.update(text, value="Lima")
-    frontend.update(nights, value=4)
-    frontend.update(budget, value=1234.5)
-    frontend.click(accept)
+    fill_correct_and_accept(frontend)
     frontend.read_until(lambda: nxt in frontend.idle)
     printed = "".join(frontend.outputs)
-    assert ("ANSWER {'action': 'accept', 'content': {'destination': 'Lima', 'nights': 4, "
-            "'budget': 1234.5, 'travel_class': 'economy', 'insurance': False}}") in printed
+    assert TYPED in printed
     # the next cell waited for this one, and ran after it, once
     assert printed.count("NEXT CELL RAN") == 1
     assert printed.index("ANSWER") < printed.index("NEXT CELL RAN")
     assert cell in frontend.idle
     assert frontend.displayed == [cell]  # the form showed in the blocked cell
+    # After the pump answered each message under its own parent, the cell's output is still
+    # the cell's (its parent was put back), and the cell's own status is busy, then idle.
+    assert TYPED in frontend.printed[cell]
+    assert frontend.statuses[cell] == ["busy", "idle"]
 
 
 @pytest.mark.slow
 def test_an_awaiting_cell_is_answered_too(frontend: Frontend) -> None:
-    """``await bench.acall(...)``: ipykernel dispatches comms itself while a cell awaits; the
-    form is shown through the kernel's event loop, in the awaiting cell."""
+    """``await bench.acall(...)``: ipykernel dispatches comms itself while a cell awaits (but
+    without busy/idle, which toolbench adds); the form is shown through the kernel's event
+    loop, in the awaiting cell."""
     cell = frontend.start("r = await bench.acall('beyond-ask_user')\nprint('ANSWER', r.data)")
-    frontend.read_until(lambda: frontend.find("ButtonModel", description="Decline"))
-    (decline,) = frontend.find("ButtonModel", description="Decline")
+    fill_correct_and_accept(frontend)
+    frontend.read_until(lambda: cell in frontend.idle)
+    assert TYPED in frontend.printed[cell]
+    assert frontend.displayed == [cell]  # the form showed in the awaiting cell
+    cell = frontend.start("r = await bench.acall('beyond-ask_user')\nprint('ANSWER', r.data)")
+    frontend.read_until(lambda: len(frontend.find("ButtonModel", description="Decline")) == 2)
+    decline = frontend.find("ButtonModel", description="Decline", disabled=False)[0]
     frontend.click(decline)
     frontend.read_until(lambda: cell in frontend.idle)
-    assert "ANSWER {'action': 'decline', 'content': None}" in "".join(frontend.outputs)
-    assert frontend.displayed == [cell]  # the form showed in the awaiting cell
+    assert "ANSWER {'action': 'decline', 'content': None}" in frontend.printed[cell]
 
 
 @pytest.mark.slow
 def test_sampling_reply_typed_in_a_kernel_reaches_the_server(frontend: Frontend) -> None:
-    frontend.start("r = bench.call('beyond-ask_llm', question='<b>hot?</b>')\n"
-                   "print('REPLY', r.data['text'], r.data['model'])")
+    cell = frontend.start("r = bench.call('beyond-ask_llm', question='<b>hot?</b>')\n"
+                          "print('REPLY', r.data['text'], r.data['model'])")
     frontend.read_until(lambda: frontend.find("ButtonModel", description="Send"))
     (send,) = frontend.find("ButtonModel", description="Send")
     (reply,) = frontend.find("TextareaModel")
     transcript = [st["value"] for st in frontend.models.values()
                   if st.get("_model_name") == "HTMLModel" and "hot?" in st.get("value", "")]
     assert transcript and "&lt;b&gt;hot?&lt;/b&gt;" in transcript[0]
-    frontend.update(reply, value="Lima, in February")
+    type_keys(frontend, reply, "Go in May.")
     frontend.click(send)
-    frontend.read_until(lambda: "REPLY" in "".join(frontend.outputs))
-    assert "REPLY Lima, in February toolbench-human" in "".join(frontend.outputs)
+    frontend.read_until(lambda: cell in frontend.idle)
+    assert "REPLY Go in May. toolbench-human" in frontend.printed[cell]
 
 
 @pytest.mark.slow

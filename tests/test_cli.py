@@ -179,12 +179,62 @@ def test_config_before_or_after_the_command(project: Path, before: bool) -> None
 
 
 @pytest.mark.slow
-def test_no_arguments_prints_the_help(tmp_path: Path) -> None:
+def test_no_command_is_a_usage_error_that_prints_the_help(tmp_path: Path) -> None:
     out = run([], tmp_path)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.startswith("usage: toolbench")
+    assert out.returncode == 2, out.stderr
+    assert out.stdout == "" and out.stderr.startswith("usage: toolbench")
     for command in ("catalog", "call", "compare", "demo", "lab"):
-        assert command in out.stdout
+        assert command in out.stderr
+    assert out.stderr.strip().splitlines()[-1] == (
+        "toolbench: error: a command is required (catalog, call, compare, demo or lab)")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["catalog", "call", "compare", "demo", "lab"])
+def test_every_commands_help_has_a_description_line(tmp_path: Path, command: str) -> None:
+    out = run([command, "--help"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    top = run(["--help"], tmp_path).stdout  # the one-line summary in the command list
+    summary = re.search(rf"^\s+{command}\s+(.+)$", top, re.MULTILINE)
+    assert summary, top
+    # after the usage lines, a blank line, then the description (the summary's first words)
+    after_usage = out.stdout.split("\n\n", 1)[1]
+    assert after_usage.startswith(summary.group(1).split()[0]), out.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("args", "words"), [
+    (["call", "one-echo", "--arg", "text=hi", "--arg", "volume=11"],
+     "'one-echo' has no parameter 'volume' (its parameters: text); nothing was called"),
+    (["call", "tool://one/add", "--arg", "a=1", "--arg", "bb=2"],
+     "'tool://one/add' has no parameter 'bb'; did you mean 'b'? (its parameters: a, b)"),
+    (["compare", "echo", "--json", '{"text": "hi", "txt": 1, "x": 2}'],
+     "'echo' has no parameters 'txt', 'x'; did you mean 'text'? (its parameters: text)"),
+])
+def test_an_argument_the_tool_does_not_have_is_refused_before_calling(
+        project: Path, args: list[str], words: str) -> None:
+    out = run(args, project)
+    assert out.returncode == 2, out.stderr
+    assert out.stdout == "" and words in out.stderr, out.stderr
+
+
+def test_an_unknown_argument_passes_where_the_schema_admits_any_key() -> None:
+    from toolbench._core.client import ToolSpec
+
+    closed = ToolSpec("t", input_schema={"type": "object", "properties": {"a": {}}})
+    with pytest.raises(_cli.UsageError, match=r"no parameter 'b' \(its parameters: a\)"):
+        _cli._check_parameters("s-t", {"a": 1, "b": 2}, [closed])
+    _cli._check_parameters("s-t", {"a": 1}, [closed])
+    for schema in ({"additionalProperties": True}, {"additionalProperties": {"type": "string"}},
+                   {"patternProperties": {"^x": {}}}):
+        spec = ToolSpec("t", input_schema={"type": "object", "properties": {"a": {}}, **schema})
+        _cli._check_parameters("s-t", {"b": 2}, [spec])
+    none = ToolSpec("t", input_schema={"type": "object"})
+    with pytest.raises(_cli.UsageError, match=r"its parameters: none"):
+        _cli._check_parameters("s-t", {"b": 2}, [none])
+    # compare: a key that one of the compared tools knows is not refused
+    other = ToolSpec("t", input_schema={"type": "object", "properties": {"b": {}}})
+    _cli._check_parameters("t", {"a": 1, "b": 2}, [closed, other])
 
 
 @pytest.mark.parametrize("command", [[], ["catalog"], ["call"], ["compare"], ["demo"]])
@@ -224,6 +274,31 @@ def test_call_help_examples_are_real_and_run(tmp_path: Path, index: int) -> None
     assert re.search(r'"result": \d+\.\d+', out.stdout), (example, out.stdout)
 
 
+def hints_in(text: str, command: str) -> list[str]:
+    """The demo's hint lines for ``command``, exactly as printed (launcher included)."""
+    return [line.strip() for line in text.splitlines()
+            if re.match(rf"^\s+\S.* {command} ", line) and "--arg" in line]
+
+
+def shell(line: str, cwd: Path, path: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run a printed command line the way a person pastes it into a shell."""
+    return subprocess.run(["bash", "-c", line], cwd=cwd, capture_output=True, text=True,
+                          timeout=180, env={**os.environ, "PATH": path, **env})
+
+
+def fake_venv(folder: Path) -> Path:
+    """``.venv/bin/toolbench`` as pip writes a console script (this interpreter, main()),
+    beside an ``activate``; the venv is not activated, as after the quick start."""
+    bin_dir = folder / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    script = bin_dir / "toolbench"
+    script.write_text(f"#!{sys.executable}\nimport sys\nfrom toolbench._cli import main\n"
+                      "if __name__ == '__main__':\n    sys.exit(main())\n")
+    script.chmod(0o755)
+    (bin_dir / "activate").write_text(f"export PATH={shlex.quote(str(bin_dir))}:$PATH\n")
+    return script
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("command", "with_mcp_json", "expect"), [
     ("compare", False, "geo_precise"),
@@ -237,12 +312,40 @@ def test_demo_hint_works_as_printed(tmp_path: Path, command: str, with_mcp_json:
     out = run(["demo"], tmp_path)
     assert out.returncode == 0, out.stderr
     assert "geo" in out.stdout and "connected" in out.stdout and "distance" in out.stdout
-    hints = commands_in(out.stdout, command)
+    hints = hints_in(out.stdout, command)
     assert len(hints) == 1 and ("--demo" in hints[0]) == with_mcp_json, out.stdout
     # A seed makes flaky's deliberate failures repeatable: seed 0 fails none of the first few.
-    ran = run(hints[0], tmp_path, TOOLBENCH_DEMO_SEED="0")
+    ran = shell(hints[0], tmp_path, os.environ["PATH"], TOOLBENCH_DEMO_SEED="0")
     assert ran.returncode == 0, (hints[0], ran.stderr)
     assert expect in ran.stdout
+
+
+@pytest.mark.slow
+def test_demo_hints_name_a_command_that_works_without_an_activated_venv(tmp_path: Path) -> None:
+    # After the quick start, `.venv/bin/toolbench demo` runs with no toolbench on PATH: a
+    # bare `toolbench` in its hints would be "command not found".
+    script = fake_venv(tmp_path)
+    bare = "/usr/bin:/bin"
+    assert shell("command -v toolbench", tmp_path, bare).returncode != 0
+    out = shell(".venv/bin/toolbench demo", tmp_path, bare)
+    assert out.returncode == 0, out.stderr
+    hints = hints_in(out.stdout, "call")
+    assert len(hints) == 1 and hints[0].startswith(".venv/bin/toolbench call "), out.stdout
+    assert "source .venv/bin/activate" in out.stdout
+    ran = shell(hints[0], tmp_path, bare, TOOLBENCH_DEMO_SEED="0")
+    assert ran.returncode == 0 and '"result": ' in ran.stdout, ran.stderr
+    # activated: the venv's bin first on PATH, so the plain name works and is what is printed
+    out = shell(f"source {shlex.quote(str(script.parent / 'activate'))} && toolbench demo",
+                tmp_path, bare)
+    hints = hints_in(out.stdout, "call")
+    assert hints and hints[0].startswith("toolbench call "), out.stdout
+    assert "activate" not in out.stdout
+    # python -m toolbench with no script on PATH: the interpreter's own path
+    out = shell(f"{shlex.quote(sys.executable)} -m toolbench demo", tmp_path, bare)
+    hints = hints_in(out.stdout, "compare")
+    assert hints and hints[0].startswith(f"{shlex.quote(sys.executable)} -m toolbench compare ")
+    ran = shell(hints[0], tmp_path, bare, TOOLBENCH_DEMO_SEED="0")
+    assert ran.returncode == 0 and "geo_precise" in ran.stdout, ran.stderr
 
 
 @pytest.mark.slow

@@ -162,6 +162,22 @@ def test_unknown_keys_give_one_warning_naming_each() -> None:
         assert path in message
     assert caught[0].filename == __file__
     assert parse(config, environ={}).unknown  # parse itself never warns
+    assert "$.mcpServers.a.timout (did you mean 'timeout'?)" in message
+    assert "$.inputs (" not in message  # a top-level key is not a server key's typo
+
+
+def test_a_key_typo_that_leaves_a_server_incomplete_is_named_in_the_error() -> None:
+    config = {"mcpServers": {"geo": {"comand": "python -m toolbench.demo.geo"}}}
+    with pytest.raises(ConfigError) as caught:
+        parse(config, environ={})
+    assert str(caught.value) == (
+        "<config dict>: $.mcpServers.geo: a server needs 'command' (stdio) or 'url' "
+        "(http/sse); it has the unknown key 'comand' (did you mean 'command'?)")
+    with pytest.raises(ConfigError, match=r"unknown keys 'ulr' \(did you mean 'url'\?\), "
+                                          r"'zzz'$"):
+        parse({"servers": {"web": {"ulr": "http://h/mcp", "zzz": 1}}}, environ={})
+    with pytest.raises(ConfigError, match=r"needs 'command' \(stdio\) or 'url' \(http/sse\)$"):
+        parse({"servers": {"web": {}}}, environ={})
 
 
 @pytest.mark.slow

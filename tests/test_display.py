@@ -19,6 +19,7 @@ from toolbench._notebook.display import (
     bundle,
     error_html,
     frame_html,
+    frame_text,
     html_table,
     kind_of,
     records_html,
@@ -192,6 +193,31 @@ def test_html_table_caps_rows_and_cells() -> None:
     assert "3 rows" in small
 
 
+def test_counts_are_printed_with_the_right_plural() -> None:
+    from toolbench._core.html import counted
+
+    assert [counted(n, "row") for n in (0, 1, 2, 1200)] == ["0 rows", "1 row", "2 rows",
+                                                           "1,200 rows"]
+    assert counted(1, "entry", "entries") == "1 entry" and counted(3, "entry", "entries") == (
+        "3 entries")
+    one = pd.DataFrame({"a": [1]})
+    assert "<small>1 row</small>" in html_table(one) and "1 rows" not in html_table(one)
+    assert frame_text(pd.DataFrame({"a": range(30)}), max_rows=20).endswith(
+        "[showing 20 of 30 rows]")
+    box = tb.ToolBox()
+
+    @box.tool(server="solo")
+    def only(x: int) -> int:
+        """One tool."""
+        return x
+
+    with tb.Bench() as bench:
+        bench.add(box)
+        assert repr(bench) == "<Bench open: 1 server, 1 tool, 0 records>"
+        bench.call("solo-only", x=1)
+        assert repr(bench) == "<Bench open: 1 server, 1 tool, 1 record>"
+
+
 def test_display_never_raises() -> None:
     class Nasty:
         def __repr__(self) -> str:
@@ -228,7 +254,7 @@ def test_compare_view_highlights_disagreement_and_latency() -> None:
     assert disagreements(df) == {0: 1, 1: 3}
     html = compare_html(df)
     no_live_markup(html)
-    assert "servers disagree on 1 of 2 case(s)" in html
+    assert "servers disagree on 1 of 2 cases" in html
     assert html.count("title='servers disagree'") == 3  # each row of case 1
     assert html.count("background:#fff3cd") >= 2  # b's answer and the differing v cells
     assert "background:#fde2e2" in html  # c failed
@@ -236,14 +262,21 @@ def test_compare_view_highlights_disagreement_and_latency() -> None:
     assert "median latency per server" in html
     assert frame_html(df) == html
     # With a majority, only the odd answer is highlighted; a 1-1 split highlights both.
+    # The structured fields show the answer, so there is no answer column beside them.
     three = df.iloc[[2, 3, 3]].assign(server=["a", "b", "d"], text=["2", "3", "3"])
     html = compare_html(three)
-    assert html.count(f"<td style='{DIFFER}' class='tb-wide'>2</td>") == 1
-    assert f"<td style='{DIFFER}' class='tb-wide'>3</td>" not in html
+    assert "<th>answer</th>" not in html and "<th>error</th>" not in html  # none failed
+    assert html.count(f"<td style='{DIFFER}'>2</td>") == 1
+    assert f"<td style='{DIFFER}'>3</td>" not in html
     pair = df.iloc[[2, 3]].assign(text=["2", "3"])
     html = compare_html(pair)
-    assert f"<td style='{DIFFER}' class='tb-wide'>2</td>" in html
-    assert f"<td style='{DIFFER}' class='tb-wide'>3</td>" in html
+    assert f"<td style='{DIFFER}'>2</td>" in html and f"<td style='{DIFFER}'>3</td>" in html
+    # Without structured fields, the answer column carries the comparison.
+    plain_text = three.drop(columns=["structured.v"]).assign(structured=None)
+    html = compare_html(plain_text)
+    assert "<th>answer</th>" in html
+    assert html.count(f"<td style='{DIFFER}' class='tb-wide'>2</td>") == 1
+    assert f"<td style='{DIFFER}' class='tb-wide'>3</td>" not in html
 
 
 def test_real_compare_frame(evil: tb.Bench) -> None:
@@ -253,7 +286,7 @@ def test_real_compare_frame(evil: tb.Bench) -> None:
     no_live_markup(html)
     assert len(html) < SMALL
     # The servers answer with their own label, so every case differs.
-    assert "servers disagree on 2 of 2 case(s)" in html
+    assert "servers disagree on 2 of 2 cases" in html
     assert "structured.label" in html
 
 
@@ -395,3 +428,44 @@ def test_servers_and_catalog_views_show_warnings_as_escaped_sentences() -> None:
     # A tool with no warning shows an empty warnings cell (the row's last), not "[]".
     fine_row = catalog_html.split(">odd-fine<", 1)[1].split("</tr>", 1)[0]
     assert fine_row.endswith("></td>") and not fine_row.endswith("[]</td>")
+
+
+def test_descriptions_in_the_catalog_and_on_handles_show_code_and_stay_inert() -> None:
+    box = tb.ToolBox()
+
+    @box.tool(server="prose")
+    def look(city: str) -> str:
+        """Look up `city`.
+
+        Hard-wrapped
+        line with <script>alert(1)</script> and `<img src=x onerror=alert(1)>`.
+        """
+        return city
+
+    with tb.Bench() as bench:
+        bench.add(box)
+        catalog = frame_html(bench.catalog())
+        no_live_markup(catalog)
+        assert "Look up <code>city</code>. Hard-wrapped line with" in catalog
+        assert "<code>&lt;img src=x onerror=alert(1)&gt;</code>" in catalog or "title=" in catalog
+        handle = bench.tools["prose-look"]._repr_html_()
+        no_live_markup(handle)
+        assert "<b>prose-look</b>" in handle and "<code>city</code>" in handle
+        assert ("<p style='margin:0 0 0.5em 0'>Hard-wrapped line with &lt;script&gt;alert(1)"
+                "&lt;/script&gt; and <code>&lt;img src=x onerror=alert(1)&gt;</code>.</p>"
+                ) in handle
+
+
+def test_history_is_newest_first_by_start_not_by_completion() -> None:
+    from toolbench._notebook.display import newest_first
+
+    t0 = pd.Timestamp("2026-01-01T00:00:00Z")
+    # records are kept as calls end: the slow call started first and ended last
+    df = pd.DataFrame({"name": ["fast", "slow", "later"],
+                       "started": [t0 + pd.Timedelta(seconds=1), t0,
+                                   t0 + pd.Timedelta(seconds=5)]})
+    assert list(newest_first(df)["name"]) == ["later", "fast", "slow"]
+    html = records_html(df.assign(ok=True))
+    assert html.index("later") < html.index("fast") < html.index("slow")
+    same = pd.DataFrame({"name": ["a", "b"], "started": [t0, t0]})
+    assert list(newest_first(same)["name"]) == ["b", "a"]  # a tie: the one recorded last

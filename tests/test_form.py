@@ -11,7 +11,7 @@ import pytest
 from mcp.server.mcpserver import MCPServer
 
 import toolbench as tb
-from toolbench._notebook.form import FormError, build_form
+from toolbench._notebook.form import FormError, NumberText, build_form, parse_number
 
 
 class Color(enum.Enum):
@@ -46,15 +46,17 @@ def fill_required(form: Any) -> None:
     form["name"].value = "x"
     form["tags"].value = '["a", "b"]'
     form["meta"].value = '{"k": 1}'
+    form["count"].value = "3"
+    form["ratio"].value = "0.5"
 
 
 def test_each_type_gets_its_widget(schema: dict[str, Any]) -> None:
     form = build_form(schema)
     expected = {
-        "name": widgets.Text, "count": widgets.IntText, "ratio": widgets.FloatText,
+        "name": widgets.Text, "count": NumberText, "ratio": NumberText,
         "flag": widgets.Checkbox, "mode": widgets.Dropdown, "color": widgets.Dropdown,
         "tags": widgets.Textarea, "meta": widgets.Textarea, "note": widgets.Text,
-        "limit": widgets.IntText, "opt_flag": widgets.Checkbox, "scale": widgets.FloatText,
+        "limit": NumberText, "opt_flag": widgets.Checkbox, "scale": NumberText,
         "level": widgets.Dropdown, "extra": widgets.Textarea,
     }
     assert {n: type(form[n]) for n in expected} == expected
@@ -68,9 +70,11 @@ def test_required_marked_and_defaults_filled(schema: dict[str, Any]) -> None:
     form = build_form(schema)
     required = {n for n, f in form.fields.items() if "title='required'" in f.row.children[0].value}
     assert required == {"name", "count", "ratio", "flag", "mode", "color", "tags", "meta"}
-    assert form["limit"].value == 5
+    assert form["limit"].value == "5"
     assert form["opt_flag"].value is True
-    assert form["scale"].value == 1.5
+    assert form["scale"].value == "1.5"
+    # A number without a default starts empty, never 0 (0 may break a minimum).
+    assert form["count"].value == "" and form["ratio"].value == ""
     assert form["level"].label == "high"
     assert form["note"].value == ""
     # A required choice starts on its first real value, not the blank.
@@ -80,28 +84,86 @@ def test_required_marked_and_defaults_filled(schema: dict[str, Any]) -> None:
 def test_empty_optional_fields_are_omitted(schema: dict[str, Any]) -> None:
     form = build_form(schema)
     fill_required(form)
+    form["count"].value = form["ratio"].value = ""
+    # An empty required number is marked, not sent as a 0 nobody typed.
+    with pytest.raises(FormError) as info:
+        form.values()
+    assert set(info.value.errors) == {"count", "ratio"}
+    assert "required" in form.fields["count"].error.value
+    form["count"].value = "0"
+    form["ratio"].value = " 0.25 "
     args = form.values()
     # What the form shows is sent: the defaults; empty optional fields are left out.
-    assert args == {"name": "x", "count": 0, "ratio": 0.0, "flag": False, "mode": "a",
+    assert args == {"name": "x", "count": 0, "ratio": 0.25, "flag": False, "mode": "a",
                     "color": "red", "tags": ["a", "b"], "meta": {"k": 1}, "limit": 5,
                     "opt_flag": True, "scale": 1.5, "level": "high"}
     assert form.errors == {}
-    # An optional number without a default starts unsent; editing it ticks "send".
+    # An optional number without a default starts empty and unsent; a boolean has a "send"
+    # box (a checkbox cannot be empty), ticked by editing it.
     form2 = build_form({"type": "object", "properties": {"n": {"type": "number"},
                                                          "b": {"type": "boolean"}}})
+    assert form2.fields["n"].include is None and form2.fields["b"].include is not None
     assert form2.values() == {}
-    form2["n"].value = 2.5
+    form2["n"].value = "2.5"
     assert form2.values() == {"n": 2.5}
     form2["b"].value = True
     form2["b"].value = False
     assert form2.values() == {"n": 2.5, "b": False}
+    form2["n"].value = ""  # emptied again: not sent again
+    assert form2.values() == {"b": False}
+
+
+def test_a_number_box_starts_empty_or_with_the_default_and_says_its_range() -> None:
+    schema = {"type": "object", "required": ["nights"], "properties": {
+        "nights": {"type": "integer", "minimum": 1, "maximum": 30},
+        "budget": {"type": "number", "exclusiveMinimum": 0},
+        "rate": {"type": "number", "default": 2.0},
+    }}
+    form = build_form(schema)
+    assert form["nights"].value == "" and form["budget"].value == ""
+    assert form["rate"].value == "2"
+    assert form["nights"].placeholder == "integer, ≥ 1, ≤ 30"
+    assert form["budget"].placeholder == "number, > 0 (empty: not sent)"
+    # Typed text is read as the schema's kind, and judged by its rules.
+    form["nights"].value = "-3"
+    with pytest.raises(FormError) as info:
+        form.values()
+    assert "minimum of 1" in info.value.errors["nights"]
+    form["nights"].value = "5"
+    assert form.values() == {"nights": 5, "rate": 2.0}
+    for bad, why in (("five", "is not an integer"), ("2.5", "no fraction"),
+                     ("nan", "not a finite number")):
+        form["nights"].value = bad
+        with pytest.raises(FormError) as info:
+            form.values()
+        assert why in info.value.errors["nights"], (bad, info.value.errors)
+    form["nights"].value = 7  # a number set from code is stored as its text
+    assert form["nights"].value == "7" and form.values()["nights"] == 7
+
+
+def test_parse_number_names_the_value_and_the_rule() -> None:
+    assert parse_number("integer", "12") == 12
+    assert parse_number("integer", "3.0") == 3
+    assert parse_number("number", "1e3") == 1000.0
+    with pytest.raises(ValueError, match="'x' is not a number"):
+        parse_number("number", "x")
+    with pytest.raises(ValueError, match="'inf' is not a finite number"):
+        parse_number("number", "inf")
+
+
+def test_text_boxes_send_on_blur_not_per_key(schema: dict[str, Any]) -> None:
+    """A value must reach the kernel before a click on Accept/Call: sent when the box loses
+    focus (which the click causes), not key by key behind ipywidgets' throttle."""
+    form = build_form(schema)
+    for name in ("name", "count", "ratio", "tags", "note"):
+        assert form[name].continuous_update is False, name
 
 
 def test_changed_optional_values_are_sent(schema: dict[str, Any]) -> None:
     form = build_form(schema)
     fill_required(form)
     form["note"].value = "hello"
-    form["limit"].value = 9  # typing a value ticks its "send" box
+    form["limit"].value = 9  # stored as "9"
     form["opt_flag"].value = False
     form["scale"].value = 2.25
     form["level"].label = "low"
@@ -114,26 +176,28 @@ def test_changed_optional_values_are_sent(schema: dict[str, Any]) -> None:
                                  "mode", "color", "flag")} == {
         "note": "hello", "limit": 9, "opt_flag": False, "scale": 2.25, "level": "low",
         "extra": [1, 2], "mode": "b", "color": "green", "flag": True}
-    assert form.fields["limit"].include is not None and form.fields["limit"].include.value
 
 
 def test_send_toggle_can_be_cleared_again(schema: dict[str, Any]) -> None:
     form = build_form(schema)
     fill_required(form)
-    form["limit"].value = 9
-    form.fields["limit"].include.value = False
-    form.fields["scale"].include.value = False
+    form["opt_flag"].value = False
+    form.fields["opt_flag"].include.value = False
+    form["limit"].value = ""  # an emptied number is not sent
     args = form.values()
-    assert "limit" not in args and "scale" not in args and args["opt_flag"] is True
+    assert "limit" not in args and "opt_flag" not in args and args["scale"] == 1.5
 
 
 def test_invalid_input_flagged_beside_each_field(schema: dict[str, Any]) -> None:
     form = build_form(schema)
     form["tags"].value = "[not json"
     form["meta"].value = "[1, 2]"
+    form["count"].value = "3"
+    form["ratio"].value = "many"
     with pytest.raises(FormError) as info:
         form.values()
-    assert set(info.value.errors) == {"name", "tags", "meta"}
+    assert set(info.value.errors) == {"name", "tags", "meta", "ratio"}
+    assert "is not a number" in form.fields["ratio"].error.value
     assert form.errors == info.value.errors
     assert "required" in form.fields["name"].error.value
     assert "not valid JSON" in form.fields["tags"].error.value
@@ -179,8 +243,8 @@ def test_nullable_required_sends_null_when_left_empty() -> None:
               "properties": {"when": {"type": ["string", "null"]},
                              "count": {"anyOf": [{"type": "integer"}, {"type": "null"}]}}}
     form = build_form(schema)
-    assert isinstance(form["count"], widgets.IntText)
-    assert form.values() == {"when": None, "count": 0}
+    assert isinstance(form["count"], NumberText)
+    assert form.values() == {"when": None, "count": None}
 
 
 def test_optional_enum_blank_is_omitted_and_const_and_untyped() -> None:

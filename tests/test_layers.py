@@ -20,7 +20,8 @@ LAYERS: dict[int, tuple[str, ...]] = {
     2: ("_routing",),  # ToolRouter, PegBoard, what a connect target opens
     3: ("_loop",),  # the shared loop
     4: ("_bench",),  # the bench: calls, records, the journal, config, the cluster
-    5: ("_notebook", "_cli", "__main__", "demo"),  # display and widgets; the command; demos
+    5: ("_notebook", "_cli", "_child", "__main__", "demo"),  # display, widgets; the command
+    # (and the child it runs JupyterLab as); demos
 }
 """Top-level folder or module → layer, bottom-up, as DESIGN.md's "Layers" draws them."""
 
@@ -117,7 +118,7 @@ def test_every_module_lives_in_a_layer_folder() -> None:
     for module in modules:
         _layer(module)
     flat = sorted(p.name for p in PACKAGE.glob("_*.py")
-                  if p.stem not in ("_loop", "_cli") and p.name != "__init__.py"
+                  if p.stem not in ("_loop", "_cli", "_child") and p.name != "__init__.py"
                   and p.name != "__main__.py")
     assert flat == [], f"modules outside a layer folder: {flat}"
 

@@ -83,6 +83,31 @@ def test_refusing_reply_is_refused(code: int) -> None:
     assert f"code {code}" in error.detail
 
 
+@pytest.mark.parametrize("action", ["resources/read", "prompts/get", "resources/list",
+                                    "tools/list", "completion/complete"])
+@pytest.mark.parametrize("code", [CONNECTION_CLOSED, REQUEST_TIMEOUT, -32603, 0, -32602])
+def test_error_reply_to_a_request_that_is_not_a_tool_call_is_refused(action: str,
+                                                                      code: int) -> None:
+    # DESIGN.md "Errors": a read, a prompt fetch, a listing, a completion are safe to repeat.
+    exc = MCPError(code, "unknown city 'atlantis'")
+    error = map_call_error(exc, None, timeout=5, redact=NO_SECRETS, action=action,
+                           ticket=ticket(error_reply=True))
+    assert type(error) is Refused and error.disposition.value == "did_not_happen"
+    assert action in error.detail and str(code) in error.detail
+    assert "unknown city 'atlantis'" in error.detail and "may or may not" not in error.detail
+
+
+@pytest.mark.parametrize("action", ["resources/read", "prompts/get"])
+def test_no_answer_or_a_lost_connection_to_a_read_is_still_timed_out(action: str) -> None:
+    timeout = map_call_error(MCPError(REQUEST_TIMEOUT, "timed out"), None, timeout=5,
+                             redact=NO_SECRETS, action=action, ticket=ticket("sent"))
+    lost = map_call_error(MCPError(CONNECTION_CLOSED, "Connection closed"), None, timeout=5,
+                          redact=NO_SECRETS, action=action, ticket=ticket("sent"),
+                          connection_up=False)
+    assert type(timeout) is TimedOut and "no answer" in timeout.detail
+    assert type(lost) is TimedOut and "connection was lost" in lost.detail
+
+
 # -- errors the SDK makes itself, with the same codes ----------------------------------------
 def test_sdk_connection_closed_after_sending_is_a_lost_connection() -> None:
     exc = MCPError(CONNECTION_CLOSED, "Connection closed")

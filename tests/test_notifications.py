@@ -160,3 +160,20 @@ def test_a_calls_bar_is_made_on_the_first_update_and_follows_the_server() -> Non
     assert progress_shown(False, "x") is None
     assert isinstance(progress_shown(True, "x"), ProgressBar)
     assert progress_shown(None, "x") is None  # no kernel here: no bar outside a notebook
+
+
+@pytest.mark.parametrize("total", [4, None])
+def test_a_calls_bar_shows_steps_and_time_but_no_rate(capsys: pytest.CaptureFixture[str],
+                                                      total: int | None) -> None:
+    # One call's steps are the server's units: a rate of them ("2.5 it/s") says nothing.
+    from toolbench._bench.progress import ProgressBar
+
+    bar = ProgressBar("call beyond-countdown")
+    for step in range(1, 5):
+        bar(step, total, f"step {step}")
+    bar._bar.refresh()
+    bar.close()
+    drawn = capsys.readouterr().err
+    assert "call beyond-countdown" in drawn and "4/" in drawn and "step 4" in drawn
+    assert "it/s" not in drawn and "s/it" not in drawn, drawn
+    assert "00:0" in drawn  # the elapsed time stays

@@ -147,6 +147,36 @@ def test_the_test_command_is_the_one_ci_runs() -> None:
     assert "python " + called[0] in commands
 
 
+def test_the_readme_names_only_files_a_user_can_open() -> None:
+    # DESIGN.md is the developers' contract and not in the repository: the README says what
+    # the design is in its own words, and every path it names is one a reader can open.
+    text = README.read_text(encoding="utf-8")
+    assert "DESIGN" not in text
+    assert "\n## How it is built\n" in text and "\n## Design decisions\n" in text
+    paths = [token for token in re.findall(r"`([\w.-]+(?:/[\w.-]*)*)`", text)
+             if len(token) > 1 and not token.startswith(("./", ".venv/"))  # the user's own
+             and ("/" in token or re.search(r"\.(md|py|ipynb|sh|txt|toml|json)$", token))]
+    assert len(paths) >= 10, paths
+    missing = [p for p in paths
+               if not (ROOT / p).exists() and not (ROOT / "toolbench" / p).exists()]
+    assert not missing, f"the README names files that are not in the repository: {missing}"
+
+
+def test_no_public_docstring_or_notebook_sends_a_user_to_design_md() -> None:
+    named = []
+    for name in tb.__all__:
+        value = getattr(tb, name)
+        members = [value, *(v for k, v in (vars(value).items() if inspect.isclass(value) else ())
+                            if not k.startswith("_") or k == "__init__")]
+        for member in members:
+            member = getattr(member, "__func__", getattr(member, "fget", member))
+            if "DESIGN" in (getattr(member, "__doc__", None) or ""):
+                named.append(f"{name}.{getattr(member, '__name__', '?')}")
+    assert not named, f"docstrings a user reads with help() name DESIGN.md: {named}"
+    for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        assert "DESIGN" not in notebook.read_text(encoding="utf-8"), notebook.name
+
+
 def test_prerequisites_are_stated() -> None:
     text = section("Prerequisites")
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")

@@ -394,6 +394,43 @@ def test_the_beyond_demo_over_stdio() -> None:
         assert list(bench.records["kind"]) == ["resource"] * 3 + ["tool", "resource", "tool"]
 
 
+@pytest.mark.slow
+def test_an_instant_error_reply_from_the_beyond_demo_is_refused_not_in_doubt() -> None:
+    # The server answers the read of an unknown city at once with -32603 and the prompt with
+    # a missing argument with 0: safe to repeat, so Refused with the code and the message.
+    with tb.Bench(timeout=30, connect_timeout=60) as bench:
+        bench.connect("beyond", [sys.executable, "-m", "toolbench.demo.beyond"])
+        with pytest.raises(tb.Refused) as info:
+            bench.read("beyond", "city://atlantis")
+        assert info.value.disposition is tb.Disposition.DID_NOT_HAPPEN
+        assert "error -32603" in str(info.value) and "unknown city 'atlantis'" in str(info.value)
+        with pytest.raises(tb.Refused, match=r"prompts/get .*to_city") as fetch:
+            bench.prompt("beyond-plan_trip", from_city="Paris")
+        assert fetch.value.disposition is tb.Disposition.DID_NOT_HAPPEN
+        rows = bench.records.tail(2)
+        assert list(rows["error_type"]) == ["Refused", "Refused"]
+        assert list(rows["disposition"]) == ["did_not_happen"] * 2
+        assert list(rows["kind"]) == ["resource", "prompt"]
+        assert bench.read("beyond", "city://lima").data["country"] == "Peru"  # still up
+        assert bench.servers.iloc[0]["status"] == "connected"
+
+
+def test_an_error_reply_to_a_listing_is_refused() -> None:
+    async def no_tools(ctx: Any, params: Any) -> t.ListToolsResult:
+        return t.ListToolsResult(tools=[])
+
+    async def broken(ctx: Any, params: Any) -> t.ListResourcesResult:
+        raise RuntimeError("the index is being rebuilt")
+
+    srv: Server[Any] = Server("broken-list", on_list_tools=no_tools,
+                              on_list_resources=broken)
+    with tb.Bench(timeout=10) as bench:
+        bench.connect("broken", srv)
+        with pytest.raises(tb.Refused, match="resources/list") as info:
+            bench.resources("broken")
+        assert info.value.disposition is tb.Disposition.DID_NOT_HAPPEN
+
+
 _why_not = everything.node_missing()
 
 

@@ -284,10 +284,50 @@ def test_a_slow_sync_handler_does_not_stall_other_calls(made: list[tb.Bench]) ->
 
 
 def test_ask_outside_a_notebook_fails_the_call_with_the_reason(made: list[tb.Bench]) -> None:
-    bench = bench_with(made, in_process, elicitation="ask")
+    with pytest.warns(UserWarning, match="nobody can answer here"):
+        bench = bench_with(made, in_process, elicitation="ask")
     with pytest.raises(tb.ToolError, match="needs a person at a Jupyter notebook") as caught:
         bench.call("beyond-ask_user")
     assert "give the bench a function instead" in caught.value.detail
+
+
+def test_ask_outside_a_notebook_is_said_once_at_the_bench_on_the_callers_line(
+    made: list[tb.Bench]
+) -> None:
+    # This process is no kernel: "ask" has nobody to ask. One warning, at Bench(...).
+    with pytest.warns(UserWarning) as caught:
+        bench = tb.Bench(sampling="ask", elicitation="ask")
+    made.append(bench)
+    assert len(caught) == 1
+    warning = caught[0]
+    assert warning.filename == __file__  # the user's own line, not toolbench's
+    text = str(warning.message)
+    assert "sampling='ask' and elicitation='ask' need a person at a Jupyter notebook" in text
+    assert "this process is not a Jupyter kernel" in text and "Give the bench a function" in text
+    with pytest.warns(UserWarning, match=r"^elicitation='ask' needs a person"):
+        made.append(tb.Bench(elicitation="ask", sampling=lambda request: "ok"))
+
+
+def test_ask_with_a_person_to_ask_or_a_function_says_nothing(
+    made: list[tb.Bench], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Present:
+        prepared = 0
+
+        def available(self) -> str | None:
+            return None
+
+        def prepare(self) -> None:
+            self.prepared += 1
+
+    present = Present()
+    monkeypatch.setattr(sr, "_asker", present)
+    made.append(tb.Bench(sampling="ask", elicitation="ask"))  # warnings are errors here
+    made.append(tb.Bench(sampling=lambda request: "ok", elicitation=None))
+    assert present.prepared == 1
+    monkeypatch.setattr(sr, "_asker", None)
+    with pytest.warns(UserWarning, match="notebook layer is not loaded"):
+        made.append(tb.Bench(sampling="ask"))
 
 
 # -- hostile requests ----------------------------------------------------------------------

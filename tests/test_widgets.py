@@ -157,6 +157,7 @@ def test_optional_fields_sent_when_filled(app: Explorer, bench: tb.Bench) -> Non
 def test_invalid_input_sends_nothing(app: Explorer, bench: tb.Bench) -> None:
     app.tool_list.value = "mem-everything"
     app.form["word"].value = ""
+    app.form["count"].value = 7  # valid: left unmarked
     app.form["items"].value = "[1, 2"
     app.form["options"].value = '["not", "an", "object"]'
     app.call_button.click()
@@ -234,7 +235,7 @@ def test_compare_tab_runs_every_server(app: Explorer, bench: tb.Bench) -> None:
     assert records["batch"].nunique() == 1 and records["batch"].iloc[0] is not None
     html = app.compare_output.value
     assert "cba" in html and "mem:abc" in html
-    assert "servers disagree on 1 of 1 case(s)" in html
+    assert "servers disagree on 1 of 1 case" in html
     assert "median latency per server" in html
     assert app.last_compare is not None and len(app.last_compare) == 2
     assert not app.compare_button.disabled and app.compare_busy.value == ""
@@ -293,7 +294,8 @@ def test_bench_explore_and_refresh(bench: tb.Bench) -> None:
         bench.disconnect("late")
         app.refresh_button.click()
         assert "late-echo" not in [v for _, v in app.tool_list.options]
-        assert "late" in app.history.value  # records outlive the server
+        assert "late" not in app.history.value  # the History is the selected tool's
+        assert "other record on this bench" in app.history.value  # records outlive the server
     finally:
         app.close()
 
@@ -318,14 +320,58 @@ def indented_server() -> MCPServer:
     return srv
 
 
+def test_history_is_the_selected_tools_with_its_errors(app: Explorer, bench: tb.Bench) -> None:
+    bench.call("mem-echo", text="mine")
+    bench.call("ledger-echo", text="theirs")
+    with pytest.raises(tb.Refused):
+        bench.call("mem-echo", times="many")  # fails locally: an error to show
+    app.tool_list.value = "mem-echo"
+    html = app.history.value
+    assert "calls of mem-echo (newest first)" in html and "<small>2 rows</small>" in html
+    assert "mine" in html and "theirs" not in html
+    assert "1 other record on this bench" in html
+    heads = [h.split("</th>")[0] for h in html.split("<th>")[1:]]
+    assert heads == ["started", "ok", "disposition", "latency_ms", "answer or error",
+                     "arguments"]
+    assert "Refused: " in html  # the error, before the arguments: visible in a narrow pane
+    assert html.index("Refused") < html.index("mine")  # the failure came last: it is first
+    app.tool_list.value = "ledger-echo"  # selecting another tool shows its own calls
+    assert "theirs" in app.history.value and "mine" not in app.history.value
+
+
 def test_description_is_dedented(bench: tb.Bench) -> None:
     bench.connect("ind", indented_server())
     app = explorer(bench)
     try:
         app.tool_list.value = "ind-spaced"
         html = app.description.value
-        assert "First line.\n\nSecond paragraph, indented like every docstring\nin a" in html
-        assert "\n    " not in html and not html.rstrip("</div>").endswith(" ")
+        # paragraphs kept, the hard wrap inside one joined, the docstring's indentation gone
+        assert ("<p style='margin:0 0 0.5em 0'>First line.</p><p style='margin:0 0 0.5em 0'>"
+                "Second paragraph, indented like every docstring in a class or a function "
+                "body.</p>") in html
+        assert "\n" not in html and "  " not in html
+    finally:
+        app.close()
+
+
+def test_description_shows_inline_code_and_stays_inert(bench: tb.Bench) -> None:
+    srv = MCPServer("prose")
+
+    @srv.tool(description="Look up `city` by name.\nThe `<script>alert(1)</script>` here\n"
+                          "and <b>`x`</b> stay text; a lone ` too.\n\nSecond ``a`b`` part.")
+    def look(city: str = "x") -> str:
+        return city
+
+    bench.connect("prose", srv)
+    app = explorer(bench)
+    try:
+        app.tool_list.value = "prose-look"
+        html = app.description.value
+        no_live_markup(html)
+        assert ("Look up <code>city</code> by name. The <code>&lt;script&gt;alert(1)&lt;/script&gt;"
+                "</code> here and &lt;b&gt;<code>x</code>&lt;/b&gt; stay text; a lone ` too.</p>"
+                "<p style='margin:0 0 0.5em 0'>Second <code>a`b</code> part.</p>") in html
+        assert "`city`" not in html and "<b>" not in html.replace("<b>prose-look</b>", "")
     finally:
         app.close()
 
@@ -501,7 +547,8 @@ def test_resources_tab_lists_reads_every_kind_and_fills_a_template(
         records = bench.records
         assert set(records["kind"]) == {"resource"}
         assert list(records["name"][-2:]) == ["city://lima", "city://atlantis"]
-        assert "city://lima" in app.history.value
+        assert "city://lima" not in app.history.value  # reads are not the tool's History
+        assert "other records on this bench" in app.history.value
         assert not app.read_button.disabled and app.read_busy.value == ""
     finally:
         app.close()

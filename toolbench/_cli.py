@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
+import shlex
+import shutil
 import sys
 import traceback
 from collections.abc import Mapping, Sequence
@@ -19,11 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from toolbench._core.html import counted as _counted
 from toolbench._core.ids import did_you_mean
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from toolbench._core.client import ToolSpec
     from toolbench._notebook.bench import Bench
 
 WIDTH = 48
@@ -97,6 +100,38 @@ def _short(value: Any) -> str:
 
 def _err(message: str) -> None:
     print(f"toolbench: {message}", file=sys.stderr)
+
+
+def _command_name() -> str:
+    """How to run toolbench again from this shell, as the user can type it.
+
+    The quick start never activates its venv, so a bare ``toolbench`` is "command not
+    found" there: the name is ``toolbench`` only when that name on ``PATH`` is this very
+    command; else the path this one was started by (``.venv/bin/toolbench``, relative to the
+    current folder as typed), or this interpreter with ``-m toolbench``.
+    """
+    argv0 = sys.argv[0] if sys.argv else ""
+    found = shutil.which("toolbench")
+    if Path(argv0).name == "toolbench":  # the console script
+        try:
+            if found is not None and os.path.samefile(found, argv0):
+                return "toolbench"
+        except OSError:
+            pass
+        return shlex.quote(argv0)
+    if found is not None and Path(found).parent == Path(sys.executable).parent:
+        return "toolbench"  # python -m toolbench, and this environment's script is on PATH
+    return f"{shlex.quote(sys.executable)} -m toolbench"
+
+
+def _activate_hint(command: str) -> str:
+    """One line on typing plain ``toolbench``, when the command is a venv's script path."""
+    if command == "toolbench" or command.endswith(" -m toolbench"):
+        return ""
+    activate = Path(sys.argv[0]).parent / "activate"
+    if not activate.is_file():
+        return ""
+    return f"  (or run `source {shlex.quote(str(activate))}` once to type plain `toolbench`)\n"
 
 
 # -- arguments ----------------------------------------------------------------------------
@@ -213,7 +248,7 @@ def _owners(source: _Source, name: str) -> list[str]:
         raise UsageError(
             f"no server in {source.label} owns {name!r}: a name is SERVER{SEPARATOR}TOOL "
             f"(servers: {', '.join(source.entries) or 'none'}) or tool://SERVER/TOOL{hint} "
-            f"(`toolbench catalog` lists every name)"
+            f"(`{_command_name()} catalog` lists every name)"
         )
     return owners
 
@@ -279,10 +314,47 @@ def _call(args: argparse.Namespace, source: _Source) -> int:
                 _err(f"error: cannot call {args.name!r}: its server failed to start (above)")
                 return EXIT_FAILED
             raise UsageError(_unknown_name(bench, args.name))
+        _check_parameters(args.name, arguments, [_spec_of(bench, args.name)])
         result = bench.call(args.name, arguments)
         data = result.data
         print(data if isinstance(data, str) else json.dumps(data, indent=2, default=str))
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _spec_of(bench: Bench, name: str) -> ToolSpec:
+    """The spec of a name ``_resolvable`` found (a pegboard name or a tool:// reference)."""
+    from toolbench._core.ids import ToolId
+
+    tid = ToolId.parse(name)
+    if tid is None:
+        return bench.pegboard.entry(name).spec
+    return next(e.spec for e in bench.pegboard.entries(tid.server) if e.tool == tid.tool)
+
+
+def _check_parameters(name: str, arguments: Mapping[str, Any],
+                      specs: Sequence[ToolSpec]) -> None:
+    """Refuse an argument that no tool in ``specs`` has as a parameter (a typo, usually).
+
+    A server may well ignore an unknown key and answer as if it was never given, so the
+    command refuses it before calling, naming the known parameters (a usage error). A schema
+    that admits any key (``additionalProperties`` or ``patternProperties``) accepts it.
+    """
+    known: set[str] = set()
+    for spec in specs:
+        schema = spec.input_schema if isinstance(spec.input_schema, Mapping) else {}
+        extra = schema.get("additionalProperties")
+        if (extra is not None and extra is not False) or schema.get("patternProperties"):
+            return
+        properties = schema.get("properties")
+        known.update(properties if isinstance(properties, Mapping) else ())
+    unknown = [key for key in arguments if key not in known]
+    if not unknown:
+        return
+    listed = ", ".join(sorted(known)) or "none"
+    noun = "parameter" if len(unknown) == 1 else "parameters"
+    hint = did_you_mean(unknown[0], sorted(known))
+    raise UsageError(f"{name!r} has no {noun} {', '.join(map(repr, unknown))}{hint} (its "
+                     f"parameters: {listed}); nothing was called")
 
 
 def _unknown_name(bench: Bench, name: str) -> str:
@@ -310,21 +382,39 @@ def _compare(args: argparse.Namespace, source: _Source) -> int:
         _owners(source, args.name)  # a malformed reference or unknown server: usage error
     bench, failed = _start(source)
     with bench:
+        specs = _compared_specs(bench, args.name)
+        if specs:
+            _check_parameters(args.name, arguments, specs)
         try:
             df = bench.compare(args.name, arguments, progress=False)
         except Unreachable as exc:  # no server offers the name
             if failed:
-                _err(f"error: {exc} (and {failed} server(s) failed to start, above)")
+                _err(f"error: {exc} (and {_counted(failed, 'server')} failed to start, "
+                     "above)")
                 return EXIT_FAILED
             raise UsageError(str(exc)) from exc
         print(_text_table(df, ["case", "server", "ok", "latency_ms", "text", "error"]))
         bad = df[~df["ok"].astype(bool)]
         if len(bad):
-            _err(f"{len(bad)} of {len(df)} calls failed:")
+            _err(f"{len(bad)} of {_counted(len(df), 'call')} failed:")
             for r in bad.itertuples():  # in full: the table cuts long errors short
                 print(f"  case {r.case}, {r.server}: {r.error_type}: {r.error}", file=sys.stderr)
             return EXIT_FAILED
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _compared_specs(bench: Bench, name: str) -> list[ToolSpec]:
+    """The specs of every tool ``compare`` would call for ``name`` (none: compare says why)."""
+    from toolbench._core.ids import ToolId
+
+    tid = ToolId.parse(name)
+    if tid is not None:
+        original = tid.tool
+    elif name in bench.pegboard:
+        original = bench.pegboard.entry(name).tool
+    else:
+        original = name
+    return [e.spec for e in bench.pegboard.entries() if e.tool == original]
 
 
 def _demo(args: argparse.Namespace, source: _Source) -> int:
@@ -336,10 +426,13 @@ def _demo(args: argparse.Namespace, source: _Source) -> int:
         tool, example = DEMO_EXAMPLE
         if f"geo-{tool}" in bench.pegboard.same_named().get(tool, []):
             # --demo only when ./mcp.json would otherwise win: the hint must work as printed.
+            # The command as it runs here: the quick start's venv is not activated.
             flag = " --demo" if Path("mcp.json").is_file() else ""
+            command = _command_name()
             print(f"\nSeveral servers offer `{tool}`. Compare them, or call one:\n"
-                  f"  toolbench compare {tool} {example}{flag}\n"
-                  f"  toolbench call geo-{tool} {example}{flag}")
+                  f"  {command} compare {tool} {example}{flag}\n"
+                  f"  {command} call geo-{tool} {example}{flag}\n"
+                  + _activate_hint(command), end="")
     return EXIT_FAILED if failed else EXIT_OK
 
 
@@ -384,7 +477,9 @@ def _lab(lab_args: Sequence[str]) -> int:
     if "--allow-root" in command and "--allow-root" not in lab_args:
         _err("running as root, so passing --allow-root to jupyter lab")
     folder = Path("notebooks") if Path("notebooks").is_dir() else Path.cwd()
-    return subprocess.call(command, cwd=os.fspath(folder))
+    from toolbench import _child
+
+    return _child.run(command, cwd=os.fspath(folder))  # JupyterLab ends with this command
 
 
 # -- parsing ------------------------------------------------------------------------------
@@ -407,8 +502,9 @@ def _parser() -> argparse.ArgumentParser:
                "  toolbench call --help\n\n" + EXIT_HELP,
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    cat = sub.add_parser("catalog", parents=[servers], formatter_class=raw,
-                         help="list every tool of every server", epilog=EXIT_HELP)
+    cat_help = "list every tool of every server"
+    cat = sub.add_parser("catalog", parents=[servers], formatter_class=raw, help=cat_help,
+                         description=cat_help, epilog=EXIT_HELP)
     cat.add_argument("--server", help="only this server's tools (only it is started)")
     cat.add_argument("--search", help="only tools whose name, title or description contains "
                                       "this (any case)")
@@ -425,8 +521,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="one argument, repeatable; VALUE is read as JSON when it parses "
                             "(2, true, [1,2]), else as text")
         p.add_argument("--json", metavar="OBJECT", help="the arguments as one JSON object")
-    sub.add_parser("demo", formatter_class=raw, epilog=EXIT_HELP,
-                   help="start the bundled demo servers and show what they offer")
+    demo_help = "start the bundled demo servers and show what they offer"
+    sub.add_parser("demo", formatter_class=raw, epilog=EXIT_HELP, help=demo_help,
+                   description=demo_help)
     from toolbench._bench.signin_commands import add_auth_command
 
     add_auth_command(sub)
@@ -446,15 +543,16 @@ def run(argv: Sequence[str] | None = None) -> int:
     if lab_at is not None and argv[lab_at + 1:] not in (["-h"], ["--help"]):
         return _lab(argv[lab_at + 1:])
     args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return EXIT_OK
+    if args.command is None:  # a usage error: say what the commands are, exit 2
+        parser.print_help(sys.stderr)
+        _err("error: a command is required (catalog, call, compare, demo or lab)")
+        return EXIT_USAGE
     config: str | None = getattr(args, "config", None)
     use_demo: bool = getattr(args, "demo", False)
     if args.command == "demo":
         if config is not None:
             raise UsageError("`toolbench demo` always uses the bundled demo servers; for "
-                             f"{config} use `toolbench catalog --config {config}`")
+                             f"{config} use `{_command_name()} catalog --config {config}`")
         use_demo = True
     if args.command in ("call", "compare"):
         _parse_args(args.arg, args.json)  # before reading a config or starting anything

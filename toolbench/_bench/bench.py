@@ -25,6 +25,7 @@ import anyio
 
 from toolbench._bench import config as _config
 from toolbench._bench.batch import Job, as_cases, bind, compare_frame, progress_bar, run_jobs
+from toolbench._bench.connected import Connected
 from toolbench._bench.handles import ToolHandles
 from toolbench._bench.journal import Journal, warn_not_durable, warn_unwritten
 from toolbench._bench.progress import (
@@ -41,6 +42,7 @@ from toolbench._core import validate as _validate
 from toolbench._core.checks import seconds, whole
 from toolbench._core.client import Result, ToolSpec, check_arguments
 from toolbench._core.errors import TimedOut, ToolError, Unreachable
+from toolbench._core.html import counted
 from toolbench._core.ids import Egress, Provenance, ToolId, check_server_name, did_you_mean
 from toolbench._core.validate import unchecked, validate_arguments
 from toolbench._loop import get_loop
@@ -199,7 +201,9 @@ class BaseBench(BeyondTools):
                 "decline" | "cancel", "content": {...}}`` or an ``ElicitResult``; or
                 ``"ask"``, a form built from the requested schema (a URL request shows the
                 link, never opens it). Answers are checked against the schema. ``"ask"``
-                works while a plain ``bench.call`` blocks the cell.
+                works while a plain ``bench.call`` blocks the cell. Where no person can
+                answer (no notebook kernel, or no ipywidgets), ``Bench(...)`` warns once
+                (``UserWarning``) and a server that asks gets an error reply.
             roots (paths or file:// URIs | None): folders advertised to servers; set
                 ``bench.roots`` later to change them (connected servers are told).
                 ``None`` (default) advertises no roots capability. Example:
@@ -269,7 +273,7 @@ class BaseBench(BeyondTools):
 
     # -- connecting -----------------------------------------------------------------------
     async def _connect(self, name: str, target: Any, namespace: Namespace,
-                       given: ConnectOptions) -> int:
+                       given: ConnectOptions) -> Connected:
         """A failed row is kept (it tells why); it is replaced only once a new target is
         valid, and a config mistake (a name collision) keeps no row at all."""
         self._check_open()
@@ -316,10 +320,10 @@ class BaseBench(BeyondTools):
                 raise
             raise clean from None
         row.status, row.error = "connected", None
-        return count
+        return Connected(count, name, connection.transport)
 
     def connect(self, name: str, target: Any, /, *, namespace: Namespace = USE_SERVER_NAME,
-                **options: Unpack[ConnectOptions]) -> int:
+                **options: Unpack[ConnectOptions]) -> Connected:
         """Connect ``target`` as server ``name``; its type picks the transport.
 
         Args:
@@ -340,7 +344,8 @@ class BaseBench(BeyondTools):
                 ``connect_timeout``.
 
         Returns:
-            How many tools the server added to the catalog.
+            How many tools the server added to the catalog: an ``int`` whose repr says what
+            connected, e.g. ``<connected 'time': 2 tools (stdio)>``.
 
         Raises:
             Unreachable: the server did not start, answer or list its tools in time, or
@@ -351,13 +356,13 @@ class BaseBench(BeyondTools):
 
         Example:
             >>> bench.connect("time", "mcp-server-time --local-timezone UTC")  # doctest: +SKIP
-            2
+            <connected 'time': 2 tools (stdio)>
         """
         return get_loop().run(self._connect, name, target, namespace, options)
 
     async def aconnect(self, name: str, target: Any, /, *,
                        namespace: Namespace = USE_SERVER_NAME,
-                       **options: Unpack[ConnectOptions]) -> int:
+                       **options: Unpack[ConnectOptions]) -> Connected:
         """Awaitable :meth:`connect`: the same arguments, result and errors."""
         return await get_loop().arun(self._connect, name, target, namespace, options)
 
@@ -1049,7 +1054,8 @@ class BaseBench(BeyondTools):
     def __repr__(self) -> str:
         try:
             state = "closed" if self._closed else "open"
-            return (f"<Bench {state}: {len(self._rows)} servers, "
-                    f"{self.pegboard.tool_count()} tools, {len(self._store)} records>")
+            return (f"<Bench {state}: {counted(len(self._rows), 'server')}, "
+                    f"{counted(self.pegboard.tool_count(), 'tool')}, "
+                    f"{counted(len(self._store), 'record')}>")
         except Exception:
             return "<Bench>"

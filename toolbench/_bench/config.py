@@ -35,7 +35,7 @@ from typing import Any
 from urllib.parse import quote, quote_plus, urlsplit
 
 from toolbench._core.checks import is_seconds, is_whole
-from toolbench._core.ids import SERVER_RULE, is_server_name
+from toolbench._core.ids import SERVER_RULE, did_you_mean, is_server_name
 from toolbench._transports.limits import check_max_message_bytes, check_max_tools
 
 TYPES = ("stdio", "http", "sse")
@@ -94,10 +94,14 @@ class Parsed:
     unknown: list[str]
 
     def warn_unknown(self, stacklevel: int = 2) -> None:
-        """One ``ConfigWarning`` naming every unknown key, if there are any."""
+        """One ``ConfigWarning`` naming every unknown key (with the known key it most likely
+        meant), if there are any."""
         if self.unknown:
+            named = ", ".join(path + (_meant(path.rsplit(".", 1)[-1])
+                                      if path.count(".") >= 3 else "")  # a server's key
+                              for path in self.unknown)
             warnings.warn(
-                f"{self.source}: ignored unknown keys {', '.join(self.unknown)} "
+                f"{self.source}: ignored unknown keys {named} "
                 f"(a server knows {', '.join(sorted(SERVER_KEYS))})",
                 ConfigWarning, stacklevel=stacklevel + 1,
             )
@@ -247,6 +251,23 @@ def read(config: str | os.PathLike[str] | Mapping[str, Any],
     return parsed.servers
 
 
+def _unknown_keys(entry: Mapping[str, Any]) -> str:
+    """``"; it has the unknown key 'comand' (did you mean 'command'?)"``, or ``""``: a typo
+    is the usual reason a server lacks what it needs."""
+    found = [k for k in entry if k not in SERVER_KEYS]
+    if not found:
+        return ""
+    parts = ", ".join(repr(key) + _meant(str(key)) for key in found[:5])
+    noun = "key" if len(found) == 1 else "keys"
+    return f"; it has the unknown {noun} {parts}"
+
+
+def _meant(key: str) -> str:
+    """``" (did you mean 'command'?)"`` for a server key close to a known one, else ``""``."""
+    hint = did_you_mean(key, SERVER_KEYS)
+    return f" ({hint[2:]})" if hint else ""
+
+
 def _server(name: str, entry: dict[str, Any], source: str, path: str,
             env: Mapping[str, str]) -> ServerConfig:
     expander = _Expander(source, name, env)
@@ -268,7 +289,8 @@ def _server(name: str, entry: dict[str, Any], source: str, path: str,
                           "say which with 'type'")
     kind = declared or ("stdio" if "command" in entry else "http" if "url" in entry else None)
     if kind is None:
-        raise ConfigError(source, path, "a server needs 'command' (stdio) or 'url' (http/sse)")
+        raise ConfigError(source, path, "a server needs 'command' (stdio) or 'url' (http/sse)"
+                          + _unknown_keys(entry))
     foreign = _HTTP_ONLY if kind == "stdio" else _STDIO_ONLY
     for key in foreign:
         if key in entry:

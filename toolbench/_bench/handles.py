@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from toolbench._core import html as _html
 from toolbench._core.client import Result, ToolSpec
 
 if TYPE_CHECKING:
@@ -52,6 +53,16 @@ class ToolHandle:
     def __repr__(self) -> str:
         params = ", ".join(self.spec.parameters)
         return f"<tool {self.name}({params}) on {self.server}>"
+
+    def _repr_html_(self) -> str:
+        """The name, its server, the description (escaped, in paragraphs) and parameters."""
+        try:
+            params = ", ".join(f"<code>{_html.escape(p)}</code>" for p in self.spec.parameters)
+            return (f"<div><b>{_html.escape(self.name)}</b> <small>on server <code>"
+                    f"{_html.escape(self.server)}</code>; parameters: {params or 'none'}"
+                    f"</small>{_html.description_html(self.spec.description or '')}</div>")
+        except Exception:
+            return f"<pre>{_html.escape(repr(self))}</pre>"
 
 
 class ToolHandles(Mapping[str, ToolHandle]):

@@ -49,6 +49,11 @@ def in_notebook() -> bool:
     return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
 
 
+BAR_FORMAT = "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]"
+"""tqdm's default without the rate: one call's steps are the server's units, and "3.2 it/s" of
+them says nothing (a ``map``'s bar, over calls, keeps its rate)."""
+
+
 class ProgressBar:
     """One call's bar, made on its first update; ``close`` ends it (a no-op if never made)."""
 
@@ -68,7 +73,7 @@ class ProgressBar:
                 self._broken = True
                 return
             self._bar = self._context.run(tqdm, total=total, desc=self.label, leave=True,
-                                          mininterval=BAR_INTERVAL_S)
+                                          mininterval=BAR_INTERVAL_S, bar_format=BAR_FORMAT)
         bar = self._bar
         if total is not None and bar.total != total:
             bar.total = total

@@ -128,7 +128,7 @@ class ToolClient(Protocol):
         """Call ``tool`` with ``arguments``; ``provenance`` says who asked.
 
         Returns the tool's Result; every failure is a ``ToolError`` whose disposition says
-        whether the call may have happened (DESIGN.md, "Errors").
+        whether the call may have happened (``help(toolbench.ToolError)``).
         """
         ...
 

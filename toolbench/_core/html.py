@@ -42,6 +42,11 @@ def shorten(text: str, limit: int) -> str:
     return text[:room] + "…"
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``"1 row"``, ``"2 rows"``, ``"1,200 rows"``: a count with its noun in the right number."""
+    return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
+
+
 def cell(value: object, limit: int = 80) -> str:
     """A table cell: shortened, escaped, the full text (capped) in a tooltip."""
     text = value if isinstance(value, str) else to_text(value)
@@ -228,3 +233,71 @@ def resource_block_html(block: dict[str, Any], room: int) -> str:
             head += f"<div><small>{escape(shorten(description, 300))}</small></div>"
         return f"<div class='toolbench-resource'>{head}</div>"
     return f"<div class='toolbench-resource'>{head}{contents_html(inner, room)}</div>"
+
+
+# -- descriptions: a server's prose, shown as text with its paragraphs and inline code ------
+MAX_DESCRIPTION = 20_000
+"""Characters of a description shown in full (the rest is cut, and the cut says so)."""
+_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.DOTALL)
+"""A Markdown code span: a run of backticks closed by a run of the same length."""
+_LIST_ITEM = re.compile(r"^(?:[-*+•]|\d{1,3}[.)])\s")
+
+
+def paragraphs(text: str) -> list[str]:
+    """A description's paragraphs (blank-line separated), each on one line.
+
+    Hard wraps inside a paragraph are joined with a space, and the indentation a docstring
+    brings is dropped; a line that starts a list item ("- ", "1. ") stays on a line of its
+    own (joined to the paragraph by a newline).
+    """
+    found = []
+    for block in re.split(r"\n[ \t]*\n", text.replace("\r\n", "\n").strip()):
+        lines = [line.strip() for line in block.splitlines() if line.strip()]
+        if not lines:
+            continue
+        joined = lines[0]
+        for line in lines[1:]:
+            joined += ("\n" if _LIST_ITEM.match(line) else " ") + line
+        found.append(joined)
+    return found
+
+
+def inline_code(text: str) -> str:
+    """``text`` escaped, with each `code` span as ``<code>`` (escaped too); an unmatched
+    backtick stays a literal backtick."""
+    out = []
+    at = 0
+    for match in _CODE_SPAN.finditer(text):
+        code = match.group(2)
+        if len(code) > 2 and code.startswith(" ") and code.endswith(" "):
+            code = code[1:-1]  # Markdown: `` `x` `` shows `x`
+        out.append(escape(text[at:match.start()]))
+        out.append(f"<code>{escape(code)}</code>")
+        at = match.end()
+    out.append(escape(text[at:]))
+    return "".join(out).replace("\n", "<br>")
+
+
+def description_html(text: object, limit: int = MAX_DESCRIPTION) -> str:
+    """A tool's (or resource's, or prompt's) description as HTML: escaped text in paragraphs,
+    hard wraps joined, inline code as ``<code>``; at most ``limit`` characters of it."""
+    whole = "\n\n".join(paragraphs(text if isinstance(text, str) else to_text(text)))
+    if not whole:
+        return ""
+    shown = shorten(whole, limit)
+    more = (f"<p><small>({len(whole):,} characters; shortened)</small></p>"
+            if shown != whole else "")
+    return "".join(f"<p style='margin:0 0 0.5em 0'>{inline_code(p)}</p>"
+                   for p in shown.split("\n\n")) + more
+
+
+def description_cell(text: object, limit: int = 80) -> str:
+    """A description in a table cell: its paragraphs on one line, shortened, inline code as
+    ``<code>``, the whole text (capped) in a tooltip."""
+    whole = " ".join(paragraphs(text if isinstance(text, str) else to_text(text)))
+    whole = whole.replace("\n", " ")
+    short = shorten(whole, limit)
+    body = inline_code(short)
+    if short == whole:
+        return body
+    return f'<span title="{escape(shorten(whole, 2000))}">{body}</span>'

@@ -12,11 +12,13 @@ cell, and the cell waits for the click. We name the design *the cell-side pump*:
    of one blocking acquire, the hook waits in slices (``IDLE_SLICE_S``, ``BUSY_SLICE_S``). Between
    slices, still on the main thread and in the cell's own context (so ``display`` lands in the
    cell's output), it builds and shows the widgets of queued requests and, while one is open,
-   pumps the kernel: :class:`KernelPump` reads at most ``MAX_EVENTS`` pending shell messages
-   off the kernel's own socket, hands comm messages (widget updates and clicks) to the
-   kernel's comm handlers at once, and re-queues every other message (the next cell's
-   ``execute_request``, completions) on the kernel's event loop, in order, so the kernel
-   runs them after this cell exactly as it would have.
+   pumps the kernel: :class:`~toolbench._notebook.pump.KernelPump` reads at most
+   ``MAX_EVENTS`` pending shell messages off the kernel's own socket, answers comm messages
+   (widget updates and clicks) at once *as the kernel does* (status busy/idle and the echo
+   parented to the message: ipywidgets' front end sends a widget's next change only after
+   that idle), and re-queues every other message (the next cell's ``execute_request``,
+   completions) on the kernel's event loop, in order, so the kernel runs them after this
+   cell exactly as it would have.
 3. The click's handler checks the answer and resolves the future; the shared loop replies to
    the server; the call ends; the hook returns.
 
@@ -28,8 +30,18 @@ Why not ``jupyter-ui-poll``: checked here with ipykernel 7.4, its pump calls
 ``kernel.do_one_iteration()``, which ipykernel 7 no longer has, and swallows the
 ``AttributeError``: a click sent while a cell polled was never seen (20 s), while this pump saw
 it within 0.6 s and ran the queued next cell afterwards. ipykernel 7 itself dispatches comm
-messages during an *awaiting* cell, so ``await bench.acall(...)`` needs no pump; there the
-widget is shown through the kernel's event loop (:meth:`NotebookAsker.wake`).
+messages during an *awaiting* cell, so ``await bench.acall(...)`` needs no pump, only the
+busy/idle ipykernel leaves out there (:func:`~toolbench._notebook.pump.answer_comm_status`,
+installed with the hook); there the widget is shown through the kernel's event loop
+(:meth:`NotebookAsker.wake`).
+
+**Where a form shows.** In the cell that waits (blocked or awaiting), or in the last cell
+that ran. A server's request carries nothing that names the call it belongs to, so the
+explorer's Call button says where its call's questions go: :meth:`NotebookAsker.route` sends a
+server's asks to a place of the caller's (the explorer's Call tab) while that call runs.
+
+Text boxes of a form send their value when they lose focus (``continuous_update=False``):
+clicking Accept takes the focus first, so the value travels before the click, never after.
 
 Everything a server sent is escaped and capped: at most ``MAX_SHOWN_MESSAGES`` messages of a
 sampling request are shown (the rest are counted), each at most ``MAX_MESSAGE_CHARS``; a URL
@@ -55,6 +67,7 @@ import mcp_types as types
 
 from toolbench import _loop
 from toolbench._core import html as _html
+from toolbench._notebook.pump import MAX_EVENTS, KernelPump, PumpUnavailable, answer_comm_status
 from toolbench._transports import server_requests as _requests
 from toolbench._transports.server_requests import HandlerError
 
@@ -64,14 +77,11 @@ IDLE_SLICE_S = 0.1
 """While no ask is open, how often a waiting cell looks for a new one."""
 BUSY_SLICE_S = 0.02
 """While an ask is open, how often the waiting cell pumps the kernel's messages."""
-MAX_EVENTS = 50
-"""Shell messages handled per pump slice (each is one widget update or click)."""
 MAX_SHOWN_MESSAGES = 20
 """A sampling request's last messages shown; earlier ones are only counted."""
 MAX_MESSAGE_CHARS = 2_000
 MAX_TEXT_CHARS = 500
 """Caps for a server's message, system prompt, URL and the like."""
-COMM_TYPES = frozenset({"comm_open", "comm_msg", "comm_close"})
 ENDED = ("this request ended before it was answered (the call timed out, was interrupted, or "
          "the server gave up)")
 _RED = "color:#b00020"
@@ -194,6 +204,7 @@ class SamplingAsk(_AskWidget):
         super().__init__(answer)
         self.transcript = widgets.HTML(sampling_html(server, params))
         self.reply = widgets.Textarea(placeholder="the reply the server gets", rows=4,
+                                      continuous_update=False,  # sent on blur: see above
                                       layout=widgets.Layout(width="95%"))
         self.send = self._button("Send", "success", self._send)
         self.reject = self._button("Reject", "danger", self._reject)
@@ -273,81 +284,6 @@ KINDS: dict[str, Callable[[str, Any, Answer], _AskWidget]] = {}
 """Widgets of further kinds of question, by kind (the sign-in card adds ``"signin"``)."""
 
 
-# -- the pump ------------------------------------------------------------------------------
-class PumpUnavailable(RuntimeError):
-    """This kernel's message plumbing is not what the pump knows how to read."""
-
-
-class KernelPump:
-    """Handles the kernel's pending widget messages while the main thread is busy in a cell.
-
-    ipykernel 7 receives shell messages on its shell-channel thread and passes the main
-    shell's to the main thread through an inproc socket, read by a ``ZMQStream`` on the main
-    event loop; without that thread, the shell socket's own stream. Both are read here
-    directly, without waiting; see the module docstring for what happens to each message.
-    """
-
-    def __init__(self, kernel: Any) -> None:
-        try:
-            channel = getattr(kernel, "shell_channel_thread", None)
-            if channel is not None:
-                pair = channel.manager._shell_channel_to_main
-                self.stream, self.socket = pair.to_stream, pair.to_socket
-            else:
-                self.stream = kernel.shell_stream
-                self.socket = self.stream.socket
-            self.callback = self.stream._recv_callback
-            self.session, self.handlers = kernel.session, kernel.shell_handlers
-            self.io_loop = kernel.io_loop
-            self._tasks: set[asyncio.Future[Any]] = set()
-        except AttributeError as exc:
-            raise PumpUnavailable(f"this kernel ({type(kernel).__name__}) has no shell "
-                                  f"stream the pump can read: {exc}") from exc
-        if self.stream is None or self.callback is None or self.session is None:
-            raise PumpUnavailable("the kernel's shell stream is not set up yet")
-
-    def __call__(self, limit: int = MAX_EVENTS) -> int:
-        """Handle up to ``limit`` pending messages; returns how many were read."""
-        import zmq
-
-        count = 0
-        while count < limit:
-            try:
-                frames = self.socket.recv_multipart(zmq.NOBLOCK, copy=False)
-            except zmq.Again:
-                break
-            count += 1
-            handled = False
-            try:
-                handled = self._comm(frames)
-            except Exception:
-                logger.debug("a widget message failed in the pump", exc_info=True)
-                handled = True  # as the kernel would: it logs a failing handler and goes on
-            finally:
-                if not handled:  # also on KeyboardInterrupt: nothing read is ever lost
-                    self.io_loop.add_callback(self._redeliver, frames)
-        return count
-
-    def _comm(self, frames: list[Any]) -> bool:
-        """Run a comm message's handler now (in the cell's context); False for any other."""
-        idents, rest = self.session.feed_identities(frames, copy=False)
-        header = self.session.deserialize(rest, content=False, copy=False)["header"]
-        kind = header.get("msg_type")
-        if kind not in COMM_TYPES or kind not in self.handlers:
-            return False
-        message = self.session.deserialize(rest, content=True, copy=False)
-        self.handlers[kind](self.stream, idents, message)
-        return True
-
-    def _redeliver(self, frames: list[Any]) -> None:
-        """Give a message back to the kernel's own handler, as its stream would have."""
-        result = self.callback(frames)
-        if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
-            task = asyncio.ensure_future(result)
-            self._tasks.add(task)  # asyncio keeps only weak references to tasks
-            task.add_done_callback(self._tasks.discard)
-
-
 def running_kernel() -> Any | None:
     """The ipykernel kernel of this process, or None (a script, a terminal IPython)."""
     if "ipykernel" not in sys.modules or "IPython" not in sys.modules:
@@ -370,6 +306,7 @@ class _Pending:
         self.future: concurrent.futures.Future[Any] = concurrent.futures.Future()
         self.view: _AskWidget | None = None
         self.expired: str | None = None
+        self.show: Callable[[Any], None] | None = None  # a route's, else the cell's display
 
     def answer(self, value: Any) -> None:
         if not self.future.done():
@@ -391,6 +328,7 @@ class NotebookAsker:
         self._pumps: dict[int, KernelPump | None] = {}
         self._following = False
         self._cell_parent: dict[str, Any] | None = None
+        self._routes: dict[str, list[Callable[[Any], None]]] = {}
 
     # the Asker protocol
     def available(self) -> str | None:
@@ -411,6 +349,10 @@ class NotebookAsker:
         if self._display is not None or kernel is None:
             return
         _loop.set_wait_hook(self.wait)
+        try:
+            answer_comm_status(kernel)  # an awaiting cell's widget messages get busy/idle
+        except Exception:  # the await path then works as ipykernel alone makes it
+            logger.debug("could not wrap the kernel's dispatch_shell", exc_info=True)
         shell = getattr(kernel, "shell", None)
         if shell is not None and not self._following:
             self._following = True
@@ -431,9 +373,28 @@ class NotebookAsker:
                           timeout: float) -> Any:
         return await self._ask("elicitation", server, params)
 
+    def route(self, server: str, show: Callable[[Any], None]) -> Callable[[], None]:
+        """Show ``server``'s questions with ``show`` (main thread) instead of in a cell, until
+        the returned function is called; the latest route of a server wins. The explorer's
+        Call button routes its call's server to its Call tab while the call runs."""
+        with self._lock:
+            self._routes.setdefault(server, []).append(show)
+
+        def unroute() -> None:
+            with self._lock:
+                shows = self._routes.get(server, [])
+                if show in shows:
+                    shows.remove(show)
+                if not shows:
+                    self._routes.pop(server, None)
+
+        return unroute
+
     async def _ask(self, kind: str, server: str, params: Any) -> Any:
         pending = _Pending(kind, server, params)
         with self._lock:
+            shows = self._routes.get(server)
+            pending.show = shows[-1] if shows else None
             self._queue.append(pending)
         self.wake()
         try:
@@ -480,7 +441,7 @@ class NotebookAsker:
                 continue
             try:
                 pending.view = self._build(pending)
-                self._show(pending.view.widget)
+                self._show(pending.view.widget, pending.show)
             except Exception as exc:  # a broken widget must not leave the server waiting
                 logger.debug("could not show an ask widget", exc_info=True)
                 pending.answer(HandlerError(
@@ -503,7 +464,10 @@ class NotebookAsker:
             return SamplingAsk(pending.server, pending.params, pending.answer)
         return ElicitationAsk(pending.server, pending.params, pending.answer)
 
-    def _show(self, widget: Any) -> None:
+    def _show(self, widget: Any, show: Callable[[Any], None] | None = None) -> None:
+        if show is not None:
+            show(widget)
+            return
         if self._display is not None:
             self._display(widget)
             return

@@ -57,6 +57,8 @@ def cell(value: Any, limit: int, column: object = None) -> str:
         if str(column).endswith("_ms") and abs(value) < 1e9:
             return f"{value:.1f}"
         return _html.escape(f"{value:.12g}")
+    if column == "description" and isinstance(value, str):  # prose: `code` shown as code
+        return _html.description_cell(value, limit)
     if column == "warnings" and isinstance(value, list):  # reasons, read as sentences
         value = "; ".join(str(v) for v in value[:20])
     if isinstance(value, (list, dict)):

@@ -58,9 +58,15 @@ def _compare_html(df: pd.DataFrame, max_rows: int, max_cell: int) -> str:
     if len(df) == 0:
         return "<i>no rows</i>"
     extra = [c for c in df.columns if str(c).startswith("structured.")]
-    columns = ["case", "server", "ok", "latency_ms", "answer", *extra, "error"]
     rows: list[dict[str, Any]] = [{str(k): v for k, v in r.items()}
                                   for r in df.to_dict("records")]
+    # Narrow enough for a notebook: when every answer is structured, its fields show it column
+    # by column (no answer column), and an error column only when something failed.
+    failed = any(not r.get("ok") for r in rows)
+    in_fields = bool(extra) and all(isinstance(r.get("structured"), dict)
+                                    for r in rows if r.get("ok"))
+    columns = ["case", "server", "ok", "latency_ms", *([] if in_fields else ["answer"]),
+               *extra, *(["error"] if failed else [])]
     latencies = [float(r["latency_ms"]) for r in rows
                  if isinstance(r.get("latency_ms"), (int, float))
                  and math.isfinite(float(r["latency_ms"]))]
@@ -71,6 +77,10 @@ def _compare_html(df: pd.DataFrame, max_rows: int, max_cell: int) -> str:
     majority = {case: _majority(group) for case, group in by_case.items()}
     column_sets = {
         (case, column): {_json(r.get(column)) for r in group}
+        for case, group in by_case.items() for column in extra
+    }
+    column_majority = {  # as for answers: the value most servers gave, else none
+        (case, column): _field_majority([_json(r.get(column)) for r in group])
         for case, group in by_case.items() for column in extra
     }
     counts = disagreements(df)
@@ -97,20 +107,23 @@ def _compare_html(df: pd.DataFrame, max_rows: int, max_cell: int) -> str:
                 value = f"{case}{flag}"
             elif column == "error" and not row.get("ok"):
                 value = _error_cell(row.get("error"), row.get("error"), max_cell)
+                style = FAILED if in_fields else ""
             else:
                 value = cell(row.get(column), max_cell, column)
                 if column in extra and len(column_sets[(case, column)]) > 1:
-                    style = DIFFER
+                    usual = column_majority[(case, column)]
+                    style = DIFFER if usual is None or _json(row.get(column)) != usual else ""
             attr = f" style='{style}'" if style else ""
             attr += " class='tb-nowrap'" if column == "latency_ms" else column_class(column)
             cells.append(f"<td{attr}>{value}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     total = len(rows)
     shown = min(total, max_rows)
-    note = f"showing {shown} of {total} rows" if total > shown else f"{total} rows"
+    rows_note = _html.counted(total, "row")
+    note = f"showing {shown:,} of {rows_note}" if total > shown else rows_note
     split = sum(1 for n in counts.values() if n > 1)
-    summary = (f"<p><small>{note}; servers disagree on {split} of {len(counts)} case(s)"
-               f"</small></p>")
+    summary = (f"<p><small>{note}; servers disagree on {split:,} of "
+               f"{_html.counted(len(counts), 'case')}</small></p>")
 
     return (f"{TABLE_STYLE}<div class='toolbench-scroll'><table class='toolbench-table "
             f"toolbench-compare'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody>"
@@ -136,6 +149,12 @@ def _majority(group: list[dict[str, Any]]) -> str | None:
     out, so every answer in a split case is highlighted."""
     key, count = Counter(answer_key(r) for r in group).most_common(1)[0]
     return key if count * 2 > len(group) else None
+
+
+def _field_majority(values: list[str]) -> str | None:
+    """The value of one structured field that more than half the servers gave, if any."""
+    key, count = Counter(values).most_common(1)[0]
+    return key if count * 2 > len(values) else None
 
 
 def _json(value: Any) -> str:

@@ -54,8 +54,8 @@ def html_table(df: pd.DataFrame, *, max_rows: int = MAX_ROWS, max_cell: int = MA
         cells = "".join(f"<td{k}>{cell(v, max_cell, c)}</td>"
                         for k, v, c in zip(classes, values, shown.columns, strict=True))
         body.append(f"<tr>{cells}</tr>")
-    note = f"<p><small>{total} rows</small></p>" if total <= max_rows else (
-        f"<p><small>showing {max_rows} of {total} rows</small></p>")
+    note = f"<p><small>{_html.counted(total, 'row')}</small></p>" if total <= max_rows else (
+        f"<p><small>showing {max_rows:,} of {_html.counted(total, 'row')}</small></p>")
     cap = f"<caption>{_html.escape(caption)}</caption>" if caption else ""
     return (f"{TABLE_STYLE}<div class='toolbench-scroll'><table class='toolbench-table'>{cap}"
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>{note}")
@@ -103,14 +103,52 @@ def _adds_to(result: Any, error: BaseException) -> bool:
 
 # -- the bench's tables -----------------------------------------------------------------------
 HISTORY_CELL = 48
+HISTORY_ERROR_CELL = 140
+"""One tool's History has few columns, so a cell may hold enough of an error to read its hint
+(it wraps; the whole text is in the tooltip)."""
 
 
-def records_html(df: pd.DataFrame, *, max_rows: int = MAX_ROWS) -> str:
-    """The call history, newest first; cells kept short (the full text is in the tooltip)."""
+HISTORY_VIEW = ("started", "ok", "disposition", "latency_ms", "answer or error", "arguments")
+"""One tool's history (the explorer's History tab): its name, server and kind go without
+saying, and a call has an answer or an error, never both, so they share one column, placed
+before the arguments: the error is the first thing to read in a narrow pane."""
+
+
+def newest_first(df: pd.DataFrame) -> pd.DataFrame:
+    """Records by when they started, the latest first (calls that started together: the one
+    recorded last first). Records are kept in the order calls *ended*."""
+    if "started" not in df.columns:
+        return df.iloc[::-1]
+    return df.iloc[::-1].sort_values("started", ascending=False, kind="stable")
+
+
+def history_html(df: pd.DataFrame, *, caption: str, max_rows: int = MAX_ROWS) -> str:
+    """One tool's records in the :data:`HISTORY_VIEW` columns, newest first by start."""
     if len(df) == 0:
         return "<i>no calls yet</i>"
-    return html_table(df.iloc[::-1], max_rows=max_rows, columns=RECORD_VIEW,
-                      max_cell=HISTORY_CELL, caption="calls (newest first)")
+    import pandas as pd
+
+    view = newest_first(df).head(max_rows * 2)
+    outcome = [plain(text) if bool(ok) else f"{plain(kind)}: {plain(error)}"
+               for ok, text, kind, error in zip(view["ok"], view["text"], view["error_type"],
+                                                view["error"], strict=True)]
+    frame = pd.DataFrame({"started": view["started"], "ok": view["ok"],
+                          "disposition": view["disposition"], "latency_ms": view["latency_ms"],
+                          "answer or error": outcome, "arguments": view["arguments"]})
+    return html_table(frame.head(max_rows), max_rows=max_rows, max_cell=HISTORY_ERROR_CELL,
+                      caption=caption) + (f"<p><small>{_html.counted(len(df), 'call')} in all"
+                                          f"</small></p>" if len(df) > max_rows else "")
+
+
+def records_html(df: pd.DataFrame, *, max_rows: int = MAX_ROWS,
+                 columns: Sequence[str] = RECORD_VIEW,
+                 caption: str = "calls (newest first)") -> str:
+    """The call history, newest first by start; cells kept short (the full text is in the
+    tooltip)."""
+    if len(df) == 0:
+        return "<i>no calls yet</i>"
+    return html_table(newest_first(df), max_rows=max_rows, columns=columns,
+                      max_cell=HISTORY_CELL, caption=caption)
 
 
 def kind_of(df: pd.DataFrame) -> str:
@@ -148,10 +186,10 @@ def frame_text(df: pd.DataFrame, *, max_rows: int = 20, width: int = 40) -> str:
         head = df.head(max_rows).map(lambda v: _html.shorten(_html.to_text(plain(v)), width))
         text = head.to_string(max_cols=12)
         if len(df) > max_rows:
-            text += f"\n[showing {max_rows} of {len(df)} rows]"
+            text += f"\n[showing {max_rows:,} of {_html.counted(len(df), 'row')}]"
         return text
     except Exception:
-        return f"<{type(df).__name__}: {len(df)} rows>"
+        return f"<{type(df).__name__}: {_html.counted(len(df), 'row')}>"
 
 
 class Shown:

@@ -8,8 +8,16 @@ deep, and the check is ``_validate``'s (nothing fetched, re2 patterns, bounded w
 
 What the form shows is what is sent, and empty means "not sent": an optional field left
 empty is omitted; a required field that is nullable sends ``null``; a required field that is
-not nullable is flagged. A number or boolean cannot be empty, so an optional one has a "send"
-box: ticked when the schema gives a default (shown), ticked as soon as the value is edited.
+not nullable is flagged. A number is typed in a text box (:class:`NumberText`) that starts
+empty or with the schema's default, never with a made-up 0 (which could break the schema's
+``minimum``, and would be sent although nobody chose it). A checkbox cannot be empty, so an
+optional boolean has a "send" box: ticked when the schema gives a default (shown), ticked as
+soon as the value is edited.
+
+Text boxes send their value to the kernel when they lose focus or on Enter
+(``continuous_update=False``), not on every key: clicking a button takes the focus first, so
+the value reaches the kernel before the click does. (With an update per key, ipywidgets holds
+back later keys until the kernel acknowledges the first, and a quick click could overtake them.)
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from typing import Any
 from urllib.parse import unquote
 
 import ipywidgets as widgets
+from traitlets import CUnicode
 
 from toolbench._core import html as _html
 from toolbench._core.validate import field_errors
@@ -38,6 +47,33 @@ _CLASS_SAFE = re.compile(r"[^A-Za-z0-9_-]")
 def css_class(prefix: str, name: str) -> str:
     """A CSS class naming ``name`` (a field or tool), so a test or a stylesheet can find it."""
     return prefix + _CLASS_SAFE.sub("_", name)[:80]
+
+
+class NumberText(widgets.Text):  # type: ignore[misc]
+    """A text box for an integer or number: empty means "no value", which an ``IntText``
+    cannot hold. Its ``value`` is the text; setting a number stores its text (``5`` -> "5")."""
+
+    value = CUnicode(help="the number as typed").tag(sync=True)
+
+
+def parse_number(kind: str, text: str) -> int | float:
+    """``text`` as the schema's integer or number; a ValueError names the value and the rule."""
+    shown = _html.shorten(text, 40)
+    try:
+        number = float(text)
+    except ValueError:
+        raise ValueError(f"{shown!r} is not {'an integer' if kind == 'integer' else 'a number'}"
+                         ) from None
+    if number != number or number in (float("inf"), float("-inf")):
+        raise ValueError(f"{shown!r} is not a finite number")
+    if kind == "number":
+        return number
+    try:
+        return int(text)
+    except ValueError:
+        if number.is_integer():
+            return int(number)
+        raise ValueError(f"{shown!r} is not an integer (no fraction allowed)") from None
 
 
 class FormError(ValueError):
@@ -145,13 +181,12 @@ class Field:
             return True, self.options[index]
         if kind == "string":
             return (True, value) if value != "" else self._empty()
-        if kind in ("integer", "number", "boolean"):
+        if kind in ("integer", "number"):
+            text = str(value).strip()
+            return (True, parse_number(kind, text)) if text else self._empty()
+        if kind == "boolean":
             if self.include is not None and not self.include.value:
                 return False, None
-            if kind == "integer":
-                return True, int(value)
-            if kind == "number":
-                return True, float(value)
             return True, bool(value)
         text = str(value).strip()
         if not text:
@@ -281,22 +316,22 @@ def _make_field(name: str, prop: Any, required: bool, root: Mapping[str, Any]) -
         box: Any = widgets.Dropdown(options=labels, value=index, layout=layout)
     elif kind == "string":
         box = widgets.Text(value=str(default) if has_default else "", layout=layout,
+                           continuous_update=False,
                            placeholder="(empty: not sent)" if not required else "")
-    elif kind == "integer":
-        start = default if isinstance(default, int) and not isinstance(default, bool) else 0
-        box = widgets.IntText(value=start, layout=layout)
-    elif kind == "number":
-        number = default if isinstance(default, (int, float)) and not isinstance(default, bool) \
-            else 0.0
-        box = widgets.FloatText(value=float(number), layout=layout)
+    elif kind in ("integer", "number"):
+        start = default if isinstance(default, (int, float)) \
+            and not isinstance(default, bool) else None
+        box = NumberText(value="" if start is None else _number_text(start), layout=layout,
+                         continuous_update=False, placeholder=_number_hint(kind, sub, required))
     elif kind == "boolean":
         box = widgets.Checkbox(value=bool(default) if has_default else False, indent=False,
                                layout=widgets.Layout(width="auto"))
     else:
         text = json.dumps(default, indent=1) if has_default else ""
         hint = {"array": "[ ... ]", "object": "{ ... }"}.get(str(sub.get("type")), "JSON")
-        box = widgets.Textarea(value=text, placeholder=hint, rows=3, layout=layout)
-    if kind in ("integer", "number", "boolean") and not required:
+        box = widgets.Textarea(value=text, placeholder=hint, rows=3, layout=layout,
+                               continuous_update=False)
+    if kind == "boolean" and not required:
         include = widgets.Checkbox(value=has_default, description="send", indent=False,
                                    layout=widgets.Layout(width="64px"))
         toggle = include
@@ -320,3 +355,19 @@ def _make_field(name: str, prop: Any, required: bool, root: Mapping[str, Any]) -
     row.add_class("toolbench-field")
     row.add_class(css_class("toolbench-field-", name))
     return Field(name, kind, required, nullable, sub, box, error, include, row, options)
+
+
+def _number_text(value: float) -> str:
+    return str(value) if not isinstance(value, float) or not value.is_integer() \
+        else str(int(value)) if abs(value) < 1e15 else repr(value)
+
+
+def _number_hint(kind: str, sub: Mapping[str, Any], required: bool) -> str:
+    """The placeholder of an empty number box: its kind and range, and whether empty is sent."""
+    low, high = sub.get("minimum"), sub.get("maximum")
+    low_x, high_x = sub.get("exclusiveMinimum"), sub.get("exclusiveMaximum")
+    parts = [kind]
+    for bound, sign in ((low, "≥"), (low_x, ">"), (high, "≤"), (high_x, "<")):
+        if isinstance(bound, (int, float)) and not isinstance(bound, bool):
+            parts.append(f"{sign} {_html.shorten(str(bound), 20)}")
+    return ", ".join(parts) + ("" if required else " (empty: not sent)")

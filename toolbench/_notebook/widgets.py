@@ -32,7 +32,7 @@ from toolbench._core.errors import ToolError
 from toolbench._core.html import result_html
 from toolbench._loop import get_loop
 from toolbench._notebook.compare_view import compare_html
-from toolbench._notebook.display import error_html, html_table, records_html
+from toolbench._notebook.display import error_html, history_html, html_table
 from toolbench._notebook.form import Form, FormError, build_form, css_class
 
 if TYPE_CHECKING:
@@ -140,8 +140,12 @@ class Explorer:
                                           icon="play")
         self.busy = widgets.HTML("")
         self.result = widgets.HTML("")
+        # A server's question during a Call (elicitation="ask"/sampling="ask") shows here.
+        self.ask_box = widgets.VBox([])
+        self.ask_box.add_class("toolbench-explorer-ask")
+        self._unroute: Callable[[], None] | None = None
         call_tab = widgets.VBox([self.form_box, widgets.HBox([self.call_button, self.busy]),
-                                 self.result])
+                                 self.ask_box, self.result])
 
         self.compare_servers = widgets.HTML("")
         self.compare_button = widgets.Button(description="Compare", button_style="info",
@@ -153,7 +157,7 @@ class Explorer:
             self.compare_output])
 
         self.history_button = widgets.Button(description="refresh", icon="refresh")
-        self.history = widgets.HTML("")
+        self.history = widgets.HTML("", layout=widgets.Layout(overflow="auto", max_width="100%"))
         history_tab = widgets.VBox([self.history_button, self.history])
 
         self.tabs = widgets.Tab(children=[call_tab, compare_tab, history_tab],
@@ -256,7 +260,7 @@ class Explorer:
         return self.widget._repr_mimebundle_(**kwargs)
 
     def __repr__(self) -> str:
-        return f"<toolbench explorer: {len(self.tool_list.options)} tools listed>"
+        return f"<toolbench explorer: {_html.counted(len(self.tool_list.options), 'tool')} listed>"
 
     def close(self) -> None:
         """Close every widget of the app (their front-end views go away)."""
@@ -304,7 +308,7 @@ class Explorer:
             self.tool_list.options = [(_html.shorten(n, 60), n) for n in names]
             self.tool_list.value = previous if previous in names else (names[0] if names else None)
             total = self.bench.pegboard.tool_count()
-            self.count.value = f"<small>{len(names)} of {total} tools</small>"
+            self.count.value = f"<small>{len(names):,} of {_html.counted(total, 'tool')}</small>"
         finally:
             self._updating = False
         self._select(self.tool_list.value)
@@ -337,6 +341,7 @@ class Explorer:
         if self._shown == name:
             return
         self._shown = name
+        self.show_history()  # the History tab is the selected tool's
         entry = self.bench.pegboard.entry(name)
         spec = entry.spec
         # The new form goes in first and the description last: a front end (or a person)
@@ -354,16 +359,13 @@ class Explorer:
             f"{_html.escape(entry.tool)}</code>: "
             + ", ".join(f"<code>{_html.escape(s)}</code>" for s in offering))
         self.compare_output.value = ""
-        text = inspect.cleandoc(spec.description or "")  # docstring indentation is not content
-        more = (f" <small>({len(text):,} characters; shortened)</small>"
-                if len(text) > MAX_DESCRIPTION else "")
         title = f" — {_html.escape(_html.shorten(spec.title, 200))}" if spec.title else ""
-        self.description.value = (
+        self.description.value = (  # escaped prose: paragraphs, `code` as <code>
             f"<div class='toolbench-description'><b>{_html.escape(name)}</b>{title} "
             f"<small>server <code>{_html.escape(entry.server)}</code>, tool "
             f"<code>{_html.escape(entry.tool)}</code></small>"
-            f"<div style='white-space:pre-wrap;max-height:10em;overflow:auto'>"
-            f"{_html.escape(_html.shorten(text, MAX_DESCRIPTION))}</div>{more}</div>")
+            f"<div style='max-height:10em;overflow:auto'>"
+            f"{_html.description_html(spec.description or '', MAX_DESCRIPTION)}</div></div>")
 
     # -- calling --------------------------------------------------------------------------
     def _arguments(self, output: Any) -> dict[str, Any] | None:
@@ -392,8 +394,21 @@ class Explorer:
             return None
         name = str(self.tool_list.value)
         self._busy(self.call_button, self.busy, True, "Calling…")
+        self._route_asks(name)
         work = get_loop().submit(lambda: self.bench.acall(name, arguments))
         return self._track(work, self._finish_call)
+
+    def _route_asks(self, name: str) -> None:
+        """While this call runs, its server's questions show in the Call tab (not in a cell)."""
+        from toolbench._transports.server_requests import registered_asker
+
+        route = getattr(registered_asker(), "route", None)
+        if route is None or name not in self.bench.pegboard:
+            return
+        self._unroute = route(self.bench.pegboard.entry(name).server, self._show_ask)
+
+    def _show_ask(self, widget: Any) -> None:
+        self.ask_box.children = (*self.ask_box.children, widget)
 
     def _finish_call(self, work: concurrent.futures.Future[Any]) -> None:
         try:
@@ -404,6 +419,10 @@ class Explorer:
             self.last_result = exc
             self.result.value = error_html(exc)
         finally:
+            if self._unroute is not None:
+                self._unroute()
+                self._unroute = None
+            self.ask_box.children = ()  # the outcome is in the result now
             self._busy(self.call_button, self.busy, False, "Call")
 
     def compare(self) -> concurrent.futures.Future[None] | None:
@@ -454,10 +473,24 @@ class Explorer:
         label.value = BUSY_HTML if busy else ""
 
     def show_history(self) -> None:
-        """Re-render this bench's call records, newest first."""
+        """Re-render the selected tool's calls, newest first by when they started (the whole
+        bench's are in ``bench.records``)."""
         self.check_closed()
         try:
-            self.history.value = records_html(self.bench.records)
+            name = self.tool_list.value
+            if not name or name not in self.bench.pegboard:
+                self.history.value = "<i>choose a tool to see its calls</i>"
+                return
+            entry = self.bench.pegboard.entry(name)
+            records = self.bench.records
+            mine = records[(records["server"] == entry.server) & (records["tool"] == entry.tool)
+                           & (records["kind"] == "tool")] if len(records) else records
+            others = len(records) - len(mine)
+            note = (f"<p><small>{_html.counted(others, 'other record')} on this bench "
+                    f"(other tools, reads, prompts): <code>bench.records</code> has every one"
+                    f"</small></p>" if others else "")
+            self.history.value = history_html(
+                mine, caption=f"calls of {_html.shorten(name, 80)} (newest first)") + note
         except Exception as exc:
             self.history.value = f"<i>history unavailable ({_html.escape(type(exc).__name__)})</i>"
 

@@ -232,7 +232,7 @@ class McpClient:
     ``alist_tools`` are the same methods). A notebook user wanting blocking calls connects it
     to a ``Bench``, which runs it on the shared loop.
 
-    What one server may send is bounded (DESIGN.md, "The trust boundary"):
+    What one server may send is bounded (a server is untrusted input):
     ``max_message_bytes`` (default 32 MiB) caps each message; a bigger one is dropped unread,
     fails its call as ``Malformed`` and restarts the connection (stdio: our own linear-time
     reader; HTTP: a capped response body; legacy SSE: the stream ends, so the call is
@@ -877,7 +877,7 @@ class McpClient:
     async def list_tools(self, server: str) -> list[ToolSpec]:
         """Every tool, following ``nextCursor`` to the end, never from the SDK's cache.
 
-        Bounded (DESIGN, "The trust boundary"): the whole listing by ``connect_timeout``,
+        Bounded (a server is untrusted input): the whole listing by ``connect_timeout``,
         each page by ``timeout``, the count by ``max_tools`` and the pages by ``MAX_PAGES``,
         and every page by ``max_message_bytes``. Exceeding a bound is ``Unreachable`` (at
         connect, the bench keeps the failed row); a repeated cursor is ``Malformed``.
@@ -935,7 +935,7 @@ class McpClient:
         timeout: float | None = None,
         progress: ProgressFn | None = None,
     ) -> Result:
-        """Call one tool; every failure is a ToolError from the table in DESIGN.md.
+        """Call one tool; every failure is a ToolError (``help(toolbench.ToolError)``).
 
         Args:
             tool: ``ToolId(name, tool)`` of this client's server.
@@ -1175,7 +1175,7 @@ class McpClient:
 
         Raises:
             Refused: the server does not offer resources (nothing was sent).
-            Unreachable, TimedOut, Malformed: as for a call (DESIGN.md, "Errors").
+            Unreachable, TimedOut, Malformed: as for a call (an error reply is ``Refused``).
         """
         return await _resources.list_resources(self, server)
 

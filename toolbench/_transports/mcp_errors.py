@@ -434,10 +434,19 @@ def is_transport_failure(exc: BaseException, ticket: CallTicket | None = None,
     return False
 
 
+TOOL_CALL_ACTIONS = frozenset({"call", "tools/call"})
+"""The ``action`` names of a tool call. Every other request (a listing, a resource read, a
+prompt fetch, a completion) is safe to repeat, so the server's error reply to it is
+``Refused`` whatever its code: "in doubt" is about a tool that may have run."""
+
+
 def _server_error(leaf: MCPError, tool: ToolId | None, redact: Redactor, action: str) -> ToolError:
     message = _html.shorten(redact(leaf.message), 400)
     if leaf.code in REFUSED_CODES:
         return Refused(f"the server refused the {action} (code {leaf.code}): {message}",
+                       tool=tool)
+    if action not in TOOL_CALL_ACTIONS:
+        return Refused(f"the server answered the {action} with error {leaf.code}: {message}",
                        tool=tool)
     return TimedOut(
         f"the server answered the {action} with error {leaf.code}: {message} "
@@ -452,10 +461,12 @@ def map_call_error(
 ) -> ToolError:
     """Sort one failure into the error table (DESIGN.md, "Errors"), by where it came from.
 
-    In order: an error reply from the server; anything before the request was handed over
-    (``did_not_happen``); an HTTP connect refused for this request; our own deadline; an
-    answer that is not a result (``Malformed``); a transport that broke mid-call. Anything
-    we cannot place is ``TimedOut``: claiming it did not happen would invite an unsafe retry.
+    In order: an error reply from the server (``Refused`` for a refusing code, and for any
+    code when ``action`` is not a tool call: those requests are safe to repeat); anything
+    before the request was handed over (``did_not_happen``); an HTTP connect refused for this
+    request; our own deadline; an answer that is not a result (``Malformed``); a transport
+    that broke mid-call. Anything we cannot place is ``TimedOut``: claiming it did not
+    happen would invite an unsafe retry.
     """
     if isinstance(exc, ToolError):
         return exc

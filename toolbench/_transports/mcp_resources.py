@@ -5,9 +5,11 @@ Kept apart from the connection code in ``toolbench._transports.mcp``; ``McpClien
 ``get_prompt`` are one line each that call these. Every failure goes through the same
 mapping as a tool call (``McpClient._mapped``, DESIGN.md's error table), with a
 ``CallTicket`` for the request's own method, so a request that never left is
-``did_not_happen`` and one that got no answer is ``in_doubt``. A read and a prompt fetch
-are idempotent (MCP defines them as reads), so ``in_doubt`` there means only that no answer
-came: asking again is safe.
+``did_not_happen`` and one that got no answer is ``in_doubt``. A listing, a read and a
+prompt fetch are idempotent (MCP defines them as reads), so the server's error reply to one
+is ``Refused`` with its code and message, whatever the code (DESIGN.md, "Errors"), never
+``in_doubt``; only a timeout or a lost connection is ``TimedOut`` here, and then it means
+only that no answer came: asking again is safe.
 
 Bounds (DESIGN.md, "The trust boundary"), as for tools: a listing follows ``nextCursor`` at
 most ``MAX_PAGES`` pages and ``max_tools`` items, each page within ``timeout`` and the whole

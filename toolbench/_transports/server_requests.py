@@ -157,6 +157,45 @@ def roots_of(values: Iterable[object] | None) -> tuple[types.Root, ...] | None:
     return tuple(root(v) for v in values)
 
 
+def warn_if_nobody_can_answer(sampling: Handler, elicitation: Handler) -> None:
+    """Say once, where the bench is made, that ``"ask"`` has nobody to ask in this process.
+
+    Without a kernel (a script, a REPL, a terminal) or without ipywidgets, a server's request
+    would get an error reply and fail its tool call mid-run; a ``UserWarning`` at
+    ``Bench(...)`` names the reason instead, pointing at the caller's own line. The bench
+    still advertises the capability, so a server that asks is told why in its error reply.
+    """
+    kinds = [kind for kind, handler in (("sampling", sampling), ("elicitation", elicitation))
+             if handler == ASK]
+    if not kinds:
+        return
+    asker = registered_asker()
+    why = "toolbench's notebook layer is not loaded" if asker is None else asker.available()
+    if why is None:
+        return
+    named = " and ".join(f"{kind}={ASK!r}" for kind in kinds)
+    verb = "needs" if len(kinds) == 1 else "need"
+    warnings.warn(
+        f"{named} {verb} a person at a Jupyter notebook, and nobody can answer here ({why}): "
+        f"a server that asks gets an error reply, and its tool call fails. Give the bench a "
+        f"function instead, e.g. Bench({kinds[0]}=lambda request: ...).",
+        UserWarning, stacklevel=_callers_level(),
+    )
+
+
+def _callers_level() -> int:
+    """The ``stacklevel`` of the first frame outside toolbench (the user's ``Bench(...)``)."""
+    frame = inspect.currentframe()
+    level = 1
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if level > 1 and module != "toolbench" and not module.startswith("toolbench."):
+            return level - 1
+        frame = frame.f_back
+        level += 1
+    return 1
+
+
 @dataclass(frozen=True)
 class Failure:
     at: float  # time.perf_counter(), the clock a call's latency uses
@@ -186,6 +225,7 @@ class ServerRequests:
         asker = registered_asker()
         if asker is not None and ASK in (self.sampling, self.elicitation):
             asker.prepare()
+        warn_if_nobody_can_answer(self.sampling, self.elicitation)
 
     # -- roots ------------------------------------------------------------------------------
     @property
