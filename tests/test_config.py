@@ -227,3 +227,32 @@ def test_protocol_mode_is_a_checked_key_that_reaches_the_connection() -> None:
         # The SDK's own server speaks both: "auto" takes 2026, the default the 2025 handshake.
         assert servers.loc["auto", "protocol"] > servers.loc["fast", "protocol"]
         assert servers.loc["fast", "protocol"].startswith("2025-")
+
+
+def test_auth_is_a_checked_key_with_expanded_hidden_values() -> None:
+    import toolbench as tb
+
+    [server] = read({"mcpServers": {"web": {"url": "https://h/mcp", "auth": "oauth"}}},
+                    environ={})
+    assert server.options["auth"] == tb.OAuth()
+    env = {"CID": "robot", "CSECRET": "the-client-secret-value"}
+    [server] = read({"mcpServers": {"web": {"url": "https://h/mcp", "auth": {
+        "type": "client_credentials", "client_id": "${CID}", "client_secret": "${CSECRET}",
+        "scopes": ["read"]}}}}, environ=env)
+    auth = server.options["auth"]
+    assert isinstance(auth, tb.ClientCredentials)
+    assert (auth.client_id, auth.client_secret, auth.scopes) == (
+        "robot", "the-client-secret-value", ("read",))
+    assert "the-client-secret-value" in server.secrets  # hidden wherever it would show
+    assert "the-client-secret-value" not in repr(server) + repr(auth)
+    [server] = read({"mcpServers": {"web": {"url": "https://h/mcp", "auth": {
+        "type": "oauth", "scopes": ["a", "b"], "store": "memory", "timeout": 5}}}}, environ={})
+    assert server.options["auth"] == tb.OAuth(scopes=("a", "b"), store="memory", timeout=5)
+    for bad, where in ((
+            {"url": "https://h/mcp", "auth": "basic"}, r"\$\.mcpServers\.w\.auth"), (
+            {"url": "https://h/mcp", "auth": {"type": "oauth", "token": "x"}}, "unknown field"), (
+            {"url": "https://h/mcp", "auth": {"type": "client_credentials",
+                                              "client_id": "x"}}, "exactly one of"), (
+            {"command": "x", "auth": "oauth"}, "'auth' does not apply to a stdio server")):
+        with pytest.raises(ConfigError, match=where):
+            read({"mcpServers": {"w": bad}}, environ={})

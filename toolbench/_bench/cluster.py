@@ -123,6 +123,11 @@ def _spec(bench: Bench, server: str) -> ServerSpec:
             "ToolBox, a Toolset or a client object cannot travel; call map() without "
             "cluster= for it")
     target, options, namespace = given
+    if options.get("auth") is not None:
+        raise ValueError(
+            f"server {server!r} signs in (auth={type(options['auth']).__name__}): its sign-in "
+            "and tokens stay in this process and cannot travel to Dask workers; only static "
+            "headers can. Call map() without cluster= for it")
     bench_options = {"timeout": bench.timeout, "connect_timeout": bench.connect_timeout,
                      "separator": bench.pegboard.separator,
                      "egress": None if bench.egress is None else sorted(bench.egress.hosts)}

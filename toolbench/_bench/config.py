@@ -28,7 +28,7 @@ import json
 import os
 import re
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,9 +42,10 @@ TYPES = ("stdio", "http", "sse")
 _VAR_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 SERVER_KEYS = frozenset({"type", "transport", "command", "args", "env", "cwd", "url", "headers",
                          "timeout", "connect_timeout", "max_concurrent", "namespace",
-                         "disabled", "max_message_bytes", "max_tools", "protocol_mode"})
+                         "disabled", "max_message_bytes", "max_tools", "protocol_mode",
+                         "auth"})
 _STDIO_ONLY = ("command", "args", "env", "cwd")
-_HTTP_ONLY = ("url", "headers")
+_HTTP_ONLY = ("url", "headers", "auth")
 
 
 class ConfigError(ValueError):
@@ -251,6 +252,27 @@ def read(config: str | os.PathLike[str] | Mapping[str, Any],
     return parsed.servers
 
 
+def _auth(value: object, expand: Callable[[str, str], str], source: str, path: str) -> Any:
+    """``"auth"``: ``"oauth"``, or ``{"type": "oauth" | "client_credentials", ...}`` with
+    ``${VAR}`` expanded in every string (and in each of ``scopes``)."""
+    from toolbench._transports.auth import auth_from_config
+
+    if isinstance(value, dict):
+        expanded: dict[str, Any] = {}
+        for key, item in value.items():
+            if isinstance(item, str):
+                expanded[key] = expand(item, f"auth.{key}")
+            elif isinstance(item, list) and all(isinstance(s, str) for s in item):
+                expanded[key] = [expand(s, f"auth.{key}[{i}]") for i, s in enumerate(item)]
+            else:
+                expanded[key] = item
+        value = expanded
+    try:
+        return auth_from_config(value)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(source, path, f"invalid auth: {exc}") from None
+
+
 def _unknown_keys(entry: Mapping[str, Any]) -> str:
     """``"; it has the unknown key 'comand' (did you mean 'command'?)"``, or ``""``: a typo
     is the usual reason a server lacks what it needs."""
@@ -326,6 +348,10 @@ def _server(name: str, entry: dict[str, Any], source: str, path: str,
                 for k, v in _string_map(entry["headers"], source, f"{path}.headers").items()
             }
             secrets.update(options["headers"].values())
+        if "auth" in entry:
+            options["auth"] = _auth(entry["auth"], expand, source, f"{path}.auth")
+            secrets.update(v for v in (getattr(options["auth"], "client_secret", None),
+                                       getattr(options["auth"], "private_key", None)) if v)
         if kind == "sse":
             options["transport"] = "sse"
     for key in ("timeout", "connect_timeout"):
