@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -37,6 +38,7 @@ from toolbench._transports.callback import CallbackRefused, callback_error, chec
 from toolbench._transports.signin import terminal_authorizer, wait_for_redirect
 
 KIND = "signin"
+logger = logging.getLogger(__name__)
 _GREEN = "color:#1b5e20"
 
 
@@ -104,8 +106,9 @@ class SignInCard(_ask._AskWidget):
             url = check_callback(text, self.request.authorization_url,
                                  self.request.redirect_uri)
         except CallbackRefused as exc:
-            self.box = self._new_box()
+            old, self.box = self.box, self._new_box()
             self.row.children = (self.box, self.use)
+            old.close()
             self.status.value = (f"<span style='{_ask._RED}'>Not taken: "
                                  f"{_html.escape(_html.shorten(str(exc), 400))}. "
                                  "Paste again.</span>")
@@ -155,7 +158,13 @@ async def notebook_authorizer(authorization_url: str, redirect_uri: str, timeout
         if taken:  # the card answers once; a refused answer cannot come back
             await asyncio.Event().wait()
         taken = True
-        return str(await asyncio.shield(card))
+        try:
+            return str(await asyncio.shield(card))
+        except Exception:  # the card could not be shown: the loopback may still come
+            logger.warning("the sign-in card failed; waiting for the browser's redirect only",
+                           exc_info=True)
+            await asyncio.Event().wait()
+            raise
 
     def received(url: str, how: str) -> None:
         error = callback_error(url)
