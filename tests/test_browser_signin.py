@@ -106,6 +106,7 @@ def fresh_lab(lab: str) -> Iterator[str]:
     raise AssertionError("the run's kernel was not shut down within 30 s")
 
 
+@pytest.mark.timeout(300)  # the first run also starts Lab (up to 60 s on a busy box)
 @pytest.mark.parametrize("run", range(REPEAT))
 @pytest.mark.parametrize("way", ["loopback", "pasted"])
 def test_signin_card_during_a_blocking_connect_in_jupyterlab(fresh_lab: str, way: str,
