@@ -70,12 +70,14 @@ def _login(url: str, store: Path, browser: str) -> tuple[int, str, str, list[str
     return code, out, "".join(lines), lines
 
 
+@pytest.mark.timeout(300)  # five processes start and import toolbench: slow on a busy box
 @pytest.mark.parametrize("browser", ["loopback", "pasted"])
 def test_login_list_logout(tmp_path: Path, browser: str) -> None:
     with protected_server() as url:
         code, out, err, _ = _login(url, tmp_path, browser)
         assert code == 0, err
-        assert f"signed in to {url}: oauth (expires in 60 min)" in out
+        assert re.search(rf"signed in to {re.escape(url)}: oauth \(expires in (59|60) min\)",
+                         out), out  # (59 when the box is slow)
         if browser == "pasted":
             assert "Not taken: this address belongs to another sign-in" in err
             assert "Received the sign-in (pasted)" in err
@@ -87,7 +89,7 @@ def test_login_list_logout(tmp_path: Path, browser: str) -> None:
         assert "issuer" in text and "resource" in text and "expires" in text
         base = url.removesuffix("/mcp")
         assert re.search(rf"{re.escape(base)}\S*\s+{re.escape(url)}\s+oauth\s+signed in, "
-                         r"expires in 60 min", text), text
+                         r"expires in (59|60) min", text), text
         stored = "".join(p.read_text() for p in tmp_path.glob("*.json"))
         tokens = re.findall(r'"(?:access_token|refresh_token)": "([^"]+)"', stored)
         assert len(tokens) == 2
