@@ -175,10 +175,13 @@ def _drive(context: Any, page: Any, lab: str, way: str) -> None:
         use = card.get_by_role("button", name="Use this address")
         wrong = ended_on.replace("state=", "state=x", 1)
         box.press_sequentially(wrong, delay=5)
+        refused_box = box.element_handle()
         use.click()
         expect(card).to_contain_text("belongs to another sign-in", timeout=30_000)
         expect(card).to_contain_text("Paste again")
-        expect(box).to_have_value("", timeout=30_000)  # the box keeps no code
+        # The card offers a fresh box for the next try: type once the refused one is gone.
+        page.wait_for_function("el => !el.isConnected", arg=refused_box, timeout=30_000)
+        expect(box).to_have_value("", timeout=30_000)  # no box keeps the code
         box.press_sequentially(ended_on, delay=5)
         use.click()
         expect(card).to_contain_text("signed in (the pasted address)", timeout=60_000)
