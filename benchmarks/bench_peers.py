@@ -131,7 +131,7 @@ def inprocess(figures: common.Figures, quick: bool, fm: Any) -> None:
     mc = McpClient(server, name="inproc")
     try:
         bench.connect("inproc", server)
-        get_loop().run(mc.aconnect)  # McpClient is async: the shared loop's hop, as before
+        get_loop().run(mc.aconnect)  # McpClient is async: the shared loop's hop
         tid = ToolId("inproc", "add")
 
         def bench_round() -> float:
@@ -196,7 +196,7 @@ def stdio(figures: common.Figures, quick: bool, fm: Any, errlog: TextIO) -> None
         bad = table[table["status"] != "connected"]
         if len(bad):
             raise RuntimeError(f"servers failed to connect: {bad[['name', 'error']]}")
-        get_loop().run(mc.aconnect)  # McpClient is async: the shared loop's hop, as before
+        get_loop().run(mc.aconnect)  # McpClient is async: the shared loop's hop
         tid = ToolId(first, "add")
         work = [{"x": i, "delay_ms": CONC_DELAY_MS} for i in range(conc_calls)]
 

@@ -264,3 +264,26 @@ def test_mixed_columns_become_json_text(tmp_path: Path) -> None:
     df.tb.to_parquet(tmp_path / "mixed.parquet")  # pyarrow would refuse the raw mix
     back = pd.read_parquet(tmp_path / "mixed.parquet")
     assert [None if pd.isna(v) else json.loads(v) for v in back["mixed"]] == ["a", 1, None, True]
+
+
+def test_failed_calls_are_not_votes_in_the_majority() -> None:
+    def answering(label: str, answer: str | None) -> MCPServer:
+        srv = MCPServer(label)
+
+        @srv.tool()
+        def verdict(x: float) -> str:
+            """An answer, or a failure."""
+            if answer is None:
+                raise ServerToolError("no verdict")
+            return answer
+
+        return srv
+
+    with tb.Bench() as b:
+        for label, answer in (("a", "X"), ("b", "X"), ("c", "Y"), ("d", None)):
+            b.connect(label, answering(label, answer))
+        df = b.compare("verdict", [{"x": 1.0}])
+    assert sorted(df["ok"]) == [False, True, True, True]
+    rates = df.tb.summary()["agrees_with_majority"].to_dict()
+    # X is two of the three answers: the majority; the failed call votes for nobody.
+    assert rates == {"a": 1.0, "b": 1.0, "c": 0.0, "d": 0.0}

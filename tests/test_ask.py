@@ -342,6 +342,7 @@ class _FakeKernel:
         self.session = Session(key=b"k")
         self.published: list[tuple[str, str]] = []
         self.dispatched: list[bool] = []
+        self.handled: list[str] = []  # "start <id>", "end <id>"
 
     def _publish_status(self, status: str, channel: str, parent: Any = None) -> None:
         self.published.append((status, (parent or {}).get("header", {}).get("msg_id", "")))
@@ -349,6 +350,14 @@ class _FakeKernel:
     async def dispatch_shell(self, msg: Any, /, subshell_id: str | None = None, *,
                              concurrent: bool = False) -> None:
         self.dispatched.append(concurrent)
+        try:
+            _, rest = self.session.feed_identities(msg, copy=False)
+            ident = self.session.deserialize(rest, content=False, copy=False)["header"]["msg_id"]
+        except Exception:
+            ident = "garbage"
+        self.handled.append(f"start {ident}")
+        await asyncio.sleep(0.01)  # ipykernel's dispatch has await points before the handler
+        self.handled.append(f"end {ident}")
 
     def frames(self, kind: str) -> tuple[str, list[Any]]:
         """A message as the kernel's stream hands it over (zmq frames, not copied)."""
@@ -385,12 +394,77 @@ def test_a_comm_message_dispatched_while_a_cell_awaits_gets_busy_and_idle() -> N
     assert pump.answer_comm_status(older) is False and older.dispatch_shell is plain
 
 
+def test_comm_messages_are_handled_in_the_order_they_came() -> None:
+    """ipykernel 7 runs a comm message that comes while another is being handled as a task of
+    its own (concurrent=True): a click right behind a value could run first. The wrapper
+    handles comm messages one at a time, in order; other messages are not held up."""
+    kernel = _FakeKernel()
+    pump.answer_comm_status(kernel)
+    value_id, value = kernel.frames("comm_msg")
+    click_id, click = kernel.frames("comm_msg")
+    other_id, other = kernel.frames("execute_request")
+
+    async def arrive_together() -> None:
+        first = asyncio.ensure_future(kernel.dispatch_shell(value))  # holds the shell lock
+        await asyncio.sleep(0)
+        second = asyncio.ensure_future(kernel.dispatch_shell(click, concurrent=True))
+        third = asyncio.ensure_future(kernel.dispatch_shell(other, concurrent=True))
+        await asyncio.gather(first, second, third)
+
+    asyncio.run(arrive_together())
+    order = kernel.handled
+    # the value's handling ends before the click's starts ...
+    assert order.index(f"end {value_id}") < order.index(f"start {click_id}"), order
+    # ... while the other message was not held up behind them
+    assert order.index(f"start {other_id}") < order.index(f"end {value_id}"), order
+    assert kernel.published == [("busy", click_id), ("idle", click_id)]
+
+
 def test_a_kernel_without_the_plumbing_gives_pump_unavailable() -> None:
     class Bare:
         shell_stream = None
 
     with pytest.raises(pump.PumpUnavailable):
         pump.KernelPump(Bare())
+
+
+def test_accept_settles_so_a_value_sent_with_the_click_counts(
+    asker: tuple[NotebookAsker, list[Any]]
+) -> None:
+    """A box's value and the click on Accept leave the page together; the kernel may run the
+    click first (an awaiting cell runs each widget message as its own task). Accept decides
+    SETTLE_S later, reading the form then; clicks meanwhile are ignored."""
+    made, _ = asker
+    future = start(sr.ServerRequests(elicitation="ask"), "elicitation", form_params())
+    (view,) = wait_answered(made)
+    made._waiting = 1  # as while a blocked cell pumps: settling clicks wait for its slices
+    try:
+        view.form["destination"].value = "Lim"
+        view.form["nights"].value = "-3"
+        view.form["budget"].value = "10"
+        view.accept.click()
+        assert view.settling and made.run_deferred() == 0  # not due yet
+        view.form["destination"].value = "Lima"  # arrived just after the click
+        view.form["nights"].value = "5"
+        view.decline.click()  # ignored while Accept settles
+        assert made.run_deferred(now=time.monotonic() + ask_mod.SETTLE_S + 0.01) == 1
+    finally:
+        made._waiting = 0
+    reply = future.result(timeout=10)
+    assert reply.action == "accept" and reply.content is not None
+    assert (reply.content["destination"], reply.content["nights"]) == ("Lima", 5)
+    # Send settles too; Reject (which reads nothing) does not.
+    future = start(sr.ServerRequests(sampling="ask"), "sampling", sampling_params())
+    (sampling,) = [v for v in wait_answered(made) if isinstance(v, SamplingAsk)]
+    made._waiting = 1
+    try:
+        sampling.reply.value = "Go in"
+        sampling.send.click()
+        sampling.reply.value = "Go in May."
+        assert made.run_deferred(now=float("inf")) == 1
+    finally:
+        made._waiting = 0
+    assert future.result(timeout=10).content.text == "Go in May."
 
 
 def test_the_explorers_call_shows_its_form_in_the_explorer(

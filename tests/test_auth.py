@@ -314,3 +314,12 @@ def test_a_server_that_signs_in_cannot_travel_to_a_cluster(server: tuple[str, Pr
         bench.connect("p", url, auth=tb.OAuth(authorize=Browser(), store="memory"))
         with pytest.raises(ValueError, match=r"server 'p' signs in \(auth=OAuth\).*Dask"):
             _spec(bench, "p")
+
+
+def test_a_token_of_a_megabyte_stops_the_sign_in(server: tuple[str, Provider]) -> None:
+    url, provider = server
+    provider.token_padding = 1_000_000
+    with tb.Bench() as bench:
+        with pytest.raises(tb.Unreachable, match=r"a token of 1,000,0\d\d characters"):
+            bench.connect("p", url, auth=tb.OAuth(authorize=Browser(), store="memory"))
+        assert "x" * 100 not in bench.servers.to_string()

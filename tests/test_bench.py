@@ -68,7 +68,7 @@ def test_connect_in_process_and_toolbox(bench: tb.Bench) -> None:
     servers = bench.servers
     assert list(servers.columns) == ["name", "transport", "status", "tools", "protocol",
                                      "server_name", "server_version", "destination", "error",
-                                     "stderr_tail", "warnings"]
+                                     "stderr_tail", "warnings", "auth"]
     rows = servers.set_index("name")
     assert rows.loc["mem", "transport"] == "in-process"
     assert rows.loc["ledger", "transport"] == "toolbox"

@@ -87,3 +87,54 @@ def test_records_carry_the_cell_number_and_interrupts_are_in_doubt() -> None:
     assert "still alive" in text_of(nb[4])
     assert "status connected" in text_of(nb[4])
     assert "closed ['closed']" in text_of(nb[5])
+
+
+RECORD_WIDGET_THREADS = """
+import threading, ipywidgets
+on_main = {"made": [], "sent": []}
+_init, _send = ipywidgets.Widget.__init__, ipywidgets.Widget.send_state
+
+def _made(self, *args, **kwargs):
+    on_main["made"].append(threading.current_thread() is threading.main_thread())
+    _init(self, *args, **kwargs)
+
+def _sent(self, *args, **kwargs):
+    on_main["sent"].append(threading.current_thread() is threading.main_thread())
+    return _send(self, *args, **kwargs)
+
+ipywidgets.Widget.__init__, ipywidgets.Widget.send_state = _made, _sent
+import anyio
+import toolbench as tb
+
+@tb.tool(server="w")
+async def nap(n: int) -> int:
+    await anyio.sleep(0.02)
+    return n
+
+bench = tb.Bench()
+bench.add(tb.ToolBox(nap))
+print("ready")
+"""
+
+
+def test_progress_bars_change_on_the_kernels_thread_under_their_cell() -> None:
+    cells = [
+        RECORD_WIDGET_THREADS,
+        "df = bench.map('w-nap', [{'n': i} for i in range(30)], progress=True)\n"
+        "print('sync', len(df))",
+        "df = await bench.amap('w-nap', [{'n': i} for i in range(30)], progress=True)\n"
+        "print('async', len(df))",
+        "print('made', len(on_main['made']), all(on_main['made']))\n"
+        "print('sent', len(on_main['sent']), all(on_main['sent']))",
+    ]
+    nb = run_notebook(cells)
+    errors = [o for c in nb for o in c.outputs if o.get("output_type") == "error"]
+    assert not errors, errors
+    for index, label in ((1, "sync 30"), (2, "async 30")):
+        shown = [o for o in nb[index].outputs if o.get("output_type") == "display_data"]
+        assert any("application/vnd.jupyter.widget-view+json" in o["data"] for o in shown), (
+            f"no bar under cell {index}: {nb[index].outputs}")
+        assert label in text_of(nb[index])
+    report = text_of(nb[3])
+    assert "made 0" not in report and "sent 0" not in report, report
+    assert "True" in report.splitlines()[0] and report.splitlines()[1].endswith("True"), report

@@ -235,7 +235,7 @@ def _drive_explorer(page: Any, lab: str) -> None:
     expect(result).to_contain_text("W" * 100, timeout=30_000)
     assert abs(tool_list.bounding_box()["width"] - list_width) < 1, list_width
     explorer.get_by_role("tab", name="History").click()
-    history = explorer.locator(".toolbench-table", has_text="calls (newest first)")
+    history = explorer.locator(".toolbench-table", has_text="calls of mem-greet (newest first)")
     expect(history).to_contain_text("W" * 40)
     assert abs(tool_list.bounding_box()["width"] - list_width) < 1, list_width
     page.screenshot(path=str(ARTIFACTS / "explorer-history.png"), full_page=True)

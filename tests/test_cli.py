@@ -8,6 +8,7 @@ import re
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -391,3 +392,88 @@ def test_lab_passes_allow_root_when_run_as_root(tmp_path: Path) -> None:
     passed = json.loads(out.stdout)
     root = hasattr(os, "geteuid") and os.geteuid() == 0
     assert ("--allow-root" in passed) == root and "--no-browser" in passed
+
+
+CONTROL_SERVER = """
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+server = MCPServer("ctl")
+
+
+@server.tool(description="desc \\x1b]0;pwned\\x07 \\x1b[2J\\r\\x08 \\x9b")
+def shout(text: str) -> str:
+    raise ToolError("bad \\x1b[2J\\x07red\\rover\\x08\\x9b " + text)
+
+
+server.run("stdio")
+"""
+
+
+@pytest.mark.slow
+def test_server_text_reaches_the_terminal_with_control_characters_escaped(
+        tmp_path: Path) -> None:
+    (tmp_path / "ctl.py").write_text(CONTROL_SERVER)
+    write_config(tmp_path, {"ctl": stdio(tmp_path / "ctl.py")})
+    shown = [run(["catalog"], tmp_path), run(["call", "ctl-shout", "--arg", "text=x"], tmp_path)]
+    assert shown[0].returncode == 0 and shown[1].returncode == 1, shown
+    for out in shown:
+        for raw in ("\x1b", "\x07", "\r", "\x08", "\x9b"):
+            assert raw not in out.stdout and raw not in out.stderr, out
+    assert "\\x1b]0;pwned\\x07" in shown[0].stdout
+    assert "bad \\x1b[2J\\x07red\\x0dover\\x08\\x9b x" in shown[1].stderr
+
+
+@pytest.mark.slow
+def test_a_config_nested_100000_deep_is_a_config_error(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"mcpServers": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    out = run(["catalog", "--config", str(deep)], tmp_path)
+    assert out.returncode == 2, out.stderr
+    assert "deep.json" in out.stderr and "nested too deeply" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["fifo", "zero", "auto-fifo"])
+def test_a_config_that_is_not_a_regular_file_is_refused_at_once(
+        tmp_path: Path, kind: str) -> None:
+    if kind == "zero":
+        path = "/dev/zero"
+    else:
+        path = str(tmp_path / ("mcp.json" if kind == "auto-fifo" else "pipe.json"))
+        os.mkfifo(path)
+    args = ["catalog"] if kind == "auto-fifo" else ["catalog", "--config", path]
+    started = time.monotonic()
+    out = run(args, tmp_path)
+    if kind == "auto-fifo":  # not a file, so not picked: the demo servers are listed
+        assert out.returncode == 0 and "geo" in out.stdout, out.stderr
+    else:
+        assert out.returncode == 2, out.stderr
+        assert "not a regular file" in out.stderr
+    assert time.monotonic() - started < 60  # it hung for good before
+
+
+X_ECHO = """
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("xecho")
+
+
+@server.tool(name="x-echo")
+def x_echo(text: str) -> str:
+    return "x-echo of server one: " + text
+
+
+server.run("stdio")
+"""
+
+
+@pytest.mark.slow
+def test_a_name_two_servers_own_is_a_usage_error_naming_both(tmp_path: Path) -> None:
+    (tmp_path / "xecho.py").write_text(X_ECHO)
+    write_config(tmp_path, {"one": stdio(tmp_path / "xecho.py"), "one-x": stdio(ECHO)})
+    out = run(["call", "one-x-echo", "--arg", "text=hi"], tmp_path)
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    assert "'one'" in out.stderr and "'one-x'" in out.stderr and "tool://" in out.stderr
+    assert "hi" not in out.stdout  # nothing was called

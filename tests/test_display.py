@@ -271,6 +271,11 @@ def test_compare_view_highlights_disagreement_and_latency() -> None:
     pair = df.iloc[[2, 3]].assign(text=["2", "3"])
     html = compare_html(pair)
     assert f"<td style='{DIFFER}'>2</td>" in html and f"<td style='{DIFFER}'>3</td>" in html
+    failing = df.iloc[[0, 1, 4]].assign(case=0)
+    html = compare_html(failing)
+    assert "<th>answer</th>" not in html and "<th>error</th>" in html
+    assert ("<td style='background:#fde2e2' class='tb-wide'><span class=\"tb-error\" "
+            "title=\"&lt;img src=x onerror=alert(1)&gt;\">TimedOut: &lt;img") in html
     # Without structured fields, the answer column carries the comparison.
     plain_text = three.drop(columns=["structured.v"]).assign(structured=None)
     html = compare_html(plain_text)

@@ -6,7 +6,12 @@ import json
 import os
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+import toolbench as tb
+from toolbench._bench import intent_log
 from toolbench._bench.intent_log import IntentLog, dead_logs, intent_line, started_text
 
 
@@ -46,3 +51,48 @@ def test_only_dead_sessions_files_with_a_toolbench_header_are_read(tmp_path: Pat
     live.close(remove=True)
     assert not Path(live.path).exists()
     assert len(list(tmp_path.iterdir())) == len(foreign) + 1  # nothing else was touched
+
+
+HEADER = b'{"toolbench_intents": 1, "pid": 999999, "proc": null, "session": "dead"}\n'
+
+
+def test_a_fifo_a_device_or_a_link_is_not_read(tmp_path: Path) -> None:
+    journal = str(tmp_path / "calls.sqlite")
+    os.mkfifo(f"{journal}-intents-fifo")  # opening it blocking would hang for good
+    os.symlink("/dev/zero", f"{journal}-intents-zero")  # reading it whole would never end
+    target = tmp_path / "elsewhere"
+    target.write_bytes(HEADER)
+    os.symlink(target, f"{journal}-intents-link")
+    assert dead_logs(journal, set()) == []
+
+
+def test_a_huge_file_is_read_up_to_the_cap(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setattr(intent_log, "MAX_READ_BYTES", 4096)
+    journal = str(tmp_path / "calls.sqlite")
+    line = intent_line("x", None, datetime.now(UTC), "s", "t", "s-t", {}, None)
+    Path(f"{journal}-intents-dead").write_bytes(HEADER + line * 10_000)
+    (log,) = dead_logs(journal, set())
+    assert 0 < len(log.rows) < 4096 // len(line) + 1 and log.damaged == 1
+
+
+def test_a_forged_start_is_a_damaged_line_not_a_crash(tmp_path: Path) -> None:
+    journal = tmp_path / "calls.sqlite"
+    good = intent_line("good", None, datetime.now(UTC), "s", "t", "s-t", {}, None)
+    forged = b'["forged", null, 1e300, "s", "t", "s-t", {}, null]\n'
+    tb.Bench(journal=journal).close()  # the journal exists; a dead session's file beside it
+    Path(f"{journal}-intents-dead").write_bytes(HEADER + forged + good)
+    with pytest.warns(tb.JournalWarning, match="skipped 1 damaged row"):
+        bench = tb.Bench(journal=journal)
+    with bench:
+        assert list(bench.records["call_id"]) == ["good"]
+
+
+def test_the_live_file_is_new_and_ours_alone(tmp_path: Path) -> None:
+    journal = str(tmp_path / "calls.sqlite")
+    os.symlink(tmp_path / "victim", f"{journal}-intents-planted")
+    with pytest.raises(FileExistsError):
+        IntentLog(journal, "planted", os.getpid(), None)
+    assert not (tmp_path / "victim").exists()
+    log = IntentLog(journal, "mine", os.getpid(), None)
+    assert os.stat(log.path).st_mode & 0o777 == 0o600
+    log.close(remove=True)

@@ -467,3 +467,84 @@ def test_a_lone_surrogate_or_an_unsendable_argument_costs_no_record(tmp_path: Pa
     assert list(records["disposition"]) == ["did_not_happen"] * 3 + ["landed"] * 2
     assert records.iloc[0]["arguments"] == {"text": "a\udc80b"}  # kept exactly, as JSON
     assert "\\udc80" in records.iloc[3]["text"]  # the text column keeps an escape
+
+
+def test_a_row_that_cannot_be_built_is_a_bug_not_a_write_failure(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "calls.sqlite"
+    with tb.Bench(journal=path) as bench:
+        bench.add(_box())
+        real = _journal.sqlite_text
+
+        def broken(value: Any) -> Any:
+            raise KeyError("column")
+
+        monkeypatch.setattr(_journal, "sqlite_text", broken)
+        with pytest.warns(tb.JournalWarning, match="could not be turned into a row.*KeyError"):
+            bench.map("w-square", [{"n": 1}, {"n": 2}])
+        journal = bench._store.journal
+        assert journal is not None
+        assert not journal.degraded  # not "retry forever": the file itself is fine
+        monkeypatch.setattr(_journal, "sqlite_text", real)
+        bench.map("w-square", [{"n": 3}])  # later records are written
+        assert len(bench.records) == 3
+        with pytest.warns(tb.JournalWarning, match="2 records never reached the file"):
+            bench.close()
+    rows = _rows(path, "SELECT arguments FROM calls")
+    assert [json.loads(r[0]) for r in rows] == [{"n": 3}]
+
+
+HOLD_EXCLUSIVE = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("PRAGMA locking_mode=EXCLUSIVE")
+db.execute("BEGIN EXCLUSIVE")
+db.execute("SELECT count(*) FROM calls").fetchone()
+print("locked", flush=True)
+sys.stdin.readline()
+"""
+
+
+@pytest.mark.slow
+def test_a_journal_locked_at_open_says_locked_and_by_whom(tmp_path: Path) -> None:
+    path = tmp_path / "calls.sqlite"
+    tb.Bench(journal=path).close()
+    before = _digest(path)
+    proc = subprocess.Popen([sys.executable, "-c", HOLD_EXCLUSIVE, str(path)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
+        with pytest.raises(ValueError, match=rf"is locked by process {proc.pid}\b") as info:
+            tb.Bench(journal=path)
+        assert "not a toolbench journal" not in str(info.value)
+    finally:
+        _release(proc)
+        if proc.stdout is not None:
+            proc.stdout.close()
+    assert _digest(path) == before
+
+
+def test_the_journal_and_its_wal_are_private(tmp_path: Path) -> None:
+    path = tmp_path / "calls.sqlite"
+    with tb.Bench(journal=path) as bench:
+        bench.add(_box())
+        bench.call("w-square", n=2)
+        made = [p for p in tmp_path.iterdir() if p.name.startswith("calls.sqlite")]
+        assert {p.name for p in made} >= {"calls.sqlite", "calls.sqlite-wal",
+                                          "calls.sqlite-shm"}
+        assert {p.name: oct(p.stat().st_mode & 0o777) for p in made} == {
+            p.name: "0o600" for p in made}
+
+
+def test_journal_files_deleted_while_open_warn_as_for_a_full_disk(tmp_path: Path) -> None:
+    path = tmp_path / "calls.sqlite"
+    with tb.Bench(journal=path) as bench:
+        bench.add(_box())
+        bench.map("w-square", [{"n": n} for n in range(5)], progress=False)
+        for made in tmp_path.iterdir():  # the journal, its -wal and -shm, the intent log
+            made.unlink()
+        with pytest.warns(tb.JournalWarning, match="5 of its 5 records are not durable.*deleted"):
+            bench.map("w-square", [{"n": n} for n in range(5, 10)], progress=False)
+        assert len(bench.records) == 10  # kept in memory
+        with pytest.warns(tb.JournalWarning, match="never reached the file"):
+            bench.close()

@@ -230,3 +230,52 @@ def test_a_call_in_flight_at_kill_9_comes_back_in_doubt(tmp_path: Path) -> None:
 def _count(journal: Path, table: str) -> int:
     with contextlib.closing(sqlite3.connect(journal)) as db:
         return int(db.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+
+
+RETURNED = textwrap.dedent("""
+    import os, signal, sys
+    import toolbench as tb
+
+    @tb.tool(server="w")
+    def square(n: int) -> dict:
+        if n < 0:
+            raise ValueError(f"negative {n}")
+        return {"square": n * n, "note": 'quotes "\u00e9"'}
+
+    bench = tb.Bench(journal=sys.argv[1])
+    bench.add(tb.ToolBox(square))
+    count = int(sys.argv[2])
+    for n in range(count):
+        try:
+            bench.call("w-square", n=-n if n % 3 == 2 else n)
+        except tb.ToolFailed:
+            pass
+    os.kill(os.getpid(), signal.SIGKILL)  # the very instant the last call returned
+""")
+
+
+@pytest.mark.timeout(400)
+def test_a_call_that_returned_keeps_its_answer_after_kill_9(tmp_path: Path) -> None:
+    script = tmp_path / "returned.py"
+    script.write_text(RETURNED)
+    rng = random.Random()
+    seed = rng.randrange(1 << 30)
+    rng.seed(seed)
+    for rep in range(20):
+        journal = tmp_path / f"calls-{rep}.sqlite"
+        count = rng.randint(1, 6)
+        proc = subprocess.run([sys.executable, str(script), str(journal), str(count)],
+                              timeout=120, capture_output=True, text=True)
+        assert proc.returncode == -signal.SIGKILL, proc.stderr
+        with tb.Bench(journal=journal) as bench:
+            df = bench.records
+        assert len(df) == count, f"rep {rep} (seed {seed}): {len(df)} of {count} records"
+        for n, row in enumerate(df.itertuples()):
+            assert row.disposition == "landed", f"rep {rep} (seed {seed}): call {n} {row}"
+            if n % 3 == 2:
+                assert row.error_type == "ToolFailed" and f"negative {-n}" in row.error
+            else:
+                assert row.ok and row.structured == {"square": n * n, "note": 'quotes "é"'}
+        with contextlib.closing(sqlite3.connect(journal)) as db:  # and now in SQLite too
+            assert db.execute("SELECT count(*) FROM calls").fetchone()[0] == count
+            assert db.execute("SELECT count(*) FROM intents").fetchone()[0] == 0

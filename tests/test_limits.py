@@ -12,7 +12,9 @@ what the far side received is counted by the server itself.
 
 from __future__ import annotations
 
+import json
 import logging
+import random
 import socket
 import statistics
 import subprocess
@@ -21,6 +23,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from loop_client import LoopClient
@@ -29,7 +32,8 @@ import toolbench as tb
 from toolbench._core.errors import Malformed, TimedOut, ToolError, Unreachable
 from toolbench._core.ids import ToolId
 from toolbench._loop import get_loop
-from toolbench._transports.limits import TAG, oversize, too_large_message
+from toolbench._transports import limits
+from toolbench._transports.limits import TAG, listed_tools_bound, oversize, too_large_message
 from toolbench._transports.stdio import sniff_head, sniff_tail
 
 SERVERS = Path(__file__).parent / "servers"
@@ -369,3 +373,42 @@ def test_5000_list_changed_cost_a_few_relists() -> None:
         assert _settled(lists) - total >= 1
         assert bench.pegboard.refresh_errors == {}
         assert bench.call("flood-ok").text == "fine"
+
+
+# -- a huge page is counted before it is parsed ---------------------------------------------
+def _page(tools: list[Any], **extra: Any) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": 7, "result": {"tools": tools, **extra}}).encode()
+
+
+@pytest.mark.parametrize("chunk", [3, 7, 64, 1 << 20])
+def test_the_tool_count_before_parsing_matches_the_parse(
+        chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(limits, "PRECOUNT_CHUNK", chunk)
+    rng = random.Random(chunk)
+    nasty = ['"', "\\", "\\\\", "\\\"", "{", "}", "[", "]", "[{", "a"]
+    for _ in range(200):
+        tools = [{"name": "t" + "".join(rng.choices(nasty, k=rng.randint(0, 4))),
+                  "inputSchema": {"type": "object", "items": [{"x": ["{"]}]}}
+                 for _ in range(rng.randint(0, 8))]
+        extra = {"_meta": {"list": [{"not": "a tool"}]}, "nextCursor": "[{"}
+        raw = _page(tools, **extra)
+        assert listed_tools_bound(raw) == len(json.loads(raw)["result"]["tools"]), raw
+
+
+def test_the_count_never_undercounts_a_page_in_any_layout() -> None:
+    spaced = b'{ "id" : 7 , "result" : { "tools" : [ { "name" : "a" } , {"name":"b"} ] } ,' \
+             b' "jsonrpc" : "2.0" }'
+    assert listed_tools_bound(spaced) == 2
+    escaped = b'{"jsonrpc":"2.0","id":7,"result":{"\\u0074ools":[{"name":"a\\"}{"}]}}'
+    assert listed_tools_bound(escaped) == 1
+    assert listed_tools_bound(b"not json at all {[") == 0
+
+
+@pytest.mark.slow
+def test_a_page_of_100000_tools_is_refused_without_being_parsed() -> None:
+    with tb.Bench(connect_timeout=60) as bench:
+        with pytest.raises(Unreachable, match=r"100,000 tools, more than max_tools=10,000.*"
+                                              r"without being parsed"):
+            bench.connect("many", catalog("--tools", "100000"))
+        row = bench.servers.set_index("name").loc["many"]
+        assert row["status"] == "failed" and "max_tools" in row["error"]

@@ -28,7 +28,7 @@ from mcp_types import (
 )
 
 from toolbench._core.client import Result, ToolSpec
-from toolbench._core.errors import Malformed, Refused, TimedOut, Unreachable
+from toolbench._core.errors import Malformed, Refused, TimedOut, Unreachable, is_unsent
 from toolbench._core.ids import Destination, Provenance, ToolId
 from toolbench._routing.router import ToolRouter, takes_timeout
 from toolbench._transports.mcp_errors import (
@@ -394,3 +394,17 @@ def test_other_failures_are_not_a_refused_handshake() -> None:
         raise RuntimeError("Unsupported protocol version from the server: 1999-01-01")
     except RuntimeError as exc:
         assert not handshake_refused(exc)
+
+
+# -- a bug is not a doubt ---------------------------------------------------------------------
+@pytest.mark.parametrize("stage", ["unsent", "unwritten"])
+@pytest.mark.parametrize("exc", [KeyError("schema"), AttributeError("x"), ZeroDivisionError()])
+def test_our_own_bug_before_sending_is_raised_as_it_is(stage: str, exc: Exception) -> None:
+    with pytest.raises(type(exc)) as info:
+        mapped(exc, ticket(stage))
+    assert info.value is exc and is_unsent(exc)
+
+
+def test_an_unknown_exception_after_sending_is_still_in_doubt() -> None:
+    error = mapped(KeyError("late"), ticket("sent"))
+    assert type(error) is TimedOut and error.disposition.value == "in_doubt"

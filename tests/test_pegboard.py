@@ -807,10 +807,7 @@ WHOAMI = Path(__file__).parent / "servers" / "whoami_server.py"
 
 @pytest.mark.slow
 def test_two_processes_of_one_server_each_reached_by_its_own_name() -> None:
-    try:
-        from toolbench._transports.mcp import McpClient
-    except ImportError as exc:  # pragma: no cover - only while _mcp.py is being written
-        pytest.skip(f"toolbench._transports.mcp.McpClient is not available yet ({exc})")
+    from toolbench._transports.mcp import McpClient
 
     async def main() -> dict[str, Any]:
         pb = PegBoard()

@@ -123,9 +123,10 @@ def test_a_server_without_the_resources_capability_is_refused_before_sending() -
         with pytest.raises(tb.Refused, match="does not offer resources") as info:
             bench.read("bare", "x://y")
         assert info.value.disposition is tb.Disposition.DID_NOT_HAPPEN
+        assert type(info.value).__name__ == "NotOffered"  # a Refused known by its type
         row = bench.records.iloc[-1]
         assert (row["kind"], row["disposition"], row["error_type"]) == (
-            "resource", "did_not_happen", "Refused")
+            "resource", "did_not_happen", "NotOffered")
 
 
 # -- reading --------------------------------------------------------------------------------

@@ -411,3 +411,66 @@ def test_loopback_keeps_the_sdk_protection(serve_toolset: Callable[..., int]) ->
     other = serve_toolset("127.0.0.5", connect="127.0.0.5")  # loopback the SDK does not know
     assert _status(other, f"127.0.0.5:{other}", connect="127.0.0.5") == 200
     assert _status(other, f"evil.example:{other}", connect="127.0.0.5") == 421
+
+
+# -- a secret cut before redaction, or in another case -----------------------------------------
+SECRET32 = "S3cr3tT0ken-0123456789abcdefghij"
+
+
+def test_garbage_is_redacted_before_it_is_cut() -> None:
+    from toolbench._transports.mcp_errors import Redactor
+    from toolbench._transports.stdio import GARBAGE_QUOTE, _Flow, _Reader
+
+    reader = _Reader(None, None, 1 << 20, _Flow(), redact=Redactor([SECRET32]))  # type: ignore[arg-type]
+    line = ("x" * 185 + SECRET32 + "y" * GARBAGE_QUOTE).encode()  # the cut at 200 splits it
+    error = reader._parse(line)
+    assert isinstance(error, ValueError)
+    assert SECRET32[:10] not in str(error) and "[redacted]" in str(error)
+
+
+def test_a_stderr_window_never_starts_mid_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolbench._transports import stderr as _stderr
+
+    log = _stderr.StderrLog("t")
+    try:
+        monkeypatch.setattr(_stderr, "TAIL_BYTES", 40)
+        f = log.file()
+        f.write(f"token={SECRET32}\nshort line\n")
+        f.flush()
+        tail = log.tail()
+        assert "short line" in tail
+        assert SECRET32[-10:] not in tail  # the window began inside the secret's line
+    finally:
+        log.delete()
+
+
+def test_a_secret_in_a_url_host_is_redacted_whatever_its_case() -> None:
+    from toolbench._transports.mcp_errors import Redactor
+
+    redact = Redactor(["MixedCaseTenant42"])
+    assert redact("https://mixedcasetenant42.example.com/x") == "https://[redacted].example.com/x"
+
+
+from mcp.server.mcpserver import MCPServer  # noqa: E402
+from mcp.server.mcpserver.exceptions import ToolError as ServerToolError  # noqa: E402
+
+SECRET_SERVER_VALUE = "Zq7SecretValue"
+
+
+def test_a_tool_named_after_a_secret_and_its_error_text_never_show(tmp_path: Path) -> None:
+    server = MCPServer("leaky")
+
+    @server.tool(name=f"get-{SECRET_SERVER_VALUE}")
+    async def leak() -> str:
+        raise ServerToolError(f"failed with {SECRET_SERVER_VALUE} inside")
+
+    journal = tmp_path / "calls.sqlite"
+    with tb.Bench(journal=journal, log_level="info") as bench:
+        bench.connect("leaky", server, secrets=[SECRET_SERVER_VALUE])
+        with pytest.raises(tb.ToolFailed):
+            bench.call(f"leaky-get-{SECRET_SERVER_VALUE}")
+        shown = str(bench.records.to_dict("records")) + str(bench.logs.to_dict("records"))
+        assert "[redacted]" in shown
+        assert SECRET_SERVER_VALUE.lower() not in shown.lower()
+    on_disk = b"".join(p.read_bytes() for p in tmp_path.iterdir())
+    assert SECRET_SERVER_VALUE.lower().encode() not in on_disk.lower()

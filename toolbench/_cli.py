@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -94,12 +95,21 @@ def _short(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.1f}"  # latency_ms; full precision stays in the library's tables
     text = value if isinstance(value, str) else json.dumps(value, default=str)
-    text = " ".join(text.split())
+    text = _safe(" ".join(text.split()))
     return text if len(text) <= WIDTH else text[: WIDTH - 1] + "…"
 
 
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _safe(text: str) -> str:
+    """Server text fit for a terminal: control characters (ESC, BEL, CR, BS, C1...) other
+    than newline and tab are shown escaped (``\\x1b``), never sent to the terminal."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def _err(message: str) -> None:
-    print(f"toolbench: {message}", file=sys.stderr)
+    print(f"toolbench: {_safe(message)}", file=sys.stderr)
 
 
 def _command_name() -> str:
@@ -206,7 +216,7 @@ def _source(config: str | None, use_demo: bool) -> _Source:
         return _Source("the bundled demo servers", "mcpServers",
                        dict(demo.config()["mcpServers"]), is_demo=True)
     parsed = _config.parse(path)  # checks the whole file (ConfigError names the JSON path)
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    data = _config.load_json(path)
     key = "mcpServers" if "mcpServers" in data else "servers"
     entries = {name: entry for name, entry in data[key].items() if name not in parsed.disabled}
     return _Source(path, key, entries, is_demo=False)
@@ -280,7 +290,8 @@ def _report_failed_servers(bench: Bench) -> int:
              f"{error}")
         tail = str(row.stderr_tail or "").strip()
         if tail and tail not in error:
-            print(f"--- stderr of {row.name!r} (last lines) ---\n{tail}", file=sys.stderr)
+            print(f"--- stderr of {row.name!r} (last lines) ---\n{_safe(tail)}",
+                  file=sys.stderr)
     return len(failed)
 
 
@@ -314,11 +325,31 @@ def _call(args: argparse.Namespace, source: _Source) -> int:
                 _err(f"error: cannot call {args.name!r}: its server failed to start (above)")
                 return EXIT_FAILED
             raise UsageError(_unknown_name(bench, args.name))
+        _refuse_ambiguous(bench, args.name, owners)
         _check_parameters(args.name, arguments, [_spec_of(bench, args.name)])
         result = bench.call(args.name, arguments)
         data = result.data
-        print(data if isinstance(data, str) else json.dumps(data, indent=2, default=str))
+        print(_safe(data if isinstance(data, str)
+                    else json.dumps(data, indent=2, default=str)))
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _refuse_ambiguous(bench: Bench, name: str, owners: Sequence[str]) -> None:
+    """Two servers can own ``name`` (``one`` with ``x-echo``, ``one-x`` with ``echo``): the
+    one that registered first would win by a race, so it is a usage error naming both."""
+    if len(owners) < 2 or name.startswith("tool://"):
+        return
+    holder = bench.pegboard.entry(name).tool_id.server
+    rows = bench.servers
+    clashed = [str(r.name) for r in rows.itertuples(index=False)
+               if r.name in owners and r.name != holder and r.status == "failed"
+               and "NameCollision" in str(r.error) and name in str(r.error)]
+    if clashed:
+        both = ", ".join(repr(s) for s in [holder, *clashed])
+        raise UsageError(f"{name!r} can be owned by several servers ({both}); name the one "
+                         f"you mean as tool://SERVER/TOOL (for example tool://{holder}/"
+                         f"{bench.pegboard.entry(name).tool_id.tool}), or give the servers "
+                         "distinct namespaces in the config")
 
 
 def _spec_of(bench: Bench, name: str) -> ToolSpec:
@@ -398,7 +429,8 @@ def _compare(args: argparse.Namespace, source: _Source) -> int:
         if len(bad):
             _err(f"{len(bad)} of {_counted(len(df), 'call')} failed:")
             for r in bad.itertuples():  # in full: the table cuts long errors short
-                print(f"  case {r.case}, {r.server}: {r.error_type}: {r.error}", file=sys.stderr)
+                print(_safe(f"  case {r.case}, {r.server}: {r.error_type}: {r.error}"),
+                      file=sys.stderr)
             return EXIT_FAILED
     return EXIT_FAILED if failed else EXIT_OK
 
@@ -572,7 +604,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     except KeyboardInterrupt:
         code = 130
     except Exception as exc:
-        errors = _leaves(exc)
+        from toolbench._transports.mcp_errors import leaves
+
+        errors = leaves(exc)
         code = max(_status(error) for error in errors)
         if code == EXIT_BUG:  # TypeError, KeyError, ...: a bug here, never the user's mistake
             traceback.print_exc()
@@ -582,13 +616,6 @@ def main(argv: Sequence[str] | None = None) -> None:
             for error in errors:
                 _err(f"error: {_describe(error)}")
     sys.exit(code)
-
-
-def _leaves(exc: BaseException) -> list[BaseException]:
-    """The exceptions inside a task group's ExceptionGroup (or ``exc`` itself)."""
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
-    return [exc]
 
 
 def _status(exc: BaseException) -> int:

@@ -107,6 +107,7 @@ class SharedLoop:
             loop.call_soon_threadsafe(hop.start, loop)
             # The notebook's hook lets the kernel take widget events meanwhile.
             (_wait_hook or wait_in_slices)(hop.done)
+            run_slice_work()  # what the call left for this thread (a bar's last update)
         except KeyboardInterrupt:
             loop.call_soon_threadsafe(hop.cancel)
             # Wait for the cancelled call to wind down (and record itself), unless it was
@@ -243,7 +244,25 @@ def wait_in_slices(done: threading.Lock) -> None:
     costs a few microseconds, and none while the call finishes inside the first slice.
     """
     while not done.acquire(timeout=WAIT_SLICE_S):
-        pass
+        run_slice_work()
+
+
+_slice_work: list[Callable[[], None]] = []
+
+
+def add_slice_work(work: Callable[[], None]) -> None:
+    """Have a thread that waits for a synchronous call run ``work`` every slice and once
+    the call is done: how the layers above hand widget updates to the kernel's thread
+    while a cell blocks (``work`` must be quick, and must not raise)."""
+    if work not in _slice_work:
+        _slice_work.append(work)
+
+
+def run_slice_work() -> None:
+    """Run what :func:`add_slice_work` registered (wait hooks call this every slice)."""
+    for work in _slice_work:
+        with contextlib.suppress(Exception):
+            work()
 
 
 WaitHook = Callable[[threading.Lock], None]

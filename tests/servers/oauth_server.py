@@ -52,12 +52,14 @@ class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken,
         self.access: dict[str, AccessToken] = {}
         self.refresh: dict[str, RefreshToken] = {}
         self.expires_in = 3600
+        self.token_padding = 0  # a hostile server's 1 MB token: set to 1_000_000
         self.authorized = 0
         self.refreshed = 0
         self.issued: list[str] = []  # every token and code handed out (for the secrets test)
 
     def _mint(self, client_id: str, scopes: list[str], resource: str | None) -> OAuthToken:
-        access, refresh = f"at-{secrets.token_hex(16)}", f"rt-{secrets.token_hex(16)}"
+        access = f"at-{secrets.token_hex(16)}" + "x" * self.token_padding
+        refresh = f"rt-{secrets.token_hex(16)}"
         self.access[access] = AccessToken(token=access, client_id=client_id, scopes=scopes,
                                           expires_at=int(time.time()) + self.expires_in,
                                           resource=resource)

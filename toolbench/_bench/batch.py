@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import anyio
 
+from toolbench._bench.kernel_thread import KernelBar
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -28,13 +30,15 @@ class Job:
     run: Callable[[], Awaitable[Any]]
 
 
-class Progress(Protocol):
+class Bar(Protocol):
+    """What a batch's progress bar does (a :class:`KernelBar`, or nothing)."""
+
     def update(self, n: int = 1) -> Any: ...
 
     def close(self) -> Any: ...
 
 
-class _NoProgress:
+class _NoBar:
     def update(self, n: int = 1) -> None:
         return None
 
@@ -46,7 +50,7 @@ AUTO_PROGRESS_FROM = 20
 """With ``progress=None``, work of this many calls (or connects) or more shows a bar."""
 
 
-def progress_bar(total: int, description: str, enabled: bool | None) -> Progress:
+def progress_bar(total: int, description: str, enabled: bool | None) -> Bar:
     """A ``tqdm.auto`` bar (a widget in Lab, text on a terminal), or nothing.
 
     ``enabled=None`` means: show one only for long work, so short calls stay quiet.
@@ -54,17 +58,17 @@ def progress_bar(total: int, description: str, enabled: bool | None) -> Progress
     if enabled is None:
         enabled = total >= AUTO_PROGRESS_FROM
     if not enabled or total <= 1:
-        return _NoProgress()
+        return _NoBar()
     try:
-        from tqdm.auto import tqdm
+        import tqdm.auto  # noqa: F401
     except ImportError:  # tqdm comes with the lab extra; without it, no bar
-        return _NoProgress()
-    bar: Progress = tqdm(total=total, desc=description, leave=True)
+        return _NoBar()
+    bar: Bar = KernelBar(total, description)  # made and changed on the kernel's thread
     return bar
 
 
 async def run_jobs(jobs: Sequence[Job], *, overall: int | None, per_server: int | None,
-                   bar: Progress | None = None) -> list[Any]:
+                   bar: Bar | None = None) -> list[Any]:
     """Run every job; results in job order. Caps: ``overall`` slots, ``per_server`` lanes."""
     results: list[Any] = [None] * len(jobs)
     lanes = {job.server: anyio.CapacityLimiter(per_server) for job in jobs} if per_server else {}

@@ -11,19 +11,21 @@ the explorer) and the bundled demo servers are added above this layer, by the pu
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
+import dataclasses
+import json
 import os
 import sys
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Self, Unpack, cast
 
 import anyio
 
 from toolbench._bench import config as _config
+from toolbench._bench.attempt import attempt
 from toolbench._bench.batch import Job, as_cases, bind, compare_frame, progress_bar, run_jobs
 from toolbench._bench.connected import Connected
 from toolbench._bench.handles import ToolHandles
@@ -36,12 +38,12 @@ from toolbench._bench.progress import (
     progress_shown,
 )
 from toolbench._bench.records import Record, RecordStore, frame, make_record, new_call_id, utcnow
-from toolbench._bench.resources import BeyondTools
+from toolbench._bench.resources import ResourcesAndPrompts
 from toolbench._core import preload as _preload
 from toolbench._core import validate as _validate
 from toolbench._core.checks import seconds, whole
 from toolbench._core.client import Result, ToolSpec, check_arguments
-from toolbench._core.errors import TimedOut, ToolError, Unreachable
+from toolbench._core.errors import TimedOut, ToolError, Unreachable, mark_unsent
 from toolbench._core.html import counted
 from toolbench._core.ids import Egress, Provenance, ToolId, check_server_name, did_you_mean
 from toolbench._core.validate import unchecked, validate_arguments
@@ -100,6 +102,25 @@ def _scrubbed(exc: BaseException, redact: Redactor) -> BaseException:
     return clean
 
 
+def _redacted_data(data: Any, redact: Redactor) -> Any:
+    """A log entry's ``data`` with a server's secrets hidden (JSON through its text)."""
+    if data is None or not redact.active:
+        return data
+    if isinstance(data, str):
+        return redact(data)
+    try:
+        text = json.dumps(data, default=str)
+    except (TypeError, ValueError, RecursionError):
+        return redact(repr(data))
+    shown = redact(text)
+    if shown == text:
+        return data
+    try:
+        return json.loads(shown)
+    except ValueError:
+        return shown
+
+
 def _schema_warnings(schema: Any) -> list[str]:
     """Why local argument checking is skipped for a tool (``_validate.schema_problems``)."""
     try:
@@ -146,6 +167,8 @@ class _Row:
     given: tuple[Any, dict[str, Any], Any] | None = field(default=None, repr=False)
     """What ``connect`` was given (target, options, namespace): what a Dask worker rebuilds
     the server from (``map(..., cluster=)``). It holds secrets: never shown."""
+    timeout: float | None = None
+    """The server's own call timeout (``connect(..., timeout=)`` or its config), if given."""
 
     def current_status(self) -> str:
         """The row's status, or the connection's own once connected (it may fail or be lost)."""
@@ -154,7 +177,7 @@ class _Row:
         return self.status
 
 
-class BaseBench(BeyondTools):
+class BaseBench(ResourcesAndPrompts):
     """Connect many servers, browse their tools, call, compare and map them, keep records.
 
     A bench owns its connections (stdio children end when it closes) and one record of every
@@ -283,8 +306,7 @@ class BaseBench(BeyondTools):
         existing = self._rows.get(name)
         if existing is not None and existing.current_status() not in REPLACEABLE:
             raise ValueError(f"server {name!r} is already connected; disconnect it first")
-        if "timeout" in options:
-            seconds(options["timeout"], "timeout")
+        own_timeout = seconds(options["timeout"], "timeout") if "timeout" in options else None
         options.setdefault("timeout", self.timeout)
         options.setdefault("connect_timeout", self.connect_timeout)
         try:
@@ -298,7 +320,7 @@ class BaseBench(BeyondTools):
         if existing is not None:  # a failed or lost row: it goes only once the new one is valid
             await self._disconnect(name)
         row = _Row(name, connection.transport, "connecting", connection, redact=redact,
-                   given=(target, dict(options), namespace))
+                   given=(target, dict(options), namespace), timeout=own_timeout)
         self._rows[name] = row
         try:
             if self.egress is not None and not self.egress.allows(connection.destination):
@@ -648,7 +670,13 @@ class BaseBench(BeyondTools):
         ``PER_SERVER`` of each server): ``time``, ``server``, ``kind`` (``log`` or
         ``progress``), ``level``, ``logger``, ``message``, ``data``, ``call_id`` (a progress
         update's call, as in ``records``). Text is capped; nothing here was sent by us."""
-        return logs_frame(self._notifications.entries())
+        entries = self._notifications.entries()
+        redactors = {name: row.redact for name, row in self._rows.items() if row.redact.active}
+        if redactors:  # a server's secrets never show, even in what it logged
+            entries = [dataclasses.replace(e, message=redactors[e.server](e.message),
+                                           data=_redacted_data(e.data, redactors[e.server]))
+                       if e.server in redactors else e for e in entries]
+        return logs_frame(entries)
 
     @property
     def records(self) -> pd.DataFrame:
@@ -670,6 +698,16 @@ class BaseBench(BeyondTools):
         entry = self.pegboard.entry(name)
         return _Target(entry.name, entry.tool_id, entry.spec)
 
+    def _limit(self, server: str, timeout: float | None) -> float:
+        """The call's timeout: the call's own, else its server's, else the bench's (DESIGN,
+        "Which option wins"; ``None`` is the one "not given")."""
+        if timeout is not None:
+            return timeout
+        row = self._rows.get(server)
+        if row is not None and row.timeout is not None:
+            return row.timeout
+        return self.timeout
+
     def _provenance(self, provenance: Provenance | Mapping[str, Any] | None) -> Provenance:
         if provenance is None:
             base = Provenance()
@@ -688,17 +726,30 @@ class BaseBench(BeyondTools):
         The server's progress updates always reach ``bench.logs`` under this call's id;
         ``progress`` (a bar, or the user's function) sees them too."""
         call_id, started = new_call_id(), utcnow()
-        limit = self.timeout if timeout is None else timeout
+        limit = self._limit(target.tool.server, timeout)
+        row = self._rows.get(target.tool.server)
+        redact = row.redact if row is not None and row.redact.active else None
+        # What the record, the journal and the intent log say: a tool named after one of
+        # its server's secrets is recorded without it (the call itself uses the real name).
+        tool_shown = target.tool.tool if redact is None else redact(target.tool.tool)
+        name_shown = target.name if redact is None else redact(target.name)
         t0 = time.perf_counter()  # reset once the call is sent: latency is the far side's
         result: Result | None = None
         error: ToolError | None = None
         recorded_args = arguments if isinstance(arguments, Mapping) else {"_invalid": arguments}
         tag = call_id if batch is None else batch  # what the journal's count is kept by
         prov = provenance.as_dict()
-        sent, durable = False, True
+        durable = True
         if not _preload.ready():  # off the loop, before this call's timeout starts
             await _preload.wait()
         begun = time.perf_counter()
+
+        def failed(exc: BaseException) -> Record:
+            return make_record(
+                call_id=call_id, batch=batch, started=started, server=target.tool.server,
+                tool=tool_shown, name=name_shown, arguments=recorded_args,
+                latency_s=time.perf_counter() - t0, provenance=prov, error=exc)
+
         try:
             args = check_arguments(target.tool, arguments)
             if check:
@@ -709,8 +760,7 @@ class BaseBench(BeyondTools):
             # Journaled: the intent is committed before a byte is sent (on the journal's
             # thread; this only awaits it, bounded), so a crash from here on leaves a trace.
             durable = await self._store.intent(call_id, batch, started, target.tool.server,
-                                               target.tool.tool, target.name, recorded_args,
-                                               prov)
+                                               tool_shown, name_shown, recorded_args, prov)
             # Checking the arguments and journaling the intent count inside the call's
             # timeout (DESIGN, "The trust boundary"); if they used it all, nothing is sent.
             t0 = time.perf_counter()
@@ -719,57 +769,60 @@ class BaseBench(BeyondTools):
                 raise Unreachable(
                     f"not sent: checking the arguments and recording the intent took "
                     f"{t0 - begun:.3g} s of the call's {limit:g} s timeout", tool=target.tool)
-            sent = True
-            # asyncio.timeout, not anyio.fail_after: the bench always runs on the shared
-            # asyncio loop, and this is a few microseconds cheaper on every call.
+        except ToolError as exc:
+            error = exc
+        except anyio.get_cancelled_exc_class():
+            self._store.append(failed(Unreachable("cancelled (interrupted) before it was sent",
+                                                  tool=target.tool)), tag)
+            raise
+        except Exception as exc:  # toolbench's own bug, before sending (DESIGN)
+            self._store.append(failed(mark_unsent(exc)), tag)
+            raise
+        else:
             # The router hands the timeout down: the client itself decides whether a
             # call that ran out of time was sent (in doubt) or never left (did not happen).
-            # This outer bound is only a backstop, a little later, for a client that hangs;
+            # The outer bound is only a backstop, a little later, for a client that hangs;
             # a client that bounds itself (ours, or one the router bounds) gets none, so a
             # call has one timeout scope (each costs ~10 µs).
             on_progress = self._notifications.progress(target.tool.server, call_id, progress)
-            if self.router.bounds_itself(target.tool):
-                result = await self.router.call(target.tool, args, provenance,
-                                                timeout=remaining, progress=on_progress)
-            else:
-                async with asyncio.timeout(remaining + TIMEOUT_BACKSTOP_S):
-                    result = await self.router.call(target.tool, args, provenance,
-                                                    timeout=remaining, progress=on_progress)
-        except ToolError as exc:
-            error = exc
-        except TimeoutError as exc:  # the router's bound for a plain client, or the backstop
-            error = TimedOut(f"no answer within {limit} s", tool=target.tool)
-            error.__cause__ = exc
-        except anyio.get_cancelled_exc_class():
-            self._store.append(make_record(
-                call_id=call_id, batch=batch, started=started, server=target.tool.server,
-                tool=target.tool.tool, name=target.name, arguments=recorded_args,
-                latency_s=time.perf_counter() - t0, provenance=prov,
-                error=TimedOut("cancelled (interrupted) while in flight", tool=target.tool)
-                if sent else Unreachable("cancelled (interrupted) before it was sent",
-                                         tool=target.tool),
-            ), tag)
-            raise
-        except Exception as exc:  # a foreign bug in some client: the far side's fate is unknown
-            error = TimedOut(f"{type(exc).__name__}: {exc}", tool=target.tool)
-            error.__cause__ = exc
+
+            def run() -> Awaitable[Result]:
+                return self.router.call(target.tool, args, provenance, timeout=remaining,
+                                        progress=on_progress)
+
+            bound = (None if self.router.bounds_itself(target.tool)
+                     else remaining + TIMEOUT_BACKSTOP_S)
+            try:
+                result, error = await attempt(run, limit=limit, bound=bound, tool=target.tool)
+            except anyio.get_cancelled_exc_class():
+                self._store.append(failed(TimedOut("cancelled (interrupted) while in flight",
+                                                   tool=target.tool)), tag)
+                raise
+            except Exception as exc:  # the client's own bug before sending (is_unsent)
+                self._store.append(failed(exc), tag)
+                raise
         if result is not None and result.task_id is not None:  # it ran as a server task
             prov = {**prov, "task_id": result.task_id}
         record = make_record(
             call_id=call_id, batch=batch, started=started, server=target.tool.server,
-            tool=target.tool.tool, name=target.name, arguments=recorded_args,
+            tool=tool_shown, name=name_shown, arguments=recorded_args,
             latency_s=time.perf_counter() - t0, provenance=prov,
             result=result, error=error,
         )
+        if redact is not None and not record.ok:  # a failure's text is the server's words
+            record = dataclasses.replace(
+                record, error=None if record.error is None else redact(record.error),
+                text=None if record.text is None else redact(record.text),
+                content=_redacted_data(record.content, redact))
         self._store.append(record, tag)
         if error is not None and error.tool is None:
             error.tool = target.tool
         journal = self._store.journal
         if batch is None and journal is not None and (not durable or journal.degraded):
-            # Its intent was durable before sending; the outcome is committed right behind
-            # it (with the next intent, or LINGER_S later), without holding the call back.
-            # A journal that is failing says so now, not only at close.
-            warn_not_durable(journal, 1, 1, f"call {target.name}")
+            # Its intent was durable before sending, and its outcome is in the intent log
+            # (store.append wrote it); SQLite follows with the next group commit. A
+            # journal that is failing says so now, not only at close.
+            warn_not_durable(journal, 1, 1, f"call {name_shown}")
         return record, result, error
 
     async def _call(self, name: str, arguments: Mapping[str, Any] | None = None, /, *,
@@ -809,7 +862,8 @@ class BaseBench(BeyondTools):
         Args:
             name: the pegboard name (``geo-distance``) or a ``tool://server/tool`` reference.
             arguments: the tool's arguments as one mapping; or pass them as keywords.
-            timeout: seconds before the call fails as ``TimedOut`` (default: the bench's).
+            timeout: seconds before the call fails as ``TimedOut`` (default: the server's
+                ``connect(..., timeout=)``, else the bench's).
             provenance: fields recorded with the call (a ``Provenance`` or a mapping).
             progress: the server's progress updates: ``None`` shows a bar in a notebook
                 (made on the first update), ``False`` none, a function is called with
@@ -920,7 +974,7 @@ class BaseBench(BeyondTools):
             cases: one argument mapping, or a list of them; or pass keywords.
             servers: only these servers (default: every server offering the tool).
             concurrency: calls in flight per server (a positive integer).
-            timeout: seconds per call (default: the bench's).
+            timeout: seconds per call (default: each server's, else the bench's).
             progress: a progress bar (``None``: only in a notebook).
             provenance: fields recorded with every call.
             **kwargs: one case's arguments, as keywords (not together with ``cases``).
@@ -1019,7 +1073,7 @@ class BaseBench(BeyondTools):
             progress: a progress bar (on by default).
             resume: skip argument sets that already succeeded or are in doubt.
             retry_in_doubt: with ``resume``, call the in-doubt ones again.
-            timeout: seconds per call (default: the bench's).
+            timeout: seconds per call (default: each server's, else the bench's).
             provenance: fields recorded with every call.
             cluster: a ``dask.distributed.Client`` to run the calls on its workers.
 

@@ -27,10 +27,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote, quote_plus, urlsplit
 
@@ -194,6 +194,50 @@ def _check_url(url: str, raw: str, source: str, path: str) -> None:
                           "(write http://HOST[:PORT]/path)")
 
 
+MAX_CONFIG_BYTES = 16 * 2**20
+"""A config file larger than this is refused (a real one is a few kilobytes)."""
+
+
+def read_text(source: str) -> str:
+    """A config file's text: a regular file only (a FIFO or ``/dev/zero`` would hang or
+    never end), at most ``MAX_CONFIG_BYTES``; otherwise a ``ConfigError`` naming it."""
+    try:
+        fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise ConfigError(source, "$", f"cannot read the file: {exc.strerror or exc}") from exc
+    with os.fdopen(fd, "rb") as f:
+        try:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise ConfigError(source, "$", "not a regular file (a config is a JSON file)")
+            raw = f.read(MAX_CONFIG_BYTES + 1)
+        except OSError as exc:
+            raise ConfigError(source, "$",
+                              f"cannot read the file: {exc.strerror or exc}") from exc
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(source, "$", f"larger than {MAX_CONFIG_BYTES:,} bytes; a config "
+                                       "is a small JSON file")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(source, "$", f"not UTF-8 text: {exc.reason} at byte {exc.start}"
+                          ) from exc
+
+
+def load_json(source: str) -> Any:
+    """A config file read (:func:`read_text`) and parsed; a ``ConfigError`` for bad JSON,
+    nesting too deep to parse included."""
+    text = read_text(source)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            source, "$", f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from exc
+    except RecursionError:
+        raise ConfigError(source, "$", "nested too deeply to read (a config is a few levels "
+                                       "deep)") from None
+
+
 def parse(config: str | os.PathLike[str] | Mapping[str, Any],
           environ: Mapping[str, str] | None = None) -> Parsed:
     """Check and expand a whole config file or dict; warns about nothing, starts nothing."""
@@ -202,16 +246,7 @@ def parse(config: str | os.PathLike[str] | Mapping[str, Any],
         source, data = "<config dict>", dict(config)
     else:
         source = os.fspath(config)
-        try:
-            text = Path(source).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(source, "$", f"cannot read the file: {exc.strerror or exc}") from exc
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(
-                source, "$", f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-            ) from exc
+        data = load_json(source)
     if not isinstance(data, dict):
         raise ConfigError(source, "$", "expected an object with 'mcpServers' or 'servers'")
     if "mcpServers" in data and "servers" in data:

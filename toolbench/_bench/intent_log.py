@@ -23,8 +23,9 @@ import contextlib
 import glob
 import json
 import os
+import stat
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -32,6 +33,8 @@ SUFFIX = "-intents-"
 """A session's file is ``<journal path>-intents-<session>``."""
 COMPACT_BYTES = 1 << 20
 """Past this size, the file is emptied as soon as all it holds is committed to SQLite."""
+MAX_READ_BYTES = 64 << 20
+"""The most of a dead session's file that is read on reopening; the rest counts as damaged."""
 _HEADER_KEY = "toolbench_intents"
 _FORMAT = 1
 
@@ -90,8 +93,10 @@ class IntentLog:
         self.path = f"{journal_path}{SUFFIX}{session}"
         header = _encode({_HEADER_KEY: _FORMAT, "pid": pid, "proc": proc,
                           "session": session}).encode() + b"\n"
+        # A new file, ours alone: never one that is there (a planted link or FIFO).
         self._fd: int | None = os.open(
-            self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC,
+            self.path,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW,
             0o600)
         self._header = len(header)
         self.size = 0
@@ -112,6 +117,14 @@ class IntentLog:
             return False
         self.size += written
         return True
+
+    def unlinked(self) -> bool:
+        """Whether the file was deleted while open (what is appended would go nowhere)."""
+        fd = self._fd
+        try:
+            return fd is not None and os.fstat(fd).st_nlink == 0
+        except OSError:
+            return True
 
     def empty(self) -> None:
         """Drop every intent (the caller knows all of them are committed to SQLite)."""
@@ -148,6 +161,28 @@ def intent_line(call_id: str, batch: str | None, started: datetime, server: str,
     return text.encode("ascii") + b"\n"
 
 
+OUTCOME = "outcome"
+"""The first value of an outcome line: ``[OUTCOME, call_id, ...the record's columns]``."""
+
+
+def outcome_line(record: Any) -> bytes:
+    """The file's line for one finished call: its whole record, one JSON array in ASCII.
+
+    Written before the call returns, so the answer survives a kill -9 an instant later; the
+    start is a POSIX timestamp (as in an intent line), JSON columns are nested values.
+    """
+    r = record
+    head = [OUTCOME, r.call_id, r.batch, r.started.timestamp(), r.server, r.tool, r.name]
+    tail = [int(r.ok), r.disposition, r.error_type, r.error, r.latency_ms, r.text]
+    try:
+        text = _encode([*head, r.arguments, *tail, r.structured, r.content, r.provenance,
+                        r.kind])
+    except (ValueError, TypeError, RecursionError):
+        text = _encode([*head, _plain(r.arguments), *tail, _plain(r.structured),
+                        _plain(r.content), _plain(r.provenance), r.kind])
+    return text.encode("ascii") + b"\n"
+
+
 def _plain(value: Any) -> Any:
     try:
         return json.loads(_encode(value))
@@ -170,6 +205,28 @@ class DeadLog:
     pid: int
     rows: list[tuple[Any, ...]]  # (call_id, batch, timestamp, server, tool, name, args, prov)
     damaged: int
+    outcomes: list[tuple[Any, ...]] = field(default_factory=list)
+    """Finished calls: the record's 17 columns (start as a timestamp, JSON as values)."""
+
+
+def _read_lines(path: str) -> tuple[list[bytes], int] | None:
+    """A regular file's pieces split at newlines (the last one empty or torn), at most
+    MAX_READ_BYTES of it, and 1 if there was more (left unread and counted as damaged);
+    ``None`` for anything that is not a regular file (a FIFO, a device, a link) or that
+    cannot be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return None
+            data = f.read(MAX_READ_BYTES)
+            more = bool(f.read(1))
+    except OSError:
+        return None
+    return data.split(b"\n"), int(more)
 
 
 def dead_logs(journal_path: str, live_sessions: Sequence[str] | set[str]) -> list[DeadLog]:
@@ -177,15 +234,15 @@ def dead_logs(journal_path: str, live_sessions: Sequence[str] | set[str]) -> lis
     found: list[DeadLog] = []
     me = os.getpid()
     for path in sorted(glob.glob(glob.escape(journal_path) + SUFFIX + "*")):
-        try:
-            with open(path, "rb") as f:
-                lines = f.read().split(b"\n")
-        except OSError:
+        read = _read_lines(path)
+        if read is None:
             continue
+        lines, cut = read
         try:
             header = json.loads(lines[0])
             pid, proc, session = header["pid"], header["proc"], header["session"]
             if (header[_HEADER_KEY] != _FORMAT or not isinstance(pid, int)
+                    or isinstance(pid, bool) or not 0 < pid < 1 << 31
                     or not isinstance(session, str)):
                 continue
         except (ValueError, KeyError, TypeError, IndexError):
@@ -194,14 +251,19 @@ def dead_logs(journal_path: str, live_sessions: Sequence[str] | set[str]) -> lis
             continue
         if pid != me and process_alive(pid, proc if isinstance(proc, str) else None):
             continue
-        rows, damaged = [], 0
+        rows: list[tuple[Any, ...]] = []
+        outcomes: list[tuple[Any, ...]] = []
+        damaged = 0
         for line in lines[1:-1]:  # the last piece is empty, or a line torn by a full disk
             try:
                 row = json.loads(line)
+                if isinstance(row, list) and len(row) == 18 and row[0] == OUTCOME:
+                    outcomes.append(tuple(row[1:]))
+                    continue
                 if not isinstance(row, list) or len(row) != 8:
                     raise ValueError("not an intent")
                 rows.append(tuple(row))
-            except ValueError:
+            except (ValueError, RecursionError):
                 damaged += 1
-        found.append(DeadLog(path, pid, rows, damaged))
+        found.append(DeadLog(path, pid, rows, damaged + cut, outcomes))
     return found

@@ -13,7 +13,7 @@ shared event loop must never wait on it. Every commit happens on one thread, whi
 everything that is ready in one transaction (group commit). While calls come, it looks for
 work every LINGER_S by itself, so a stream of calls costs it no wake-ups. Without an intent
 log (it could not be created, or a write failed), a call waits for its intent's commit,
-bounded, as before.
+bounded.
 
 Why writing never fails a call: a journal that cannot be written (locked, disk full, closed,
 damaged) keeps the record in memory, retries with backoff, and reports how many records are
@@ -54,6 +54,7 @@ from toolbench._bench.intent_log import (
     COMPACT_BYTES,
     IntentLog,
     intent_line,
+    outcome_line,
     proc_tag,
 )
 from toolbench._bench.journal_file import (
@@ -138,6 +139,7 @@ class _Outcome:
     tag: str | None
     orphan: bool = False  # replaces an orphan intent found on opening
     logged: bool = False  # that intent was in a dead session's intent log, not in SQLite
+    seq: int = 0  # its place in the intent log (0: not in the log)
 
 
 @dataclass(slots=True)
@@ -167,6 +169,11 @@ class Journal:
         damage = found.damaged_file
         if damage is None:
             self._db, damage = open_for_writing(self.path)
+        # Our own handle on the file: its link count tells a file deleted under us.
+        self._watch: int | None = None
+        if self._db is not None:
+            with contextlib.suppress(OSError):
+                self._watch = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
         if damage is not None:
             self.problem = (f"the file is damaged ({damage}); nothing more is written to "
                             "it. Move it aside to journal again")
@@ -192,6 +199,8 @@ class Journal:
         self._inflight: dict[str, tuple[str, str | None, str | None]] = {}
         self._deferred_intents: dict[str, _Intent] = {}
         self._deferred: dict[str, _Outcome] = {}
+        self._broken: dict[str, _Outcome] = {}
+        """Outcomes whose row could not be built: a bug of ours, kept in memory, not retried."""
         self._retry_at = 0.0
         self._last_attempt = 0.0
         self._backoff = RETRY_FIRST_S
@@ -288,19 +297,36 @@ class Journal:
             self._queue.put(None)
 
     def outcome(self, record: Record, tag: str | None) -> None:
-        """Hand over the full record; it replaces its intent, in the next commit.
+        """Hand over the full record: on disk (the intent log) before this returns, and in
+        SQLite, replacing its intent, with the next commit.
 
-        It does not wake the writer (which commits it with the next intent, or LINGER_S
-        later), so a stream of calls costs one commit per call.
+        One write(2) to the intent log (DESIGN: a call that returned is found with its
+        answer after a kill -9); SQLite follows in groups. It does not wake the writer
+        (which commits it with the next intent, or LINGER_S later), so a stream of calls
+        costs one commit per call.
         """
+        log = self._log
+        line = None
+        if log is not None:
+            try:
+                line = outcome_line(record)
+            except Exception:  # a record that cannot be encoded: SQLite's row will say why
+                line = None
         with self._lock:
             if self._closed:  # too late for the file: counted, so the operation says so
                 self._unqueued[tag] = self._unqueued.get(tag, 0) + 1
                 self.problem = self.problem or "it was closed before they were written"
                 return
+            seq = 0
+            if line is not None and self._log is not None:
+                if self._log.append(line):
+                    self._appended += 1
+                    seq = self._appended
+                else:
+                    self._log = None  # a full disk: intents are committed before sending
             if not self._outs:
                 self._outs_since = time.monotonic()
-            self._outs.append(_Outcome(record, tag))
+            self._outs.append(_Outcome(record, tag, seq=seq))
             if record.call_id in self._inflight:
                 self._running -= 1
             if self._idle:
@@ -463,8 +489,11 @@ class Journal:
         if ok:
             if self.degraded:
                 self.degraded, self.problem, self._backoff = False, None, RETRY_FIRST_S
-            top = max((intent.seq for intent in intents), default=0)
-            if top:  # all intents up to this one are in SQLite (earlier batches were too)
+                if self._broken:
+                    self.problem = self._broken_problem()
+            top = max(max((intent.seq for intent in intents), default=0),
+                      max((outcome.seq for outcome in outcomes), default=0))
+            if top:  # all lines up to this one are in SQLite (earlier batches were too)
                 with self._lock:
                     self._covered = max(self._covered, top)
             if self._stale_logs:  # their orphans are committed: the files have done their job
@@ -488,9 +517,10 @@ class Journal:
 
     def _not_durable(self, marker: _Marker) -> int:
         # An orphan not yet converted is still on disk as an intent: it is not lost.
+        kept = [*self._deferred.values(), *self._broken.values()]
         if marker.kind == "close":
-            return sum(1 for o in self._deferred.values() if not o.orphan)
-        return sum(1 for o in self._deferred.values() if o.tag == marker.tag and not o.orphan)
+            return sum(1 for o in kept if not o.orphan)
+        return sum(1 for o in kept if o.tag == marker.tag and not o.orphan)
 
     def _attempt(self, intents: list[_Intent], outcomes: list[_Outcome]) -> bool:
         """One transaction for everything ready; on failure nothing is half written."""
@@ -510,24 +540,20 @@ class Journal:
             orphans = []
             logged: list[tuple[Any, ...]] = []
             for outcome in outcomes:
-                r = outcome.record
-                known = inflight.get(r.call_id)
-                if known is not None:  # written with its intent already: reuse the text
-                    deletes.append((r.call_id,))
-                    started, args_json, prov_json = known
-                else:
-                    started = r.started.isoformat()
-                    args_json, prov_json = dump_json(r.arguments), dump_json(r.provenance)
-                row = (r.call_id, r.batch, started, r.server, r.tool, r.name,
-                       args_json, int(r.ok), r.disposition, r.error_type, sqlite_text(r.error),
-                       r.latency_ms, sqlite_text(r.text), dump_json(r.structured),
-                       dump_json(r.content), prov_json, r.kind)
+                try:
+                    row = self._outcome_row(outcome.record)
+                except Exception as exc:  # not a write failure: retrying cannot help
+                    self._set_aside(outcome, exc)
+                    continue
+                if row[0] in inflight:  # written with its intent already: replace it
+                    deletes.append((row[0],))
                 if outcome.logged:
                     logged.append(row)
                 elif outcome.orphan:
                     orphans.append(row)
                 else:
                     call_rows.append(row)
+            self._check_linked()
             if busy_ms != self._busy_ms:
                 db.execute(f"PRAGMA busy_timeout={busy_ms}")
                 self._busy_ms = busy_ms
@@ -567,6 +593,42 @@ class Journal:
             self._running = len(inflight) - sum(1 for o in self._outs
                                                 if o.record.call_id in inflight)
         return True
+
+    def _outcome_row(self, r: Record) -> tuple[Any, ...]:
+        known = self._inflight.get(r.call_id)
+        if known is not None:  # written with its intent already: reuse the text
+            started, args_json, prov_json = known
+        else:
+            started = r.started.isoformat()
+            args_json, prov_json = dump_json(r.arguments), dump_json(r.provenance)
+        return (r.call_id, r.batch, started, r.server, r.tool, r.name,
+                args_json, int(r.ok), r.disposition, r.error_type, sqlite_text(r.error),
+                r.latency_ms, sqlite_text(r.text), dump_json(r.structured),
+                dump_json(r.content), prov_json, r.kind)
+
+    def _check_linked(self) -> None:
+        """Refuse to commit into a file that was deleted while open: SQLite would go on
+        writing to it, and every record would be gone with the last handle."""
+        log = self._log
+        if log is not None and log.unlinked():  # intents are committed before sending now
+            with self._lock:
+                self._log = None
+            log.close()
+        if self._watch is not None and os.fstat(self._watch).st_nlink == 0:
+            raise OSError(f"the file {self.path!r} was deleted while the journal was open; "
+                          "what was committed since is gone with it")
+
+    def _set_aside(self, outcome: _Outcome, exc: Exception) -> None:
+        """A record that cannot become a row is toolbench's bug, not a full disk: it stays in
+        memory, is counted as not durable, and is not retried (it would fail forever)."""
+        self._broken[outcome.record.call_id] = outcome
+        self.problem = self._broken_problem(exc)
+
+    def _broken_problem(self, exc: Exception | None = None) -> str:
+        what = f" ({type(exc).__name__}: {exc})" if exc is not None else ""
+        count = len(self._broken)
+        return (f"{count} record{'s' * (count != 1)} could not be turned into a row{what}; "
+                "a toolbench bug, please report it")
 
     def _defer(self, reason: str) -> None:
         """A failed write: keep everything for later and stop making calls wait."""
@@ -622,6 +684,10 @@ class Journal:
 
     def _finish(self) -> None:
         LIVE_SESSIONS.discard(self.session)
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            with contextlib.suppress(OSError):
+                os.close(watch)
         if self._db is not None:
             with contextlib.suppress(Exception):
                 self._db.close()

@@ -136,6 +136,8 @@ def inspect_file(path: str) -> Inspection:
             others = [n for (n,) in db.execute(
                 "SELECT name FROM sqlite_master WHERE type != 'table'")]
         except sqlite3.DatabaseError as exc:
+            if _busy(exc):
+                raise _locked(path, exc) from exc
             raise _refuse(path, f"is not a toolbench journal (not a readable SQLite "
                                 f"database: {exc}); it was left untouched") from exc
         _classify(path, app_id, version, tables, others)
@@ -151,7 +153,19 @@ def inspect_file(path: str) -> Inspection:
         log_orphans: list[Record] = []
         if logs:
             known = {r.call_id for r in records}
-            known.update(r.call_id for r in orphans)
+            waiting = {r.call_id: at for at, r in enumerate(orphans)}
+            for log in logs:  # finished calls first: an outcome replaces its intent
+                done, bad_lines = _decode(log.outcomes, _log_outcome)
+                bad += bad_lines
+                for record in done:
+                    if record.call_id in known:
+                        continue
+                    known.add(record.call_id)
+                    if record.call_id in waiting:  # its intent reached SQLite: replace it
+                        orphans[waiting[record.call_id]] = record
+                    else:
+                        log_orphans.append(record)
+            known.update(waiting)
             for log in logs:
                 found, bad_lines = _decode(log.rows, functools.partial(_log_orphan,
                                                                        pid=log.pid))
@@ -171,6 +185,15 @@ def _log_orphan(row: Sequence[Any], pid: int) -> Record:
     call_id, batch, started, server, tool, name, args, prov = row
     return _orphan(call_id, batch, started_text(started), server, tool, name, dump_json(args),
                    dump_json(prov), pid)
+
+
+def _log_outcome(row: Sequence[Any]) -> Record:
+    """A finished call from a dead session's log (its outcome line), as its record."""
+    (call_id, batch, started, server, tool, name, args, ok, disposition, error_type, error,
+     latency_ms, text, structured, content, prov, kind) = row
+    return _record((call_id, batch, started_text(started), server, tool, name,
+                    dump_json(args), ok, disposition, error_type, error, latency_ms, text,
+                    dump_json(structured), dump_json(content), dump_json(prov), kind))
 
 
 def _orphan(call_id: Any, batch: Any, started: Any, server: Any, tool: Any, name: Any,
@@ -218,12 +241,60 @@ def _classify(path: str, app_id: int, version: int, tables: Mapping[str, list[st
                         "left untouched. Give a new file name for the journal")
 
 
+def _busy(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+    return code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def _locked(path: str, exc: sqlite3.Error) -> ValueError:
+    holders = lock_holders(path)
+    who = (f" by process {', '.join(map(str, holders))}" if holders
+           else " by another process or connection")
+    return _refuse(path, f"is locked{who} ({exc}); it was left untouched. Close the other "
+                         "user, or give another file name")
+
+
+def lock_holders(path: str) -> list[int]:
+    """The pids holding a POSIX or flock lock on ``path`` (Linux ``/proc/locks``; SQLite
+    itself cannot say who), or ``[]`` when that cannot be told."""
+    try:
+        st = os.stat(path)
+        with open("/proc/locks", "rb") as f:
+            table = f.read(1 << 20).decode("ascii", "replace")
+    except OSError:
+        return []
+    # "1: POSIX  ADVISORY  WRITE 1234 08:02:131090 1073741824 1073741824"
+    wanted = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    pids: list[int] = []
+    for line in table.splitlines():
+        fields = line.split()
+        if "->" in fields:  # a waiter, not a holder
+            continue
+        if len(fields) >= 6 and fields[5] == wanted and fields[4].isdigit():
+            pid = int(fields[4])
+            if pid not in pids:
+                pids.append(pid)
+    return pids
+
+
+def _create_private(path: str) -> None:
+    """Create the journal file 0600 if it is not there: SQLite gives its ``-wal`` and
+    ``-shm`` the main file's mode, and all three hold arguments and results."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW,
+                     0o600)
+    except OSError:
+        return  # there already (or not creatable: SQLite's own error says why)
+    os.close(fd)
+
+
 def open_for_writing(path: str) -> tuple[sqlite3.Connection | None, str | None]:
     """The writer's connection (WAL; schema created or migrated under the write lock).
 
     A file SQLite finds damaged gives ``(None, why)``: its records were loaded, but nothing
     is written into a damaged file.
     """
+    _create_private(path)
     try:
         db = sqlite3.connect(path, check_same_thread=False, isolation_level=None,
                              timeout=OPEN_BUSY_S)
@@ -260,6 +331,8 @@ def open_for_writing(path: str) -> tuple[sqlite3.Connection | None, str | None]:
         db.close()
         if (exc.sqlite_errorcode & 0xFF) in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
             return None, str(exc)
+        if _busy(exc):
+            raise _locked(path, exc) from exc
         raise _refuse(path, f"cannot be written: {exc}") from exc
     return db, None
 
@@ -367,7 +440,7 @@ def _decode(rows: Iterable[Sequence[Any]],
     for row in rows:
         try:
             good.append(decode(row))
-        except (ValueError, TypeError, KeyError, RecursionError):
+        except (ValueError, TypeError, KeyError, RecursionError, OverflowError, OSError):
             bad += 1
     return good, bad
 

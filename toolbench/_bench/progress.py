@@ -5,6 +5,9 @@ tqdm throttles its redraws (``mininterval``), so a server sending thousands of u
 a counter update each, not a redraw each. Outside a notebook no bar is made at all: a
 terminal's bar would interleave with the caller's own output.
 
+**Which thread changes it.** The kernel's: updates arrive on the loop's thread and are
+handed over (``kernel_thread``), since widgets change on the kernel's thread.
+
 **Which cell shows it.** ipykernel sends output under the parent header held in a context
 variable. A call's coroutine runs with its calling cell's context (the hop to the shared loop
 copies it), but the SDK runs progress callbacks in its connection's receive task, whose
@@ -17,8 +20,9 @@ from __future__ import annotations
 import contextvars
 import sys
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from toolbench._bench.kernel_thread import KernelBar
 from toolbench._core import html as _html
 
 if TYPE_CHECKING:
@@ -55,37 +59,20 @@ them says nothing (a ``map``'s bar, over calls, keeps its rate)."""
 
 
 class ProgressBar:
-    """One call's bar, made on its first update; ``close`` ends it (a no-op if never made)."""
+    """One call's bar, made on its first update (on the kernel's thread, in the calling
+    cell's context: :class:`~toolbench._bench.kernel_thread.KernelBar`); ``close`` ends it
+    (a no-op if never made)."""
 
     def __init__(self, label: str) -> None:
         self.label = label
-        self._bar: Any = None
-        self._broken = False
-        self._context = contextvars.copy_context()  # the calling cell's, for the display
+        self._bar = KernelBar(None, label, interval=BAR_INTERVAL_S, lazy=True,
+                              bar_format=BAR_FORMAT)
 
     def __call__(self, progress: float, total: float | None, message: str | None) -> None:
-        if self._broken:
-            return
-        if self._bar is None:
-            try:
-                from tqdm.auto import tqdm
-            except ImportError:  # tqdm comes with the lab extra; without it, no bar
-                self._broken = True
-                return
-            self._bar = self._context.run(tqdm, total=total, desc=self.label, leave=True,
-                                          mininterval=BAR_INTERVAL_S, bar_format=BAR_FORMAT)
-        bar = self._bar
-        if total is not None and bar.total != total:
-            bar.total = total
-        if message:
-            bar.set_postfix_str(_html.shorten(str(message), 60), refresh=False)
-        step = progress - bar.n
-        if step > 0:
-            bar.update(step)
+        self._bar.show(progress, total, _html.shorten(str(message), 60) if message else None)
 
     def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
+        self._bar.close()
 
 
 def progress_shown(progress: Progress, label: str) -> ProgressShown | None:

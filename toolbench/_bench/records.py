@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from toolbench._core.client import Result
-from toolbench._core.errors import Disposition, ToolError, ToolFailed
+from toolbench._core.errors import Disposition, ToolError, ToolFailed, is_unsent
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -106,8 +106,10 @@ def make_record(
     elif isinstance(error, ToolError):
         ok, disposition = False, error.disposition.value
         error_type, message = type(error).__name__, error.detail
-    else:  # not a ToolError: the far side's fate is unknown
-        ok, disposition = False, Disposition.IN_DOUBT.value
+    else:  # not a ToolError: a bug of ours before sending, else the far side's fate unknown
+        ok = False
+        disposition = (Disposition.DID_NOT_HAPPEN if is_unsent(error)
+                       else Disposition.IN_DOUBT).value
         error_type, message = type(error).__name__, str(error) or type(error).__name__
     return _record(
         call_id, batch, started, server, tool, name, dict(arguments), ok, disposition,

@@ -1,6 +1,6 @@
 """The bench's resources, resource templates and prompts, in the same history as its calls.
 
-``BeyondTools`` is a base class of ``BaseBench`` (``toolbench._bench.bench``): the public
+``ResourcesAndPrompts`` is a base class of ``BaseBench`` (``toolbench._bench.bench``): the public
 operations are written out here, each with a blocking face and an awaitable face that hand
 off to the shared loop in one line, as ``Bench.call``/``acall`` do. They live in their own
 module so the bench's tool path stays as it is.
@@ -29,7 +29,7 @@ are the ones ``compare`` and ``map`` return.
 **Prompt names** are prefixed like tools (``beyond-welcome``): the server's tool namespace
 and the pegboard's separator, so one server's names share one prefix. Prompts are listed
 when asked for (``prompts()``, or a name not seen yet), not at connect: a connect costs one
-listing, of tools, as before.
+listing, of tools.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
+from toolbench._bench.attempt import attempt
 from toolbench._bench.batch import Job, as_cases, bind, compare_frame, progress_bar, run_jobs
 from toolbench._bench.journal import warn_not_durable
 from toolbench._bench.records import Record, frame, make_record, new_call_id, utcnow
@@ -53,7 +54,7 @@ from toolbench._core.contents import PromptResult, ReadResult
 from toolbench._core.errors import Refused, TimedOut, ToolError, Unreachable
 from toolbench._core.ids import Provenance, did_you_mean
 from toolbench._loop import get_loop
-from toolbench._transports.mcp import NOT_OFFERED
+from toolbench._transports.mcp import NotOffered
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -74,7 +75,7 @@ class ListingWarning(UserWarning):
     """Some servers could not list their resources or prompts; the frame has the others."""
 
 
-class BeyondTools:
+class ResourcesAndPrompts:
     """Resources, templates and prompts of the bench's servers; mixed into ``BaseBench``."""
 
     if TYPE_CHECKING:  # what BaseBench provides
@@ -84,6 +85,8 @@ class BeyondTools:
         timeout: float
 
         def _check_open(self) -> None: ...
+
+        def _limit(self, server: str, timeout: float | None) -> float: ...
 
         def _provenance(self, provenance: Provenance | Mapping[str, Any] | None
                         ) -> Provenance: ...
@@ -130,7 +133,7 @@ class BeyondTools:
             try:
                 found[name] = await ask(client, name)
             except Refused as exc:
-                if NOT_OFFERED not in exc.detail:  # not offering is no failure
+                if not isinstance(exc, NotOffered):  # not offering is no failure
                     failed[name] = exc.detail
             except ToolError as exc:
                 failed[name] = exc.detail
@@ -306,30 +309,28 @@ class BeyondTools:
                      ) -> tuple[Record, T | None, ToolError | None]:
         """Make one read or prompt fetch and record it; a failure comes back as data."""
         call_id, started = new_call_id(), utcnow()
-        limit = self.timeout if timeout is None else timeout
+        limit = self._limit(server, timeout)
         prov = provenance.as_dict()
         tag = call_id if batch is None else batch
         answer: T | None = None
         error: ToolError | None = None
         t0 = time.perf_counter()
-        try:
-            with anyio.fail_after(limit + BACKSTOP_S):  # the client bounds itself first
-                answer = await run(limit)
-        except ToolError as exc:
-            error = exc
-        except TimeoutError as exc:
-            error = TimedOut(f"no answer within {limit:g} s")
-            error.__cause__ = exc
+
+        def failed(exc: BaseException) -> Record:
+            return make_record(call_id=call_id, batch=batch, started=started, server=server,
+                               tool=tool, name=name, arguments=arguments,
+                               latency_s=time.perf_counter() - t0, provenance=prov, error=exc,
+                               kind=kind)
+
+        try:  # the client bounds itself first; the bound is a backstop
+            answer, error = await attempt(lambda: run(limit), limit=limit,
+                                          bound=limit + BACKSTOP_S, tool=None)
         except anyio.get_cancelled_exc_class():
-            self._store.append(make_record(
-                call_id=call_id, batch=batch, started=started, server=server, tool=tool,
-                name=name, arguments=arguments, latency_s=time.perf_counter() - t0,
-                provenance=prov, error=TimedOut("cancelled (interrupted) while in flight"),
-                kind=kind), tag)
+            self._store.append(failed(TimedOut("cancelled (interrupted) while in flight")), tag)
             raise
-        except Exception as exc:  # a foreign client's bug: what happened is unknown
-            error = TimedOut(f"{type(exc).__name__}: {exc}")
-            error.__cause__ = exc
+        except Exception as exc:  # toolbench's own bug before sending (is_unsent)
+            self._store.append(failed(exc), tag)
+            raise
         record = make_record(call_id=call_id, batch=batch, started=started, server=server,
                              tool=tool, name=name, arguments=arguments,
                              latency_s=time.perf_counter() - t0, provenance=prov,
@@ -417,7 +418,8 @@ class BeyondTools:
                 result holds it; an embedded resource is returned as it is, unread).
             uri: the resource's URI (with a server's name only).
             server: the server to read a link from, when the bench cannot tell.
-            timeout: seconds before the read fails as ``TimedOut`` (default: the bench's).
+            timeout: seconds before the read fails as ``TimedOut`` (default: the server's,
+                else the bench's).
             provenance: fields recorded with the read.
 
         Returns:
@@ -507,7 +509,8 @@ class BeyondTools:
         Args:
             name: the prompt's name from ``prompts()`` (``beyond-plan_trip``).
             arguments: the prompt's arguments as one mapping of strings; or as keywords.
-            timeout: seconds before the fetch fails as ``TimedOut`` (default: the bench's).
+            timeout: seconds before the fetch fails as ``TimedOut`` (default: the server's,
+                else the bench's).
             provenance: fields recorded with the fetch.
             **kwargs: the prompt's arguments, as keywords (strings: MCP's rule).
 
@@ -597,7 +600,7 @@ class BeyondTools:
             cases: one argument mapping (strings), or a list of them; or pass keywords.
             servers: only these servers (default: every server offering the prompt).
             concurrency: fetches in flight per server.
-            timeout: seconds per fetch (default: the bench's).
+            timeout: seconds per fetch (default: the server's, else the bench's).
             progress: a progress bar (``None``: only for long work).
             provenance: fields recorded with every fetch.
             **kwargs: one case's arguments, as keywords.
@@ -656,7 +659,7 @@ class BeyondTools:
             cases: the argument sets, one mapping of strings each.
             concurrency: fetches in flight at once.
             progress: a progress bar (on by default).
-            timeout: seconds per fetch (default: the bench's).
+            timeout: seconds per fetch (default: the server's, else the bench's).
             provenance: fields recorded with every fetch.
 
         Returns:
@@ -716,7 +719,7 @@ class BeyondTools:
             uris: one URI, or a list of them (each one case, numbered from 0).
             servers: only these servers (default: every connected MCP server).
             concurrency: reads in flight per server.
-            timeout: seconds per read (default: the bench's).
+            timeout: seconds per read (default: the server's, else the bench's).
             progress: a progress bar (``None``: only for long work).
             provenance: fields recorded with every read.
 
@@ -769,7 +772,7 @@ class BeyondTools:
             uris: the URIs (a template's, filled in, work too).
             concurrency: reads in flight at once.
             progress: a progress bar (on by default).
-            timeout: seconds per read (default: the bench's).
+            timeout: seconds per read (default: the server's, else the bench's).
             provenance: fields recorded with every read.
 
         Returns:

@@ -178,7 +178,7 @@ class CheckedArguments(dict[str, Any]):
 
     A call crosses the bench, the router and the client, and each of them is a public door
     that must check what it is handed; on the bench's own path the same arguments were
-    checked three or four times. Each door still gets its own copy (as before, a
+    checked three or four times. Each door still gets its own copy (a
     shallow one), but a copy made from one of these skips the walk. Changing the copy at the
     top level (``args[k] = v``, ``update``, ...) makes it unchecked again, so the next door
     walks it. Nested values are shared with the caller, as they always were; only code

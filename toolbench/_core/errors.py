@@ -16,6 +16,7 @@ they raise ``ValueError`` subclasses at the moment the mistake is made.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -106,3 +107,22 @@ class NameCollision(ValueError):
         if detail:
             message += f" ({detail})"
         super().__init__(message)
+
+
+_UNSENT = "_toolbench_unsent"
+
+
+def mark_unsent(exc: BaseException) -> BaseException:
+    """Mark ``exc`` as raised by toolbench's own code before anything was written to the
+    transport: a bug, not a doubt (DESIGN, "A bug is not a doubt"). It is recorded
+    ``did_not_happen`` and raised as it is. Returns ``exc``."""
+    with contextlib.suppress(AttributeError, TypeError):  # a class with __slots__
+        setattr(exc, _UNSENT, True)
+    return exc
+
+
+def is_unsent(exc: BaseException) -> bool:
+    """Whether :func:`mark_unsent` marked ``exc``."""
+    return getattr(exc, _UNSENT, False) is True
+
+

@@ -177,8 +177,9 @@ class TableAccessor:
         frame, agreement.
 
         Agreement is the share of the server's cases where its answer is the majority's
-        (more than half the servers in the case gave it), or, with ``reference``, the
-        reference's (over the cases the reference answered). Numbers count as the same
+        (more than half the servers that answered the case gave it: a failed call is not
+        a vote), or, with ``reference``, the reference's (over the cases the reference
+        answered). Numbers count as the same
         within ``rtol`` (relative: 0.01 is 1 %); a failed call agrees with nobody.
         Latency covers every call, failed ones too; p90 interpolates linearly.
         """
@@ -372,9 +373,10 @@ def _agreement_with_majority(table: dict[tuple[int, str], Any],
         by_case.setdefault(case, {})[server] = value
     agree: dict[str, list[bool]] = {}
     for answers in by_case.values():
+        votes = sum(1 for value in answers.values() if value is not _NONE)  # failed: no vote
         for server, value in answers.items():
             alike = sum(1 for other in answers.values() if _same(value, other, rtol))
-            agree.setdefault(server, []).append(alike * 2 > len(answers))
+            agree.setdefault(server, []).append(alike * 2 > votes)
     return {s: sum(v) / len(v) for s, v in agree.items() if v}
 
 

@@ -41,7 +41,12 @@ explorer's Call button says where its call's questions go: :meth:`NotebookAsker.
 server's asks to a place of the caller's (the explorer's Call tab) while that call runs.
 
 Text boxes of a form send their value when they lose focus (``continuous_update=False``):
-clicking Accept takes the focus first, so the value travels before the click, never after.
+clicking Accept takes the focus first, so the value is sent just before the click. Just
+before is not always first: while a cell awaits, ipykernel runs each widget message as a
+task of its own, and the click's task can run before the value's (seen in Chromium: the
+corrected value arrived, but Accept had already judged the old one). So Send and Accept
+*settle*: the click is decided ``SETTLE_S`` later, between pump slices in a blocked cell or
+by the kernel's event loop otherwise, and reads the form then; clicks meanwhile are ignored.
 
 Everything a server sent is escaped and capped: at most ``MAX_SHOWN_MESSAGES`` messages of a
 sampling request are shown (the rest are counted), each at most ``MAX_MESSAGE_CHARS``; a URL
@@ -82,6 +87,8 @@ MAX_SHOWN_MESSAGES = 20
 MAX_MESSAGE_CHARS = 2_000
 MAX_TEXT_CHARS = 500
 """Caps for a server's message, system prompt, URL and the like."""
+SETTLE_S = 0.3
+"""Send and Accept decide this long after their click arrives, reading the form then."""
 ENDED = ("this request ended before it was answered (the call timed out, was interrupted, or "
          "the server gave up)")
 _RED = "color:#b00020"
@@ -157,15 +164,36 @@ class _AskWidget:
         self.status = widgets.HTML("")
         self.buttons: list[Any] = []
         self.widget: Any = None
+        # How a settling click is put off (the asker's); None: decided at once.
+        self.defer: Callable[[Callable[[], None]], None] | None = None
+        self.settling = False
 
-    def _button(self, label: str, style: str, on_click: Callable[[], None]) -> Any:
+    def _button(self, label: str, style: str, on_click: Callable[[], None],
+                settle: bool = False) -> Any:
         import ipywidgets as widgets
 
         button = widgets.Button(description=label, button_style=style)
         button.add_class("toolbench-ask-" + label.lower())
-        button.on_click(lambda _b: self._guarded(on_click))
+        button.on_click(lambda _b: self._clicked(on_click, settle))
         self.buttons.append(button)
         return button
+
+    def _clicked(self, action: Callable[[], None], settle: bool) -> None:
+        if self.answered is not None or self.settling:
+            return
+        if not settle or self.defer is None:
+            self._guarded(action)
+            return
+        self.settling = True
+
+        def decide() -> None:
+            self.settling = False
+            self._guarded(action)
+
+        try:
+            self.defer(decide)
+        except Exception:  # no way to put it off: decide now
+            decide()
 
     def _guarded(self, action: Callable[[], None]) -> None:
         if self.answered is not None:
@@ -206,7 +234,7 @@ class SamplingAsk(_AskWidget):
         self.reply = widgets.Textarea(placeholder="the reply the server gets", rows=4,
                                       continuous_update=False,  # sent on blur: see above
                                       layout=widgets.Layout(width="95%"))
-        self.send = self._button("Send", "success", self._send)
+        self.send = self._button("Send", "success", self._send, settle=True)
         self.reject = self._button("Reject", "danger", self._reject)
         self.widget = widgets.VBox([self.transcript, self.reply,
                                     widgets.HBox([self.send, self.reject]), self.status])
@@ -250,7 +278,7 @@ class ElicitationAsk(_AskWidget):
             self.form = build_form(params.requested_schema)
             rows.append(self.form.widget)
         self.message = widgets.HTML(head)
-        self.accept = self._button("Accept", "success", self._accept)
+        self.accept = self._button("Accept", "success", self._accept, settle=True)
         self.decline = self._button("Decline", "warning", lambda: self.finish(
             {"action": "decline"}, "declined"))
         self.cancel = self._button("Cancel", "", lambda: self.finish(
@@ -326,6 +354,7 @@ class NotebookAsker:
         self._open: list[_Pending] = []  # shown, waiting for a person
         self._waiting = 0  # cells waiting in the hook right now
         self._pumps: dict[int, KernelPump | None] = {}
+        self._deferred: list[tuple[float, Callable[[], None]]] = []  # (due, settling click)
         self._following = False
         self._cell_parent: dict[str, Any] | None = None
         self._routes: dict[str, list[Callable[[Any], None]]] = {}
@@ -458,11 +487,36 @@ class NotebookAsker:
         return len(still)
 
     def _build(self, pending: _Pending) -> _AskWidget:
+        view: _AskWidget
         if pending.kind in KINDS:
-            return KINDS[pending.kind](pending.server, pending.params, pending.answer)
-        if pending.kind == "sampling":
-            return SamplingAsk(pending.server, pending.params, pending.answer)
-        return ElicitationAsk(pending.server, pending.params, pending.answer)
+            view = KINDS[pending.kind](pending.server, pending.params, pending.answer)
+        elif pending.kind == "sampling":
+            view = SamplingAsk(pending.server, pending.params, pending.answer)
+        else:
+            view = ElicitationAsk(pending.server, pending.params, pending.answer)
+        view.defer = self.defer
+        return view
+
+    def defer(self, action: Callable[[], None]) -> None:
+        """Run a settling click ``SETTLE_S`` from now on the main thread: from a blocked
+        cell's pump slices, else from the kernel's event loop; with neither, now."""
+        if self._waiting:
+            self._deferred.append((time.monotonic() + SETTLE_S, action))
+            return
+        io_loop = getattr(self._kernel(), "io_loop", None) if self._display is None else None
+        if io_loop is None:
+            action()
+            return
+        io_loop.call_later(SETTLE_S, action)
+
+    def run_deferred(self, now: float | None = None) -> int:
+        """Run the settling clicks that are due (main thread); returns how many ran."""
+        now = time.monotonic() if now is None else now
+        due = [action for when, action in self._deferred if when <= now]
+        self._deferred = [(when, action) for when, action in self._deferred if when > now]
+        for action in due:
+            action()
+        return len(due)
 
     def _show(self, widget: Any, show: Callable[[Any], None] | None = None) -> None:
         if show is not None:
@@ -494,8 +548,11 @@ class NotebookAsker:
             self._waiting -= 1
             with contextlib.suppress(Exception):
                 self.service()  # settle what ended with the call (an expired form)
+                if not self._waiting:  # no slices to wait for: a late click decides now
+                    self.run_deferred(now=float("inf"))
 
     def _slice(self, kernel: Any) -> None:
+        _loop.run_slice_work()
         try:
             if self._queue or self._open:
                 self.service()
@@ -503,6 +560,8 @@ class NotebookAsker:
                 pump = self._pump(kernel)
                 if pump is not None:
                     pump(MAX_EVENTS)
+            if self._deferred:
+                self.run_deferred()
         except Exception:  # the wait goes on; a pump failure must not fail the call
             logger.debug("ask pump slice failed", exc_info=True)
 

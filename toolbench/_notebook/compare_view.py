@@ -106,8 +106,12 @@ def _compare_html(df: pd.DataFrame, max_rows: int, max_cell: int) -> str:
                         if counts[case] > 1 else "")
                 value = f"{case}{flag}"
             elif column == "error" and not row.get("ok"):
-                value = _error_cell(row.get("error"), row.get("error"), max_cell)
-                style = FAILED if in_fields else ""
+                if in_fields:  # no answer column: the error cell says what failed, in red
+                    value = _error_cell(f"{plain(row.get('error_type'))}: "
+                                        f"{plain(row.get('error'))}", row.get("error"), max_cell)
+                    style = FAILED
+                else:
+                    value = _error_cell(row.get("error"), row.get("error"), max_cell)
             else:
                 value = cell(row.get(column), max_cell, column)
                 if column in extra and len(column_sets[(case, column)]) > 1:

@@ -17,8 +17,14 @@ lands in the cell.
 An *awaiting* cell (``await bench.acall(...)``) needs no pump: ipykernel 7 dispatches comm
 messages itself while a cell awaits, but it does so ``concurrent=True``, which publishes no
 busy/idle at all (checked with ipykernel 7.4), so the same throttle kept the first change
-only. :func:`answer_comm_status` wraps the kernel's ``dispatch_shell`` to add the missing
-busy/idle around a concurrent comm message, parented to it; everything else passes through.
+only. And ``concurrent`` is not only for awaiting cells: it is taken whenever the shell's lock
+is held, which a comm message being handled holds too. So a value and the click right
+behind it (a box loses focus because a button is clicked) run as two tasks, and the click's
+can run first: in Chromium the explorer's Call sent the form without the text just typed,
+and Accept judged the value before its correction. :func:`answer_comm_status` wraps the
+kernel's ``dispatch_shell``: comm messages are handled one at a time in arrival order (a
+FIFO lock), and a concurrent one gets the missing busy/idle, parented to it; everything else
+passes through.
 
 Both fail safe: a kernel without these methods gets :class:`PumpUnavailable` (the blocking
 call then says to use ``await bench.acall``), and the wrapper is not installed.
@@ -148,7 +154,7 @@ class KernelPump:
 
 
 def answer_comm_status(kernel: Any) -> bool:
-    """Have ``kernel`` publish busy/idle for a comm message it dispatches while a cell awaits.
+    """Have ``kernel`` handle comm messages in order, with busy/idle even while a cell awaits.
 
     Wraps ``kernel.dispatch_shell`` once (main thread, before the messages come). Returns
     whether the wrapper is in place; a kernel whose ``dispatch_shell`` has no ``concurrent``
@@ -174,17 +180,24 @@ def answer_comm_status(kernel: Any) -> bool:
             return None
         return header if header.get("msg_type") in COMM_TYPES else None
 
+    in_order: list[asyncio.Lock] = []  # made on first use, on the kernel's own loop
+
     async def dispatch_shell(msg: Any, /, subshell_id: str | None = None, *,
                              concurrent: bool = False) -> Any:
-        header = comm_header(msg) if concurrent else None
-        if header is not None:
-            kernel._publish_status("busy", "shell", parent={"header": header})
-        try:
+        header = comm_header(msg)
+        if header is None:
             return await original(msg, subshell_id=subshell_id, concurrent=concurrent)
-        finally:
-            if header is not None:
-                _flush_output()
-                kernel._publish_status("idle", "shell", parent={"header": header})
+        if not in_order:
+            in_order.append(asyncio.Lock())
+        async with in_order[0]:  # FIFO: comm messages are handled in the order they came
+            if concurrent:
+                kernel._publish_status("busy", "shell", parent={"header": header})
+            try:
+                return await original(msg, subshell_id=subshell_id, concurrent=concurrent)
+            finally:
+                if concurrent:
+                    _flush_output()
+                    kernel._publish_status("idle", "shell", parent={"header": header})
 
     setattr(dispatch_shell, _WRAPPED, True)
     kernel.dispatch_shell = dispatch_shell

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -104,12 +105,26 @@ def _poster() -> Callable[[Callable[[], None]], None]:
     return post
 
 
+def _in_order() -> None:
+    """Have the kernel handle widget messages in the order they came (a value typed, then
+    Call, not the reverse; see ``_notebook/pump.py``). Main thread; a no-op outside a kernel."""
+    from toolbench._notebook.ask import running_kernel
+    from toolbench._notebook.pump import answer_comm_status
+
+    kernel = running_kernel()
+    if kernel is not None:
+        # (the explorer works without it, as ipykernel alone makes it)
+        with contextlib.suppress(Exception):
+            answer_comm_status(kernel)
+
+
 class Explorer:
     """The explorer app; each part is an attribute so tests and users can drive it."""
 
     def __init__(self, bench: Bench) -> None:
         self.bench = bench
         self._post = _poster()
+        _in_order()
         self.form: Form = build_form(None)
         # Completes once the widgets show the last call's outcome. In a notebook that update
         # runs on the kernel's loop, so a cell must await it (asyncio.wrap_future), not block.

@@ -36,7 +36,9 @@ class ConnectOptions(TypedDict, total=False):
     transport: TransportName
     """Force ``"stdio"``, ``"http"``, ``"sse"`` or ``"in-process"`` (default: by target)."""
     timeout: float
-    """Seconds each call to this server may take (default: the bench's)."""
+    """Seconds each call, read or prompt fetch on this server may take, unless the call
+    gives its own ``timeout=`` (which wins); without either, the bench's ``timeout``. An MCP
+    server also bounds each page of its tool listing by it. Applies to every target."""
     connect_timeout: float
     """Seconds the server may take to start and list its tools (default: the bench's)."""
     max_concurrent: int | None
@@ -58,7 +60,6 @@ class ConnectOptions(TypedDict, total=False):
 MCP_OPTIONS = frozenset(ConnectOptions.__optional_keys__)
 SECRET_OPTIONS = ("env", "headers")
 """Options whose every value is a secret (never shown), wherever it came from."""
-CLIENT_OPTIONS = frozenset({"timeout", "connect_timeout"})
 
 
 class _Renamed:

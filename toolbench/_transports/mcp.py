@@ -106,8 +106,13 @@ ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 ToolsChangedFn = Callable[[str], Awaitable[None]]
 T = TypeVar("T")
 NOT_OFFERED = "does not offer"
-"""In the ``Refused`` of a server whose capabilities lack what a request needs (a bench
-listing every server leaves such a server out quietly)."""
+"""In the message of a :class:`NotOffered`."""
+
+
+class NotOffered(Refused):
+    """The server does not offer the capability a request needs (``resources``,
+    ``prompts``): refused before anything was sent. A bench listing every server leaves
+    such a server out quietly (by this type, not by its message)."""
 
 GARBAGE_GRACE_S = 3.0
 """After non-protocol output on stdout, how much longer a starting server gets to answer."""
@@ -228,9 +233,9 @@ class McpClient:
     """A connection to one MCP server, named locally; async, bound to the loop it first runs on.
 
     ``async with McpClient(...) as client`` connects and closes; ``await client.call(...)``
-    and ``await client.list_tools(server)`` are the ``ToolClient`` face (``acall`` and
-    ``alist_tools`` are the same methods). A notebook user wanting blocking calls connects it
-    to a ``Bench``, which runs it on the shared loop.
+    and ``await client.list_tools(server)`` are the ``ToolClient`` face (every method that
+    does I/O is a coroutine; there are no blocking twins here). A notebook user wanting
+    blocking calls connects it to a ``Bench``, which runs it on the shared loop.
 
     What one server may send is bounded (a server is untrusted input):
     ``max_message_bytes`` (default 32 MiB) caps each message; a bigger one is dropped unread,
@@ -641,7 +646,9 @@ class McpClient:
             # unbounded (see toolbench/_transports/stdio.py); this one is linear and capped.
             return _watched(bounded_stdio_client(params, errlog=self._stderr.file(),
                                                  max_message_bytes=self._max_message_bytes,
-                                                 on_unwritten=conn.tracker.unwritten),
+                                                 on_unwritten=conn.tracker.unwritten,
+                                                 max_tools=self._max_tools,
+                                                 redact=self._redact),
                             conn)
         if self.transport == "sse":
             return _watched(
@@ -1040,7 +1047,7 @@ class McpClient:
         deadline = loop.time() + limit
         conn, client = await self._session(None, deadline, limit)
         if offers is not None and getattr(client.server_capabilities, offers, None) is None:
-            raise Refused(f"server {self.name!r} {NOT_OFFERED} {offers} (its capabilities "
+            raise NotOffered(f"server {self.name!r} {NOT_OFFERED} {offers} (its capabilities "
                           "list none); nothing was sent")
         limiter = await self._slot(deadline, limit, method, None)
         ticket = CallTicket(method=method, tracked=conn.tracker.active)

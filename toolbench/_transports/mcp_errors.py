@@ -46,7 +46,14 @@ from mcp_types import (
 )
 
 from toolbench._core import html as _html
-from toolbench._core.errors import Malformed, Refused, TimedOut, ToolError, Unreachable
+from toolbench._core.errors import (
+    Malformed,
+    Refused,
+    TimedOut,
+    ToolError,
+    Unreachable,
+    mark_unsent,
+)
 from toolbench._core.ids import ToolId
 
 REFUSED_CODES = frozenset({METHOD_NOT_FOUND, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR})
@@ -70,7 +77,9 @@ class Redactor:
 
     def _compile(self) -> None:
         values = sorted(self._values, key=len, reverse=True)
-        self._pattern = re.compile("|".join(re.escape(v) for v in values)) if values else None
+        # Case-insensitive: a secret in a URL's host comes back lowercased (hosts are).
+        self._pattern = (re.compile("|".join(re.escape(v) for v in values), re.IGNORECASE)
+                         if values else None)
 
     def add(self, secrets: Iterable[str]) -> None:
         """Hide these too from now on (tokens and codes are known only once they arrive)."""
@@ -83,6 +92,11 @@ class Redactor:
         if self._pattern is None:
             return text
         return self._pattern.sub("[redacted]", text)
+
+    @property
+    def active(self) -> bool:
+        """Whether there is any secret to hide."""
+        return self._pattern is not None
 
     def cause(self, exc: BaseException) -> BaseException | None:
         """``exc`` to chain as a ``__cause__``, or None when any text in its chain would show
@@ -455,6 +469,12 @@ def _server_error(leaf: MCPError, tool: ToolId | None, redact: Redactor, action:
     )
 
 
+BUG_TYPES = (LookupError, AttributeError, AssertionError, NameError, ArithmeticError,
+             RecursionError, NotImplementedError)
+"""Exceptions that, raised before a request was handed over, are toolbench's own bugs, not
+the transport's failures (DESIGN, "A bug is not a doubt")."""
+
+
 def map_call_error(
     exc: Exception, tool: ToolId | None, *, timeout: float, redact: Redactor, action: str,
     ticket: CallTicket | None = None, connection_up: bool = True,
@@ -467,6 +487,11 @@ def map_call_error(
     request; our own deadline; an answer that is not a result (``Malformed``); a transport
     that broke mid-call. Anything we cannot place is ``TimedOut``: claiming it did not
     happen would invite an unsafe retry.
+
+    Raises:
+        Exception: one of ``BUG_TYPES`` raised before the request was handed over, as it is
+            (marked with ``mark_unsent``): a bug of ours, which the bench records
+            ``did_not_happen`` and raises.
     """
     if isinstance(exc, ToolError):
         return exc
@@ -475,6 +500,8 @@ def map_call_error(
     if isinstance(leaf, MCPError) and server_replied(leaf, ticket, connection_up):
         return _server_error(leaf, tool, redact, action)
     if ticket is not None and not ticket.sent:
+        if isinstance(leaf, BUG_TYPES):  # our own code failed before sending: raised as it is
+            raise mark_unsent(leaf)
         what = describe(leaf, redact)
         if isinstance(leaf, TimeoutError):
             return Unreachable(f"the {action} was not sent within {timeout:g} s; nothing left",

@@ -38,7 +38,6 @@ POLL_S = (0.05, 2.0)
 CANCEL_S = 2.0
 """How long a ``tasks/cancel`` may take when a call is cancelled or times out."""
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
-RELATED_TASK = "io.modelcontextprotocol/related-task"
 
 
 def requires_task(tool: types.Tool) -> bool:

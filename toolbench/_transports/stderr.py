@@ -53,6 +53,8 @@ class StderrLog:
                 data = f.read()
         except OSError:
             return ""
+        if start > since and b"\n" in data:  # the window began mid-line: drop that part, so
+            data = data[data.index(b"\n") + 1:]  # no partial secret escapes the redactor
         text = data.decode("utf-8", errors="replace")
         kept = [line.rstrip() for line in text.splitlines() if line.strip()]
         return "\n".join(kept[-lines:])

@@ -30,6 +30,7 @@ from typing import Any, TextIO
 
 import anyio
 import anyio.lowlevel
+import anyio.to_thread
 import mcp_types as types
 from anyio.abc import ByteReceiveStream
 from anyio.streams.memory import MemoryObjectSendStream
@@ -44,7 +45,12 @@ from mcp.client.stdio import (
 )
 from mcp.shared.message import SessionMessage
 
-from toolbench._transports.limits import too_large_message
+from toolbench._transports.limits import (
+    PRECOUNT_MIN_BYTES,
+    listed_tools_bound,
+    too_large_message,
+    too_many_tools_message,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -123,6 +129,8 @@ class _Flow:
         """Requests awaiting a reply, in the order sent (an ordered set)."""
         self.change_unseen: bytes | None = None
         """The last tools/list_changed delivered, while no tools/list has been sent since."""
+        self.listing: set[types.RequestId] = set()
+        """tools/list requests awaiting their page (counted before parsing, if large)."""
 
     def sent(self, message: types.JSONRPCMessage) -> None:
         if isinstance(message, types.JSONRPCRequest):
@@ -130,6 +138,7 @@ class _Flow:
                 self.pending[message.id] = None
             if message.method == "tools/list":
                 self.change_unseen = None
+                self.listing.add(message.id)
         elif (isinstance(message, types.JSONRPCNotification)
               and message.method == "notifications/cancelled" and message.params):
             self.pending.pop(message.params.get("requestId"), None)  # type: ignore[arg-type]
@@ -166,8 +175,11 @@ class _Reader:
 
     def __init__(self, stdout: ByteReceiveStream,
                  sink: MemoryObjectSendStream[SessionMessage | Exception],
-                 limit: int, flow: _Flow) -> None:
+                 limit: int, flow: _Flow, max_tools: int | None = None,
+                 redact: Callable[[str], str] | None = None) -> None:
         self.stdout = stdout
+        self.max_tools = max_tools
+        self.redact = redact
         self.sink = sink
         self.limit = limit
         self.flow = flow
@@ -202,7 +214,10 @@ class _Reader:
                 self.size = 0
                 line = line.strip()
                 if line and line != self.flow.change_unseen:
-                    item = self._parse(line)
+                    refused = None
+                    if len(line) >= PRECOUNT_MIN_BYTES and self.flow.listing:
+                        refused = await self._too_many_tools(line)
+                    item = self._parse(line) if refused is None else refused
                     if isinstance(item, SessionMessage) and isinstance(
                         item.message, types.JSONRPCNotification
                     ):
@@ -224,16 +239,45 @@ class _Reader:
         try:
             message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
         except ValueError as exc:
-            logger.debug("unreadable line from the server: %r", line[:200])
-            if len(line) > GARBAGE_QUOTE:
-                return ValueError(f"not a JSON-RPC message: {line[:200]!r}...")
+            if len(line) > GARBAGE_QUOTE:  # redacted first, then cut: no partial secret shows
+                text = line[:GARBAGE_QUOTE].decode("utf-8", "replace")
+                quoted = (self.redact(text) if self.redact is not None else text)[:200]
+                logger.debug("unreadable line from the server: %r", quoted)
+                return ValueError(f"not a JSON-RPC message: {quoted!r}...")
             return exc
         if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
             self.pending.pop(message.id, None)  # type: ignore[arg-type]  # None: never pending
+            self.flow.listing.discard(message.id)  # type: ignore[arg-type]
         elif (isinstance(message, types.JSONRPCNotification)
               and message.method == "notifications/tools/list_changed"):
             self.flow.change_unseen = line
         return SessionMessage(message)
+
+    async def _too_many_tools(self, line: bytes) -> SessionMessage | None:
+        """A large line while a tools/list is pending: count its tools before parsing it
+        (DESIGN, "The trust boundary": parsing and validating 100,000 tools would stall the
+        shared loop for seconds). The count runs in a worker thread (numpy, GIL released).
+        More than ``max_tools``: the page is answered with an error, never parsed."""
+        if self.max_tools is None:
+            return None
+        count = await anyio.to_thread.run_sync(listed_tools_bound, line)
+        if count <= self.max_tools:
+            return None
+        fields, _ = sniff_head(line[:SNIFF])
+        if "id" not in fields:
+            fields = sniff_tail(line[-SNIFF:])
+        target = fields.get("id")
+        if target not in self.flow.listing:
+            target = next(iter(self.flow.listing)) if len(self.flow.listing) == 1 else None
+        if target is None or isinstance(target, bool):
+            return None  # cannot tell whose page it is: parsed as any line
+        self.flow.listing.discard(target)
+        self.pending.pop(target, None)
+        logger.info("dropped a tools/list page of %s tools (max_tools=%s)", count,
+                    self.max_tools)
+        error = types.ErrorData(code=types.INTERNAL_ERROR,
+                                message=too_many_tools_message(count, self.max_tools))
+        return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=target, error=error))
 
     def _head(self, piece: bytes) -> bytes:
         head = b""
@@ -298,6 +342,7 @@ class _Reader:
 async def bounded_stdio_client(
     server: StdioServerParameters, *, errlog: TextIO, max_message_bytes: int,
     on_unwritten: Callable[[types.RequestId], None] | None = None,
+    max_tools: int | None = None, redact: Callable[[str], str] | None = None,
 ) -> AsyncIterator[tuple[Any, Any]]:
     """Start ``server`` and yield ``(read_stream, write_stream)``, as the SDK's stdio_client.
 
@@ -325,7 +370,8 @@ async def bounded_stdio_client(
         try:
             try:
                 async with read_writer:
-                    await _Reader(process.stdout, read_writer, max_message_bytes, flow).run()
+                    await _Reader(process.stdout, read_writer, max_message_bytes, flow,
+                                  max_tools, redact).run()
             finally:
                 # Keep a server that is still writing (the rest of a dropped reply) from
                 # blocking on a full pipe, so it can see stdin close and exit.
