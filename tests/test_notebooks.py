@@ -26,7 +26,7 @@ pytest.importorskip("ipykernel")
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 EXPECTED = ["01_explore", "02_compare", "03_gather", "04_build_your_own", "05_beyond_tools",
-            "07_over_time"]
+            "06_remote_servers", "07_over_time"]
 
 pytestmark = pytest.mark.slow
 
@@ -123,6 +123,13 @@ PROBES = {
                                ].round(6).to_dict(),
     "closed": [repr(bench).startswith("<Bench closed"),
                repr(offline).startswith("<Bench closed")],
+}))""",
+    "06_remote_servers": PROBE_HEAD + """{
+    "auth": bench.servers["auth"].tolist(),
+    "who": who.data,
+    "records": len(bench.records), "failed": int((~bench.records["ok"]).sum()),
+    "server_exit": server.returncode,
+    "closed": repr(bench).startswith("<Bench closed"),
 }))""",
     "04_build_your_own": PROBE_HEAD + """{
     "transports": dict(zip(bench.servers["name"], bench.servers["transport"])),
@@ -381,6 +388,21 @@ def test_05_progress_bar_shows_under_its_cell() -> None:
     nb, _, _ = run("05_beyond_tools")
     shown = outputs(nb, 'bench.call("beyond-countdown", steps=10')
     assert "application/vnd.jupyter.widget-view+json" in shown
+
+
+def test_06_remote_servers() -> None:
+    nb, probe = check_clean_run("06_remote_servers")
+    assert probe["who"] == {"client_id": probe["who"]["client_id"], "user": "demo-user",
+                            "scopes": ["mcp"]}
+    assert probe["failed"] == 0 and probe["records"] == 2
+    assert probe["server_exit"] is not None  # the demo server was stopped
+    shown = outputs(nb, 'bench.servers[["name", "transport", "status", "auth"]]')
+    assert re.search(r"oauth \(expires in (59|60) min\)", shown), shown
+    assert "hello from behind the sign-in" in outputs(nb, '"protected-echo"')
+    # Nothing a reader sees carries a token or a code.
+    everything = "\n".join(outputs(nb, c.source[:40]) for c in nb.cells
+                           if c.cell_type == "code" and c.source)
+    assert "access_token" not in everything and "code=" not in everything
 
 
 def test_07_over_time() -> None:

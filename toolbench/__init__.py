@@ -24,6 +24,7 @@ from toolbench._core.ids import Destination, Egress, Provenance, ToolId
 from toolbench._core.version import __version__ as __version__
 from toolbench._notebook import accessor as _accessor
 from toolbench._notebook import ask as _ask  # noqa: F401 - registers "ask" (sampling, elicitation)
+from toolbench._notebook import signin as _signin  # noqa: F401 - the default sign-in (a card)
 from toolbench._notebook.bench import Bench
 from toolbench._notebook.display import show
 from toolbench._routing.pegboard import PegBoard

@@ -556,6 +556,9 @@ def _parser() -> argparse.ArgumentParser:
     demo_help = "start the bundled demo servers and show what they offer"
     sub.add_parser("demo", formatter_class=raw, epilog=EXIT_HELP, help=demo_help,
                    description=demo_help)
+    from toolbench._bench.signin_commands import add_auth_command
+
+    add_auth_command(sub)
     lab_help = ("open JupyterLab on the tutorial notebooks (./notebooks when it exists); "
                 "as root it adds --allow-root, which jupyter lab needs to start as root")
     lab = sub.add_parser("lab", help=lab_help, description=lab_help)
@@ -592,6 +595,10 @@ def run(argv: Sequence[str] | None = None) -> int:
         use_demo = True
     if args.command in ("call", "compare"):
         _parse_args(args.arg, args.json)  # before reading a config or starting anything
+    if args.command == "auth":
+        from toolbench._bench.signin_commands import auth_command
+
+        return auth_command(args)
     source = _source(config, use_demo)
     commands = {"catalog": _catalog, "call": _call, "compare": _compare, "demo": _demo}
     return commands[args.command](args, source)

@@ -308,6 +308,10 @@ class ElicitationAsk(_AskWidget):
         self.finish({"action": "accept", "content": content}, "accepted")
 
 
+KINDS: dict[str, Callable[[str, Any, Answer], _AskWidget]] = {}
+"""Widgets of further kinds of question, by kind (the sign-in card adds ``"signin"``)."""
+
+
 def running_kernel() -> Any | None:
     """The ipykernel kernel of this process, or None (a script, a terminal IPython)."""
     if "ipykernel" not in sys.modules or "IPython" not in sys.modules:
@@ -484,7 +488,9 @@ class NotebookAsker:
 
     def _build(self, pending: _Pending) -> _AskWidget:
         view: _AskWidget
-        if pending.kind == "sampling":
+        if pending.kind in KINDS:
+            view = KINDS[pending.kind](pending.server, pending.params, pending.answer)
+        elif pending.kind == "sampling":
             view = SamplingAsk(pending.server, pending.params, pending.answer)
         else:
             view = ElicitationAsk(pending.server, pending.params, pending.answer)
