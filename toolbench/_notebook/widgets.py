@@ -108,23 +108,6 @@ def _poster() -> Callable[[Callable[[], None]], None]:
     return post
 
 
-def settled(action: Callable[[], object]) -> Callable[[Any], None]:
-    """A click handler that acts once the form's last edits have arrived.
-
-    ipykernel 7 handles a widget message that arrives while another is being handled as a
-    task of its own, so a button's click can be handled before the update its text box sent
-    just ahead of it (a box sends on blur, and clicking the button blurs it): the call went
-    out with the text as it was before the last keys. Acting ``SETTLE_S`` later, as the ask
-    forms' Send and Accept do, reads the form as the person left it; outside a kernel, at once.
-    """
-    from toolbench._notebook.ask import ASKER
-
-    def act() -> None:
-        action()
-
-    return lambda _button: ASKER.defer(act)
-
-
 class Explorer:
     """The explorer app; each part is an attribute so tests and users can drive it."""
 
@@ -266,16 +249,16 @@ class Explorer:
         self.search.observe(lambda _: self.refresh(), names="value")
         self.refresh_button.on_click(lambda _: self.refresh_all())
         self.tool_list.observe(self._on_select, names="value")
-        self.call_button.on_click(settled(self.call))
-        self.compare_button.on_click(settled(self.compare))
+        self.call_button.on_click(lambda _: self.call())
+        self.compare_button.on_click(lambda _: self.compare())
         self.history_button.on_click(lambda _: self.show_history())
         self.sections.observe(self._on_section, names="selected_index")
         self.resource_choice.observe(self._on_resource, names="value")
         self.resources_button.on_click(lambda _: self.load_resources())
-        self.read_button.on_click(settled(self.read))
+        self.read_button.on_click(lambda _: self.read())
         self.prompt_choice.observe(self._on_prompt, names="value")
         self.prompts_button.on_click(lambda _: self.load_prompts())
-        self.prompt_button.on_click(settled(self.get_prompt))
+        self.prompt_button.on_click(lambda _: self.get_prompt())
         self.log_button.on_click(lambda _: self.show_log())
         self._select_prompt(None)
         self.refresh(servers=True)
