@@ -40,12 +40,11 @@ that ran. A server's request carries nothing that names the call it belongs to, 
 explorer's Call button says where its call's questions go: :meth:`NotebookAsker.route` sends a
 server's asks to a place of the caller's (the explorer's Call tab) while that call runs.
 
-Text boxes of a form send their value when they lose focus (``continuous_update=False``):
-clicking Accept takes the focus first, so the value is sent just before the click. Just
-before is not always first: while a cell awaits, ipykernel runs each widget message as a
-task of its own, and the click's task can run before the value's (seen in Chromium: the
-corrected value arrived, but Accept had already judged the old one). So Send and Accept
-*settle*: the click is decided ``SETTLE_S`` later, between pump slices in a blocked cell or
+A form's text boxes send every key (``form.py`` says why); the sampling reply box sends when
+it loses focus, as clicking Send makes it do. A value sent just before a click is not always
+handled first: while a cell awaits, ipykernel runs each widget message as a task of its own,
+and the click's task can run before the value's (seen in Chromium: the corrected value
+arrived, but Accept had already judged the old one). So Send and Accept *settle*: the click is decided ``SETTLE_S`` later, between pump slices in a blocked cell or
 by the kernel's event loop otherwise, and reads the form then; clicks meanwhile are ignored.
 
 Everything a server sent is escaped and capped: at most ``MAX_SHOWN_MESSAGES`` messages of a

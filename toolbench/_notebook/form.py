@@ -14,10 +14,13 @@ empty or with the schema's default, never with a made-up 0 (which could break th
 optional boolean has a "send" box: ticked when the schema gives a default (shown), ticked as
 soon as the value is edited.
 
-Text boxes send their value to the kernel when they lose focus or on Enter
-(``continuous_update=False``), not on every key: clicking a button takes the focus first, so
-the value reaches the kernel before the click does. (With an update per key, ipywidgets holds
-back later keys until the kernel acknowledges the first, and a quick click could overtake them.)
+Text boxes send their value on every key (``continuous_update=True``). Sending only on blur
+was tried: the update and the click that caused the blur then reach the kernel together, and
+ipykernel 7 handles a widget message that arrives while another is handled as a task of its
+own, so the explorer's Call could run with the text from before the last edit (1 browser run in
+4; its second edit of a field was never used at all when the click was deferred instead). Per
+key, the value is in the kernel long before a person's click, and the ask forms' Accept and
+Send wait ``SETTLE_S`` for a key still in flight (``ask.py``).
 """
 
 from __future__ import annotations
@@ -316,13 +319,13 @@ def _make_field(name: str, prop: Any, required: bool, root: Mapping[str, Any]) -
         box: Any = widgets.Dropdown(options=labels, value=index, layout=layout)
     elif kind == "string":
         box = widgets.Text(value=str(default) if has_default else "", layout=layout,
-                           continuous_update=False,
+                           continuous_update=True,
                            placeholder="(empty: not sent)" if not required else "")
     elif kind in ("integer", "number"):
         start = default if isinstance(default, (int, float)) \
             and not isinstance(default, bool) else None
         box = NumberText(value="" if start is None else _number_text(start), layout=layout,
-                         continuous_update=False, placeholder=_number_hint(kind, sub, required))
+                         continuous_update=True, placeholder=_number_hint(kind, sub, required))
     elif kind == "boolean":
         box = widgets.Checkbox(value=bool(default) if has_default else False, indent=False,
                                layout=widgets.Layout(width="auto"))
@@ -330,7 +333,7 @@ def _make_field(name: str, prop: Any, required: bool, root: Mapping[str, Any]) -
         text = json.dumps(default, indent=1) if has_default else ""
         hint = {"array": "[ ... ]", "object": "{ ... }"}.get(str(sub.get("type")), "JSON")
         box = widgets.Textarea(value=text, placeholder=hint, rows=3, layout=layout,
-                               continuous_update=False)
+                               continuous_update=True)
     if kind == "boolean" and not required:
         include = widgets.Checkbox(value=has_default, description="send", indent=False,
                                    layout=widgets.Layout(width="64px"))
