@@ -44,7 +44,8 @@ A form's text boxes send every key (``form.py`` says why); the sampling reply bo
 it loses focus, as clicking Send makes it do. A value sent just before a click is not always
 handled first: while a cell awaits, ipykernel runs each widget message as a task of its own,
 and the click's task can run before the value's (seen in Chromium: the corrected value
-arrived, but Accept had already judged the old one). So Send and Accept *settle*: the click is decided ``SETTLE_S`` later, between pump slices in a blocked cell or
+arrived, but Accept had already judged the old one). So Send and Accept *settle*: the
+click is decided ``SETTLE_S`` later, between pump slices in a blocked cell or
 by the kernel's event loop otherwise, and reads the form then; clicks meanwhile are ignored.
 
 Everything a server sent is escaped and capped: at most ``MAX_SHOWN_MESSAGES`` messages of a
