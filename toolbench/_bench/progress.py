@@ -18,11 +18,10 @@ when the call starts, and the bar is made, and the user's function run, inside i
 from __future__ import annotations
 
 import contextvars
-import sys
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from toolbench._bench.kernel_thread import KernelBar
+from toolbench._bench.kernel_thread import KernelBar, running_kernel
 from toolbench._core import html as _html
 
 if TYPE_CHECKING:
@@ -43,14 +42,7 @@ Progress = bool | ProgressShown | None
 def in_notebook() -> bool:
     """This process is a Jupyter kernel (a bar there is a widget, not terminal text): its
     IPython shell is the kernel's. Merely importing ipykernel does not make a notebook."""
-    ipython = sys.modules.get("IPython")
-    if ipython is None:
-        return False
-    try:
-        shell = ipython.get_ipython()
-    except Exception:
-        return False
-    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
+    return running_kernel() is not None
 
 
 BAR_FORMAT = "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]"
