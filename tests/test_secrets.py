@@ -164,8 +164,9 @@ def test_stdio_server_echoing_env_argv_and_cwd_shows_no_secret(
         assert_clean(error_text(rpc.value), "JSON-RPC error and its traceback")
         records = bench.records
         assert list(records["error_type"]) == [None, "ToolFailed", "TimedOut"]
-        # The tool's own result is the server's data, kept as sent (DESIGN); the error is ours.
-        assert ENV_SECRET in records.iloc[1]["text"]
+        # A failed call's text is an error message, redacted like the error (issue 27).
+        assert ENV_SECRET not in records.iloc[1]["text"]
+        assert "[redacted]" in records.iloc[1]["text"]
         assert_clean(shown_by(bench), "bench")
         assert_clean(str(bench.servers.loc[0, "server_name"]), "server_name")
     with sqlite3.connect(journal) as db:
