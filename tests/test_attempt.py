@@ -12,7 +12,7 @@ import pytest
 from mcp.server.mcpserver import MCPServer
 
 import toolbench as tb
-from toolbench._bench import bench as bench_module
+from toolbench._bench import calling as calling_module
 from toolbench._bench.attempt import attempt
 from toolbench._core.errors import TimedOut, Unreachable, mark_unsent
 
@@ -43,7 +43,7 @@ def test_a_bug_in_argument_checking_is_raised_and_recorded_did_not_happen(
     def broken(*_: Any) -> None:
         raise KeyError("type")
 
-    monkeypatch.setattr(bench_module, "validate_arguments", broken)
+    monkeypatch.setattr(calling_module, "validate_arguments", broken)
     with pytest.raises(KeyError):
         bench.call("c-echo", text="x")
     row = bench.records.iloc[-1]
@@ -59,7 +59,7 @@ def test_a_bug_in_a_map_is_raised_not_kept_as_a_doubt(
     def broken(*_: Any) -> None:
         raise KeyError("type")
 
-    monkeypatch.setattr(bench_module, "validate_arguments", broken)
+    monkeypatch.setattr(calling_module, "validate_arguments", broken)
     with pytest.raises((KeyError, BaseExceptionGroup)):
         bench.map("c-echo", [{"text": "a"}])
     assert set(bench.records["disposition"]) == {"did_not_happen"}

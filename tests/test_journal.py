@@ -23,8 +23,8 @@ import anyio
 import pytest
 
 import toolbench as tb
-from toolbench._bench import journal as _journal
 from toolbench._bench import journal_file as _journal_file
+from toolbench._bench import journal_writer as _journal_writer
 from toolbench._bench.records import COLUMNS
 
 
@@ -287,7 +287,7 @@ def test_a_lock_held_by_another_process_costs_no_record_and_stalls_nobody(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A long lock wait makes a stalled loop unmistakable: before, SQLite's busy wait ran on
     # the shared loop and stalled every bench in the process for as long.
-    monkeypatch.setattr(_journal, "BUSY_S", 2.0)
+    monkeypatch.setattr(_journal_writer, "BUSY_S", 2.0)
     path = tmp_path / "calls.sqlite"
     ran: list[int] = []
     bench = tb.Bench(journal=path)
@@ -478,18 +478,18 @@ def test_a_row_that_cannot_be_built_is_a_bug_not_a_write_failure(
     path = tmp_path / "calls.sqlite"
     with tb.Bench(journal=path) as bench:
         bench.add(_box())
-        real = _journal.sqlite_text
+        real = _journal_writer.sqlite_text
 
         def broken(value: Any) -> Any:
             raise KeyError("column")
 
-        monkeypatch.setattr(_journal, "sqlite_text", broken)
+        monkeypatch.setattr(_journal_writer, "sqlite_text", broken)
         with pytest.warns(tb.JournalWarning, match="could not be turned into a row.*KeyError"):
             bench.map("w-square", [{"n": 1}, {"n": 2}])
         journal = bench._store.journal
         assert journal is not None
         assert not journal.degraded  # not "retry forever": the file itself is fine
-        monkeypatch.setattr(_journal, "sqlite_text", real)
+        monkeypatch.setattr(_journal_writer, "sqlite_text", real)
         bench.map("w-square", [{"n": 3}])  # later records are written
         assert len(bench.records) == 3
         with pytest.warns(tb.JournalWarning, match="2 records never reached the file"):

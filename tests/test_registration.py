@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import toolbench as tb
-from toolbench._bench import bench as _bench
+from toolbench._bench import connecting as _connecting
 from toolbench._bench.config import ConfigWarning
 
 SERVERS = Path(__file__).parent / "servers"
@@ -87,14 +87,14 @@ def test_broken_and_repeated_tool_names_are_skipped_and_shown(
 @pytest.mark.slow
 def test_load_config_isolates_every_server_whatever_the_exception(
         bench: tb.Bench, bad_names: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real_open = _bench.open_connection
+    real_open = _connecting.open_connection
 
     def open_or_break(name: str, target: Any, options: Any, *listeners: Any) -> Any:
         if name == "buggy":  # a bug in some layer: not a ToolError, not even a ValueError
             raise RuntimeError("a bug while building the connection")
         return real_open(name, target, options, *listeners)
 
-    monkeypatch.setattr(_bench, "open_connection", open_or_break)
+    monkeypatch.setattr(_connecting, "open_connection", open_or_break)
     config = {"mcpServers": {
         "good": stdio(ECHO),
         "mixed": stdio(bad_names, "ok,bad name,ok"),
@@ -120,7 +120,7 @@ def test_load_config_isolates_every_server_whatever_the_exception(
         "missing", "error"]
     assert bench.call("good-echo", text="hi").text == "hi"
     # A failed row is replaced by connecting again under its name.
-    monkeypatch.setattr(_bench, "open_connection", real_open)
+    monkeypatch.setattr(_connecting, "open_connection", real_open)
     assert bench.connect("buggy", [sys.executable, str(ECHO)]) > 0
     assert bench.servers.set_index("name").loc["buggy", "status"] == "connected"
 

@@ -74,7 +74,7 @@ if TYPE_CHECKING:
     from distributed import Future, Worker
 
     from toolbench._bench.bench import BaseBench as Bench
-    from toolbench._bench.bench import _Target
+    from toolbench._bench.calling import _Target
 
 PLUGIN_NAME = "toolbench-benches"
 TOPIC = "toolbench-grants"

@@ -38,7 +38,7 @@ RECORDED = "recorded"
 
 @dataclass
 class _Target:
-    """What the bench's ``_invoke`` needs of a call's target (as ``bench._Target`` has)."""
+    """What the bench's ``_invoke`` needs of a call's target (as ``calling._Target`` has)."""
 
     name: str
     tool: ToolId

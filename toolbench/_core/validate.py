@@ -34,6 +34,10 @@ and never raise anything but ``Refused`` (arguments) or ``Malformed`` (a result)
   a fault of the arguments. A Toolset, which is the server and has no one else to judge,
   asks for ``strict=True`` and refuses instead.
 
+The pieces live apart: the limits in ``toolbench._core.schema_limits``, the validator class
+(re2 keywords, the budget, no retrieval) in ``toolbench._core.schema_keywords``, the fast
+path in ``toolbench._core.schema_fast``; this module surveys, compiles, caches and checks.
+
 Entries are cached per schema object (the cache holds the object, so its id cannot be
 reused while the entry lives). The walk and the patterns are done when a schema is first
 seen; the validator, and the check of the schema against its metaschema (about 2 ms), when
@@ -45,34 +49,35 @@ from __future__ import annotations
 import itertools
 import json
 import threading
-import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from toolbench._core import html as _html
 from toolbench._core import preload as _preload
 from toolbench._core.errors import Malformed, Refused
 from toolbench._core.ids import ToolId
+from toolbench._core.schema_fast import fast as _fast
+from toolbench._core.schema_keywords import (
+    OverBudget,
+    budget,
+    refuse_retrieval,
+    regex,
+    validator_class,
+)
+from toolbench._core.schema_limits import (
+    MAX_CHECK_SECONDS,
+    MAX_DEPTH,
+    MAX_NODES,
+    MAX_STEPS,
+    MAX_TEXT,
+    SLOW_CHECKS,
+)
 
 if TYPE_CHECKING:
     import jsonschema.exceptions
 
-MAX_DEPTH = 64
-"""Nesting levels of a schema that is still checked locally (pydantic's run to about 20)."""
-MAX_NODES = 10_000
-"""JSON values (objects, arrays, strings, numbers, ...) in a schema still checked locally."""
-MAX_TEXT = 1_000_000
-"""Characters, keys and strings together, in a schema still checked locally."""
-MAX_STEPS = 100_000
-"""Steps (evaluations of a keyword that descends: ``$ref``, ``anyOf``, ``properties``, ...)
-one check may make."""
-MAX_CHECK_SECONDS = 0.25
-SLOW_CHECKS = 3
-"""Checks of one schema that may run out of time before it is skipped for good. The step
-budget is exact, so running out of steps marks the schema at once; time depends on how busy
-the machine is, and one slow check of a harmless schema must not end its local checks."""
-"""Time one check may take (the clock is read every 32 steps)."""
+
 MAX_PROBLEMS = 10
 _MAX_ERRORS = 100  # errors collected from one failing check
 _CACHE_LIMIT = 4096
@@ -80,27 +85,6 @@ _SHOWN = 80  # characters of a server's string shown in a reason
 
 _REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
 
-
-class _Budget(threading.local):
-    """Steps and time left in the check running on this thread (checks never nest or await)."""
-
-    left: int = 0
-    deadline: float = 0.0
-
-    def start(self) -> None:
-        self.left = MAX_STEPS
-        self.deadline = time.perf_counter() + MAX_CHECK_SECONDS
-
-
-_budget = _Budget()
-
-
-class _OverBudget(Exception):
-    """Raised from inside jsonschema when a check has used up ``MAX_STEPS`` or its time."""
-
-    def __init__(self, timed: bool) -> None:
-        super().__init__(timed)
-        self.timed = timed  # steps were left: the clock ran out (a busy machine can do that)
 
 
 @dataclass(slots=True)
@@ -134,152 +118,10 @@ _cache: dict[int, tuple[object, _Compiled]] = {}  # the schema is held: its id s
 _by_content: dict[str, _Compiled] = {}
 _cache_lock = threading.Lock()
 _build_lock = threading.Lock()  # one build at a time, so an entry is never built twice
-_patterns: dict[str, Any] = {}  # pattern -> compiled re2 regexp, or an error string
-_classes: dict[tuple[type, bool], type] = {}
 
 
 def _quote(text: object) -> str:
     return repr(_html.shorten(str(text), _SHOWN))
-
-
-# -- patterns -----------------------------------------------------------------------------
-def _regex(pattern: str) -> Any:
-    """The compiled re2 regexp for ``pattern``, or a str saying why re2 cannot compile it."""
-    found = _patterns.get(pattern)
-    if found is not None:
-        return found
-    import re2  # type: ignore[import-untyped]
-
-    options = re2.Options()
-    options.log_errors = False  # otherwise absl writes every refused pattern to stderr
-    options.never_capture = True  # only "does it match" is asked: no group spans to build
-    try:
-        compiled: Any = re2.compile(pattern, options)
-    except re2.error as exc:
-        text = exc.args[0] if exc.args else exc
-        compiled = text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
-    except Exception as exc:  # a surrogate in the pattern, for one
-        compiled = f"{type(exc).__name__}: {exc}"
-    if len(_patterns) >= _CACHE_LIMIT:
-        _patterns.clear()
-    _patterns[pattern] = compiled
-    return compiled
-
-
-def _search(pattern: object, text: str) -> bool | None:
-    """Does ``pattern`` match somewhere in ``text``? None when that cannot be told locally."""
-    if not isinstance(pattern, str):
-        return None
-    compiled = _regex(pattern)
-    if isinstance(compiled, str):
-        return None
-    try:
-        # Searching the UTF-8 bytes is what re2's str path does too, minus mapping the
-        # match's byte offsets back to characters (a third of the cost).
-        return compiled.search(text.encode("utf-8")) is not None
-    except Exception:  # a lone surrogate has no UTF-8: it cannot be matched
-        return None
-
-
-def _kw_pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> Iterator[Any]:
-    if validator.is_type(instance, "string") and _search(pattern, instance) is False:
-        from jsonschema.exceptions import ValidationError
-
-        yield ValidationError(f"{instance!r} does not match {pattern!r}")
-
-
-def _kw_pattern_properties(validator: Any, patterns: Any, instance: Any,
-                           schema: Any) -> Iterator[Any]:
-    if not validator.is_type(instance, "object") or not isinstance(patterns, Mapping):
-        return
-    for pattern, subschema in patterns.items():
-        for key, value in instance.items():
-            if _search(pattern, key):
-                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
-
-
-def _kw_additional_properties(validator: Any, extra: Any, instance: Any,
-                              schema: Any) -> Iterator[Any]:
-    """jsonschema's ``additionalProperties``, with patterns matched by re2; a key that a
-    pattern re2 cannot compile might match is given the benefit of the doubt."""
-    if not validator.is_type(instance, "object"):
-        return
-    from jsonschema.exceptions import ValidationError
-
-    properties = schema.get("properties", {})
-    patterns = list(schema.get("patternProperties", {}) or ())
-    extras = [key for key in instance if key not in properties]
-    if extras and patterns:
-        extras = [key for key in extras
-                  if not any(_search(p, key) is not False for p in patterns)]
-    extras.sort(key=str)
-    if validator.is_type(extra, "object"):
-        for key in extras:
-            yield from validator.descend(instance[key], extra, path=key)
-    elif not extra and extras:
-        shown = ", ".join(repr(key) for key in extras)
-        verb = "was" if len(extras) == 1 else "were"
-        if patterns:
-            yield ValidationError(
-                f"{shown} {'does' if len(extras) == 1 else 'do'} not match any of the regexes: "
-                + ", ".join(repr(p) for p in sorted(patterns)))
-        else:
-            yield ValidationError(f"Additional properties are not allowed ({shown} {verb} "
-                                  "unexpected)")
-
-
-def _kw_skipped(validator: Any, value: Any, instance: Any, schema: Any) -> None:
-    return None
-
-
-_APPLICATORS = frozenset({
-    "$ref", "$dynamicRef", "$recursiveRef", "allOf", "anyOf", "oneOf", "not", "if",
-    "items", "prefixItems", "additionalItems", "contains", "properties", "patternProperties",
-    "additionalProperties", "unevaluatedProperties", "unevaluatedItems", "dependentSchemas",
-    "dependencies", "propertyNames", "extends",
-})
-"""The keywords that descend into subschemas; only these count as steps. Work can multiply
-only through them, and the work of the other keywords between two steps is bounded by the
-size of one subschema, so counting them too would only slow every check down."""
-
-
-def _counted(keyword: Callable[..., Any]) -> Callable[..., Any]:
-    def counted(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
-        budget = _budget
-        left = budget.left = budget.left - 1
-        if (left & 31) == 0 and (left < 0 or time.perf_counter() > budget.deadline):
-            raise _OverBudget(left >= 0)
-        return keyword(validator, value, instance, schema)
-
-    return counted
-
-
-def _validator_class(base: type, skip_unevaluated: bool) -> type:
-    """``base`` with re2 patterns, the step budget and perhaps no unevaluatedProperties."""
-    key = (base, skip_unevaluated)
-    found = _classes.get(key)
-    if found is not None:
-        return found
-    import jsonschema.validators
-
-    keywords: dict[str, Any] = dict(base.VALIDATORS)  # type: ignore[attr-defined]
-    keywords["pattern"] = _kw_pattern
-    keywords["patternProperties"] = _kw_pattern_properties
-    keywords["additionalProperties"] = _kw_additional_properties
-    if skip_unevaluated and "unevaluatedProperties" in keywords:
-        keywords["unevaluatedProperties"] = _kw_skipped
-    cls: type = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
-        base, validators={name: _counted(fn) if name in _APPLICATORS else fn
-                          for name, fn in keywords.items()})
-    _classes[key] = cls
-    return cls
-
-
-def _refuse_retrieval(uri: str) -> NoReturn:
-    """A registry's ``retrieve``: nothing outside the schema itself is ever read."""
-    import referencing.exceptions
-
-    raise referencing.exceptions.NoSuchResource(ref=uri)  # type: ignore[call-arg]
 
 
 # -- compiling ----------------------------------------------------------------------------
@@ -357,7 +199,7 @@ def _compile(schema: Mapping[str, Any]) -> _Compiled:
             entry.note(f"not checked locally: {survey.refusal}")
             return entry
         for pattern in dict.fromkeys(survey.patterns):
-            why = _regex(pattern)
+            why = regex(pattern)
             if isinstance(why, str):
                 entry.note(f"pattern {_quote(pattern)} is not checked locally: re2 cannot "
                            f"compile it ({_html.shorten(why, _SHOWN)})")
@@ -426,8 +268,8 @@ def _build(schema: Mapping[str, Any], skip_unevaluated: bool) -> tuple[Any | Non
         where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
         return None, (f"the schema itself is invalid at {_html.shorten(where, _SHOWN)}: "
                       f"{_html.shorten(exc.message, 200)}")
-    cls = _validator_class(base, skip_unevaluated)
-    registry: Any = referencing.Registry(retrieve=_refuse_retrieval)  # type: ignore[call-arg]
+    cls = validator_class(base, skip_unevaluated)
+    registry: Any = referencing.Registry(retrieve=refuse_retrieval)  # type: ignore[call-arg]
     return cls(copy, registry=registry), None
 
 
@@ -453,180 +295,6 @@ def _entry(schema: Mapping[str, Any]) -> _Compiled:
     return entry
 
 
-# -- the fast path --------------------------------------------------------------------------
-# Most tools declare flat objects of typed fields. For those, jsonschema's ``is_valid`` (about
-# 15-20 µs a call here, most of it generic dispatch) is replaced by closures compiled once per
-# schema, which answer in about a microsecond. The fast path only ever says "valid"; any
-# "no" goes to jsonschema, which decides and writes the messages, so errors read exactly as
-# before. A schema that uses any keyword outside this small set has no fast path at all.
-# Bounded: each keyword here visits an argument value at most once (``properties`` and
-# ``additionalProperties`` see disjoint keys, ``items`` each element once), and the values
-# visited through ``items``/``additionalProperties`` are counted against MAX_STEPS; past it
-# the fast path gives up and jsonschema's own budget applies.
-_Check = Callable[[Any, list[int]], bool]
-_ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$comment", "format",
-                          "deprecated", "readOnly", "writeOnly"})
-_FAST_TYPES: dict[str, Callable[[Any], bool]] = {
-    # Exact types: a subclass (or 1.0 for an integer) is left to jsonschema to judge.
-    "string": lambda v: type(v) is str,
-    "integer": lambda v: type(v) is int,
-    "number": lambda v: type(v) is int or type(v) is float,
-    "boolean": lambda v: type(v) is bool,
-    "null": lambda v: v is None,
-    "object": lambda v: type(v) is dict,
-    "array": lambda v: type(v) is list,
-}
-
-
-def _is_num(value: object) -> bool:
-    return type(value) is int or type(value) is float
-
-
-def _fast(schema: object) -> Callable[[Any], bool] | None:
-    """A predicate that is True only when ``schema`` surely accepts the instance, or None
-    when the schema uses anything the fast path does not know."""
-    check = _fast_node(schema, 0)
-    if check is None:
-        return None
-
-    def run(instance: Any) -> bool:
-        return check(instance, [MAX_STEPS])
-
-    return run
-
-
-def _fast_node(schema: object, depth: int) -> _Check | None:
-    if schema is True:
-        return lambda v, budget: True
-    if type(schema) is not dict or depth > MAX_DEPTH:
-        return None
-    checks: list[_Check] = []
-    props: dict[str, _Check] = {}
-    for key, value in schema.items():
-        if key in _ANNOTATIONS:
-            continue
-        if key == "type":
-            names = [value] if isinstance(value, str) else value
-            if not isinstance(names, list) or not names or not all(
-                    isinstance(n, str) and n in _FAST_TYPES for n in names):
-                return None
-            tests = tuple(_FAST_TYPES[n] for n in names)
-            checks.append(_fast_type(tests))
-        elif key == "properties":
-            if type(value) is not dict:
-                return None
-            for name, sub in value.items():
-                compiled = _fast_node(sub, depth + 1)
-                if compiled is None:
-                    return None
-                props[name] = compiled
-            checks.append(_fast_properties(tuple(props.items())))
-        elif key == "required":
-            if type(value) is not list or not all(type(n) is str for n in value):
-                return None
-            checks.append(_fast_required(tuple(value)))
-        elif key == "additionalProperties":
-            extra = _fast_additional(value, schema, depth)
-            if extra is None:
-                return None
-            checks.append(extra)
-        elif key == "items":
-            sub_check = _fast_node(value, depth + 1)
-            if sub_check is None:
-                return None
-            checks.append(_fast_items(sub_check))
-        elif key == "enum":
-            if type(value) is not list or not value or not all(type(e) is str for e in value):
-                return None
-            checks.append(_fast_enum(frozenset(value)))
-        elif key == "const":
-            if type(value) is not str:
-                return None
-            checks.append(_fast_enum(frozenset((value,))))
-        elif key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
-            if not _is_num(value):
-                return None  # draft 4's boolean exclusive bounds, among others
-            checks.append(_fast_bound(key, value))
-        elif key in ("minLength", "maxLength", "minItems", "maxItems"):
-            if type(value) is not int or value < 0:
-                return None
-            checks.append(_fast_length(key, value))
-        else:
-            return None
-    if not checks:
-        return lambda v, budget: True
-    if len(checks) == 1:
-        return checks[0]
-    return _fast_all(tuple(checks))
-
-
-def _fast_all(checks: tuple[_Check, ...]) -> _Check:
-    return lambda v, budget: all(c(v, budget) for c in checks)
-
-
-def _fast_type(tests: tuple[Callable[[Any], bool], ...]) -> _Check:
-    if len(tests) == 1:
-        one = tests[0]
-        return lambda v, budget: one(v)
-    return lambda v, budget: any(t(v) for t in tests)
-
-
-def _fast_properties(items: tuple[tuple[str, _Check], ...]) -> _Check:
-    return lambda v, budget: type(v) is not dict or all(
-        c(v[k], budget) for k, c in items if k in v)
-
-
-def _fast_required(names: tuple[str, ...]) -> _Check:
-    return lambda v, budget: type(v) is not dict or all(n in v for n in names)
-
-
-def _fast_items(each: _Check) -> _Check:
-    return lambda v, budget: type(v) is not list or (
-        _spend(budget, len(v)) and all(each(x, budget) for x in v))
-
-
-def _fast_enum(allowed: frozenset[str]) -> _Check:
-    return lambda v, budget: type(v) is str and v in allowed
-
-
-def _spend(budget: list[int], count: int) -> bool:
-    budget[0] -= count
-    return budget[0] >= 0
-
-
-def _fast_additional(value: object, schema: dict[str, Any], depth: int) -> _Check | None:
-    known = schema.get("properties", {})
-    if type(known) is not dict:
-        return None
-    names = frozenset(known)
-    if value is True:
-        return lambda v, budget: True
-    if value is False:
-        return lambda v, budget: type(v) is not dict or all(k in names for k in v)
-    sub = _fast_node(value, depth + 1)
-    if sub is None:
-        return None
-    return lambda v, budget: type(v) is not dict or (_spend(budget, len(v)) and all(
-        sub(x, budget) for k, x in v.items() if k not in names))
-
-
-def _fast_bound(key: str, limit: float) -> _Check:
-    if key == "minimum":
-        return lambda v, budget: not _is_num(v) or v >= limit
-    if key == "maximum":
-        return lambda v, budget: not _is_num(v) or v <= limit
-    if key == "exclusiveMinimum":
-        return lambda v, budget: not _is_num(v) or v > limit
-    return lambda v, budget: not _is_num(v) or v < limit
-
-
-def _fast_length(key: str, limit: int) -> _Check:
-    kind = str if key.endswith("Length") else list
-    if key.startswith("min"):
-        return lambda v, budget: type(v) is not kind or len(v) >= limit
-    return lambda v, budget: type(v) is not kind or len(v) <= limit
-
-
 # -- checking -----------------------------------------------------------------------------
 def _errors(entry: _Compiled, instance: dict[str, Any],
             strict: bool) -> list[jsonschema.exceptions.ValidationError] | str:
@@ -644,12 +312,12 @@ def _errors(entry: _Compiled, instance: dict[str, Any],
         except Exception:  # RecursionError on arguments nested past the limit: ask jsonschema
             pass
     try:
-        _budget.start()
+        budget.start(MAX_STEPS, MAX_CHECK_SECONDS)
         if validator.is_valid(instance):  # the common case; collecting errors costs more
             return []
-        _budget.start()
+        budget.start(MAX_STEPS, MAX_CHECK_SECONDS)
         return list(itertools.islice(validator.iter_errors(instance), _MAX_ERRORS))
-    except _OverBudget as exc:
+    except OverBudget as exc:
         why = (f"a check needed more than {MAX_STEPS:,} steps or {MAX_CHECK_SECONDS} s (a schema "
                "whose local $refs multiply the work, or very large arguments)")
         if exc.timed and not strict:
@@ -663,7 +331,7 @@ def _errors(entry: _Compiled, instance: dict[str, Any],
     except Exception as exc:
         why = f"the check failed: {type(exc).__name__}: {_html.shorten(str(exc), 200)}"
     finally:
-        _budget.left = 0
+        budget.left = 0
     if not strict:
         entry.failure = f"not checked locally: {why}"
         return entry.failure
