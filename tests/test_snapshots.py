@@ -84,9 +84,14 @@ def test_journal_stores_a_snapshot_per_connect_and_relist(tmp_path: Path) -> Non
         get_loop().run(bench.pegboard.refresh, "geo_precise")  # a re-list
         bench.call("geo_precise-distance", from_city="London", to_city="Paris")
     db = sqlite3.connect(path)
-    causes = [c for (c,) in db.execute("SELECT cause FROM snapshots ORDER BY seq")]
+    causes = [c for (c,) in db.execute("SELECT cause FROM snapshots WHERE kind = 'tool' "
+                                       "ORDER BY seq")]
+    others = sorted(db.execute("SELECT kind, cause FROM snapshots WHERE kind != 'tool'"))
     db.close()
     assert causes == ["connect", "connect", "relist"]
+    # Each connect lists the other kinds too (with a journal); a tool re-list does not.
+    assert others == sorted([(k, "connect") for k in ("prompt", "resource",
+                                                      "resource_template")] * 2)
     latest = tb.load_snapshot(path)
     old = tb.load_snapshot(path, when=between)
     old_iso = tb.load_snapshot(path, when=between.isoformat())
