@@ -284,6 +284,11 @@ class OverTime(CatalogKinds):
             frames.append(_diff(snapshot_frame((server, before[0], i)
                                                for i in before[1].values()),
                                 snapshot_frame((server, taken, i) for i in items.values())))
+        for server, kinds in sorted(self._kind_previous.items()):  # resources, prompts
+            for kind, (then, old) in sorted(kinds.items()):
+                now, new = self._kind_listings[server][kind]
+                frames.append(_diff(snapshot_frame((server, then, i) for i in old),
+                                    snapshot_frame((server, now, i) for i in new)))
         if not frames:
             return _diff(snapshot_frame([]), snapshot_frame([]))
         out = pd.concat(frames, ignore_index=True)

@@ -7,7 +7,7 @@ With either, :meth:`CatalogKinds._listing_applied` (called from
 ``FollowServers._apply_listing``: at connect, after a ``list_changed`` and after a reconnect)
 starts one task per server that lists them (resources and templates after a resources
 ``list_changed``, prompts after a prompts one, all three at connect and on reconnect), stores
-each listing as a snapshot (cause ``connect``, ``relist`` or ``reconnect``) and checks it
+each listing as a snapshot (cause ``connect`` or ``relist``) and checks it
 against the pins, as a tool listing is.
 
 **The gate.** :meth:`CatalogKinds._pin_gated` wraps a read and a prompt fetch (one hook in
@@ -43,7 +43,8 @@ _ASK: dict[str, Callable[[Any, str], Awaitable[list[dict[str, Any]]]]] = {
     "resource_template": lambda c, s: c.list_resource_templates(s),
     "prompt": lambda c, s: c.list_prompts(s),
 }
-_CAUSE = {"connect": "connect", "list_changed": "relist", "reconnect": "reconnect"}
+_CAUSE = {"connect": "connect", "list_changed": "relist", "reconnect": "relist"}
+"""A snapshot's ``cause``, as the tools' (the pegboard re-lists tools alike for both)."""
 LIST_BACKSTOP_S = 2.0
 """How long after the server's timeout a background listing is given up."""
 
@@ -70,6 +71,7 @@ class CatalogKinds:
 
     def _init_kinds(self) -> None:
         self._kind_listings: dict[str, dict[str, tuple[datetime, list[dict[str, Any]]]]] = {}
+        self._kind_previous: dict[str, dict[str, tuple[datetime, list[dict[str, Any]]]]] = {}
         self._kind_pending: dict[str, asyncio.Task[None]] = {}
         self._kind_tasks: set[asyncio.Task[None]] = set()
 
@@ -128,7 +130,10 @@ class CatalogKinds:
         """Keep one listing of a non-tool kind: remembered, stored, checked against pins."""
         items = list(self._redacted(server, {str(i): it for i, it in enumerate(items)})
                      .values())
-        self._kind_listings.setdefault(server, {})[kind] = (taken, items)
+        old = self._kind_listings.setdefault(server, {}).get(kind)
+        if old is not None:
+            self._kind_previous.setdefault(server, {})[kind] = old
+        self._kind_listings[server][kind] = (taken, items)
         if self._snapshots is not None and self._journal_writable():
             self._snapshots.store(server, kind, taken, cause, items)
         if self._pin_file is not None:
