@@ -78,7 +78,8 @@ class ChangesView:
                 f"<p>{len(pins)} pinned item{'s' * (len(pins) != 1)} in "
                 f"<code>{_html.escape(bench._pin_file.path)}</code>: "
                 f"{counts.get('ok', 0)} unchanged, <b>{counts.get('changed', 0)} changed</b> "
-                f"(calls, reads and fetches refused until approved), {counts.get('removed', 0)} removed.</p>")
+                f"(calls, reads and fetches refused until approved), "
+                f"{counts.get('removed', 0)} removed.</p>")
         rows = []
         self.approve_buttons = {}
         for (server, kind, name), (old, new) in sorted(bench._pin_changes.items()):
