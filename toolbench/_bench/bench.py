@@ -25,7 +25,7 @@ from typing import Any, Self
 import anyio
 
 from toolbench._bench.client_rest import RestOfClient
-from toolbench._bench.connecting import Connecting, _Row
+from toolbench._bench.connecting import CLOSE_BOUND_S, Connecting, _Row
 from toolbench._bench.fetch_many import ResourcesAndPrompts
 from toolbench._bench.follow import FollowServers
 from toolbench._bench.handles import ToolHandles
@@ -180,6 +180,7 @@ class BaseBench(Connecting, ManyCalls, Tables, ResourcesAndPrompts, RestOfClient
         if self._closed:
             return
         self._closed = True
+        await self._kinds_settled(CLOSE_BOUND_S)  # listings in flight are stored first
         async with anyio.create_task_group() as tg:
             for row in self._rows.values():
                 if row.connection is not None:

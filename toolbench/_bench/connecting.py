@@ -97,6 +97,8 @@ class Connecting:
 
         def _servers_frame(self) -> pd.DataFrame: ...
 
+        async def _kinds_listed(self, server: str) -> None: ...
+
     async def _connect(self, name: str, target: Any, namespace: Namespace,
                        given: ConnectOptions) -> Connected:
         """A failed row is kept (it tells why); it is replaced only once a new target is
@@ -149,6 +151,7 @@ class Connecting:
         row.status, row.error = "connected", None
         self._follow(name, connection)  # list changes and reconnects re-list (follow.py)
         self._apply_listing(name, ("tools",), "connect")
+        await self._kinds_listed(name)  # with a journal or pins: the other kinds too
         return Connected(count, name, connection.transport)
 
     def connect(self, name: str, target: Any, /, *, namespace: Namespace = USE_SERVER_NAME,
