@@ -355,3 +355,49 @@ def _count_stable(log: Path) -> bool:
 
 def _live_map_tasks(dask_scheduler: Any) -> list[str]:
     return [str(k) for k in dask_scheduler.tasks if str(k).startswith("toolbench-map-")]
+
+
+NAMED_SERVER = str(HERE / "servers" / "secret_named_server.py")
+
+
+@pytest.mark.timeout(300)
+def test_a_tool_named_after_a_secret_keeps_it_out_of_keys_records_and_journal(
+        tmp_path: Path) -> None:
+    """Task keys are built from the tool's name as records show it (redacted), and a resumed
+    cluster map still recognises what ran: nothing runs twice (a thread LocalCluster, so the
+    scheduler's own state can be read whole)."""
+    log, journal = tmp_path / "calls.log", tmp_path / "calls.sqlite"
+    name = f"named-get-{SECRET}"
+    env = {"TOOLBENCH_TEST_SECRET": SECRET, "TOOLBENCH_CALL_LOG": str(log)}
+    cluster = distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=2,
+                                       dashboard_address=":0")
+    client = distributed.Client(cluster)
+    try:
+        with tb.Bench(journal=journal) as bench:
+            bench.connect("named", [sys.executable, NAMED_SERVER], env=env)
+            first = bench.map(name, [{"i": i} for i in range(6)], cluster=client,
+                              progress=False)
+            assert first["ok"].all(), first[["error_type", "error"]]
+            assert set(first["tool"]) == {"get-[redacted]"}
+        with tb.Bench(journal=journal) as bench:  # a new bench on the same file
+            bench.connect("named", [sys.executable, NAMED_SERVER], env=env)
+            again = bench.map(name, [{"i": i} for i in range(8)], cluster=client,
+                              progress=False, resume=True)
+            shown = repr(bench.records.to_dict("records"))
+        names = client.run_on_scheduler(_scheduler_names)
+        assert any(k.startswith("toolbench-map-get_redacted_-") for k in names), names[:5]
+        logs = [names, client.get_scheduler_logs(), client.get_worker_logs(),
+                client.get_events()]
+    finally:
+        client.close()
+        cluster.close()
+    assert again["ok"].all() and list(again["call_id"][:6]) == list(first["call_id"])
+    assert sorted(_logged(log)) == list(range(8))  # 0-5 once, then only 6 and 7
+    for where, text in (("scheduler", repr(logs)), ("records", shown)):
+        assert SECRET.lower() not in text.lower(), where
+    on_disk = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.suffix != ".log")
+    assert SECRET.lower().encode() not in on_disk.lower()
+
+
+def _logged(log: Path) -> list[int]:
+    return [int(line) for line in log.read_text().split()]

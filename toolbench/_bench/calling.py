@@ -8,7 +8,6 @@ that record exists.
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 import time
 from collections.abc import Awaitable, Mapping
@@ -21,7 +20,7 @@ from toolbench._bench.attempt import attempt
 from toolbench._bench.journal import warn_not_durable
 from toolbench._bench.progress import Progress, ProgressBar, ProgressShown, progress_shown
 from toolbench._bench.records import Record, make_record, new_call_id, utcnow
-from toolbench._bench.scrub import redacted_data
+from toolbench._bench.scrub import redacted_failure
 from toolbench._core import preload as _preload
 from toolbench._core.checks import seconds
 from toolbench._core.client import Result, ToolSpec, check_arguments
@@ -29,6 +28,7 @@ from toolbench._core.errors import TimedOut, ToolError, Unreachable, mark_unsent
 from toolbench._core.ids import Provenance, ToolId
 from toolbench._core.validate import unchecked, validate_arguments
 from toolbench._loop import get_loop
+from toolbench._transports.mcp_errors import Redactor
 from toolbench._transports.mcp_tasks import task_of
 
 if TYPE_CHECKING:
@@ -96,6 +96,21 @@ class Calling:
         entry = self.pegboard.entry(name)
         return _Target(entry.name, entry.tool_id, entry.spec)
 
+    def _redactor(self, server: str) -> Redactor | None:
+        """The server's secret hider, or None when it has no secrets."""
+        row = self._rows.get(server)
+        return row.redact if row is not None and row.redact.active else None
+
+    def _shown(self, target: _Target) -> tuple[str, str]:
+        """The tool's own name and its pegboard name as records, the journal, progress bars,
+        warnings and Dask keys show them: without the server's secrets (a server may name a
+        tool after one). Redaction is deterministic, so a later process with the same
+        configuration shows the same names, which is what ``map(resume=True)`` matches."""
+        redact = self._redactor(target.tool.server)
+        if redact is None:
+            return target.tool.tool, target.name
+        return redact(target.tool.tool), redact(target.name)
+
     def _limit(self, server: str, timeout: float | None) -> float:
         """The call's timeout: the call's own, else its server's, else the bench's (DESIGN,
         "Which option wins"; ``None`` is the one "not given")."""
@@ -125,12 +140,10 @@ class Calling:
         ``progress`` (a bar, or the user's function) sees them too."""
         call_id, started = new_call_id(), utcnow()
         limit = self._limit(target.tool.server, timeout)
-        row = self._rows.get(target.tool.server)
-        redact = row.redact if row is not None and row.redact.active else None
+        redact = self._redactor(target.tool.server)
         # What the record, the journal and the intent log say: a tool named after one of
         # its server's secrets is recorded without it (the call itself uses the real name).
-        tool_shown = target.tool.tool if redact is None else redact(target.tool.tool)
-        name_shown = target.name if redact is None else redact(target.name)
+        tool_shown, name_shown = self._shown(target)
         t0 = time.perf_counter()  # reset once the call is sent: latency is the far side's
         result: Result | None = None
         error: ToolError | None = None
@@ -210,11 +223,8 @@ class Calling:
             latency_s=time.perf_counter() - t0, provenance=prov,
             result=result, error=error,
         )
-        if redact is not None and not record.ok:  # a failure's text is the server's words
-            record = dataclasses.replace(
-                record, error=None if record.error is None else redact(record.error),
-                text=None if record.text is None else redact(record.text),
-                content=redacted_data(record.content, redact))
+        if redact is not None:  # a failure's text is the server's words
+            record = redacted_failure(record, redact)
         self._store.append(record, tag)
         if error is not None and error.tool is None:
             error.tool = target.tool
@@ -239,7 +249,7 @@ class Calling:
         if timeout is not None:
             seconds(timeout, "timeout")
         target = self._resolve(name)
-        shown = progress_shown(progress, f"call {target.name}")
+        shown = progress_shown(progress, f"call {self._shown(target)[1]}")
         try:
             _, result, error = await self._invoke(
                 target, kwargs if arguments is None else arguments, batch=None,

@@ -41,7 +41,9 @@ at most once, ever. So:
 
 **Secrets.** env and header values travel only inside Dask's messages (the task's
 arguments, pickled), never in a task key, a queue or topic name, an event, or a log line:
-:class:`ServerSpec`'s repr (which Dask logs when a task fails) names the server only.
+:class:`ServerSpec`'s repr (which Dask logs when a task fails) names the server only. A tool
+named after a secret travels by its real name in the task's arguments (the worker calls it);
+its key, and the driver's intents and records, use the name redacted (``Bench._shown``).
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ from distributed import Client, Queue, WorkerPlugin, as_completed, get_client, g
 from toolbench._bench.batch import progress_bar
 from toolbench._bench.journal import warn_not_durable
 from toolbench._bench.records import Record, make_record, new_call_id, utcnow
+from toolbench._bench.scrub import redacted_failure
 from toolbench._core.errors import TimedOut, ToolError, Unreachable
 from toolbench._core.ids import Provenance
 from toolbench._loop import get_loop
@@ -352,6 +355,9 @@ class _Ledger:
                  parts: list[_Part], provenance: Provenance) -> None:
         self.bench, self.client, self.job, self.batch = bench, client, job, batch
         self.target, self.parts, self.provenance = target, parts, provenance
+        # What records, intents and the journal say: a tool named after a secret, redacted.
+        self.tool_shown, self.name_shown = bench._shown(target)
+        self.redact = bench._redactor(target.tool.server)
         self.args = {index: args for part in parts for index, args in part.cases}
         self.stopping = False
         self.inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
@@ -391,7 +397,7 @@ class _Ledger:
                 granted.append(index)
                 args = self.args[index]
                 intents.append(self.bench._store.intent(
-                    call_id, self.batch, started, tool.server, tool.tool, self.target.name,
+                    call_id, self.batch, started, tool.server, self.tool_shown, self.name_shown,
                     args if isinstance(args, Mapping) else {"_invalid": args},
                     self.provenance.with_fields(case=index).as_dict()))
             await asyncio.gather(*intents)  # committed (or the journal gave up, as locally)
@@ -417,12 +423,16 @@ class _Ledger:
                 reported.add(index)
                 record = dataclasses.replace(record, call_id=part.granted.get(index)
                                              or new_call_id(), batch=batch,
-                                             name=self.target.name)
+                                             tool=self.tool_shown, name=self.name_shown)
+                if self.redact is not None:  # a worker's own failure may name the tool
+                    record = redacted_failure(record, self.redact)
                 store.append(record, batch)
                 self.records[index] = record
             why = LOST_ERROR
         else:
             why = f"{type(result).__name__}: {result}"
+            if self.redact is not None:  # Dask's messages quote task keys and arguments
+                why = self.redact(why)
         for index, args in part.cases:
             if index in reported:
                 continue
@@ -432,7 +442,7 @@ class _Ledger:
                                             f"({why})", tool=tool))
             record = make_record(
                 call_id=granted or new_call_id(), batch=batch, started=utcnow(),
-                server=tool.server, tool=tool.tool, name=self.target.name,
+                server=tool.server, tool=self.tool_shown, name=self.name_shown,
                 arguments=args if isinstance(args, Mapping) else {"_invalid": args},
                 latency_s=None, provenance=self.provenance.with_fields(case=index).as_dict(),
                 error=error)
@@ -454,7 +464,7 @@ class _Ledger:
                     continue
                 self.bench._store.append(make_record(
                     call_id=call_id, batch=self.batch, started=utcnow(), server=tool.server,
-                    tool=tool.tool, name=self.target.name,
+                    tool=self.tool_shown, name=self.name_shown,
                     arguments=args if isinstance(args, Mapping) else {"_invalid": args},
                     latency_s=None,
                     provenance=self.provenance.with_fields(case=index).as_dict(),
@@ -485,7 +495,10 @@ def _partitions(calls: list[tuple[int, Any]], threads: int) -> list[list[tuple[i
     return [calls[i:i + size] for i in range(0, len(calls), size)]
 
 
-def _task_key(tool: str, number: int, job: str) -> str:
+def _task_key(tool_shown: str, number: int, job: str) -> str:
+    """A partition's Dask key, from the tool's name as records show it (a tool named after
+    a secret is redacted first, then cut): keys are logged and shown on the dashboard."""
+    tool = tool_shown
     return f"toolbench-map-{_KEY_SAFE.sub('_', tool)[:60]}-{number}-{job[:8]}"
 
 
@@ -514,7 +527,8 @@ async def map_on_cluster(bench: Bench, client: Client, target: _Target,
         return []
     spec = _spec(bench, target.tool.server)
     job, batch = uuid.uuid4().hex, uuid.uuid4().hex
-    label = f"map {target.name} on the cluster"
+    tool_shown, name_shown = bench._shown(target)
+    label = f"map {name_shown} on the cluster"
     threads = await anyio.to_thread.run_sync(
         lambda: (client.register_plugin(BenchPlugin()), sum(client.nthreads().values()))[1])
     parts = [_Part(chunk) for chunk in _partitions(calls, threads)]
@@ -531,7 +545,7 @@ async def map_on_cluster(bench: Bench, client: Client, target: _Target,
                 client.subscribe_topic(TOPIC, _on_grant_event)  # before any task can ask
                 made = [client.submit(run_partition, spec, job, n, target.tool.tool, batch,
                                       part.cases, concurrency, timeout, provenance.as_dict(),
-                                      key=_task_key(target.tool.tool, n, job), pure=False)
+                                      key=_task_key(tool_shown, n, job), pure=False)
                         for n, part in enumerate(parts)]
                 return made, as_completed(made)
 

@@ -84,7 +84,11 @@ class ManyCalls(Calling):
         targets = self._same_named(name, servers)
         calls = [(index, target, args) for index, args in enumerate(as_cases(cases, kwargs))
                  for target in targets]
-        records = await self._batch(calls, f"compare {name}", provenance, timeout=timeout,
+        label = name  # as records show it: without any of these servers' secrets
+        for redact in {id(r): r for t in targets
+                       if (r := self._redactor(t.tool.server)) is not None}.values():
+            label = redact(label)
+        records = await self._batch(calls, f"compare {label}", provenance, timeout=timeout,
                                     progress=progress, overall=None, per_server=concurrency)
         return compare_frame([(index, r) for (index, _, _), r in zip(calls, records,
                                                                         strict=True)])
@@ -132,6 +136,32 @@ class ManyCalls(Calling):
                                      concurrency=concurrency, timeout=timeout,
                                      progress=progress, provenance=provenance, **kwargs)
 
+    def _resume_tool(self, target: _Target) -> str:
+        """The tool name that ``resume`` finds this tool's records under: the name they hold.
+
+        A tool named after one of its server's secrets is recorded with the secret redacted
+        (``get-[redacted]``), in memory, in the journal and in the intent log. Redaction is
+        deterministic, so the same configuration in a later process redacts the name the
+        same way, and the lookup needs nothing the journal does not already hold: no digest
+        of the name (which a weak secret would let anyone reading the file test guesses
+        against), and no mapping that a kill -9 would lose. Two tools of one server whose
+        names differ only in a secret are recorded alike; resume cannot tell their records
+        apart, so it refuses rather than skip a case that never ran.
+        """
+        shown = self._shown(target)[0]
+        redact = self._redactor(target.tool.server)
+        if redact is None or shown == target.tool.tool:
+            return shown
+        twins = [e for e in self.pegboard.entries(target.tool.server)
+                 if e.tool != target.tool.tool and redact(e.tool) == shown]
+        if twins:
+            raise ValueError(
+                f"resume cannot tell {self._shown(target)[1]!r} from {len(twins)} other "
+                f"tool{'s' * (len(twins) != 1)} of server {target.tool.server!r} whose names "
+                "differ only in a secret: records hold such names redacted, alike. Call "
+                "map() without resume=True for it; nothing was called")
+        return shown
+
     async def _map(self, name: str, cases: Iterable[Mapping[str, Any]], /, *,
                    concurrency: int = 8, progress: bool = True, resume: bool = False,
                    retry_in_doubt: bool = False, timeout: float | None = None,
@@ -147,10 +177,11 @@ class ManyCalls(Calling):
 
             _cluster.check_cluster(cast("BaseBench", self), cluster, target.tool.server)
         arg_sets = as_cases(cases, {})
+        recorded_as = self._resume_tool(target) if resume else target.tool.tool
         slots: list[Record | None] = [None] * len(arg_sets)
         calls = []
         for index, args in enumerate(arg_sets):
-            done = (self._store.resume_record(target.tool.server, target.tool.tool, args,
+            done = (self._store.resume_record(target.tool.server, recorded_as, args,
                                               retry_in_doubt=retry_in_doubt)
                     if resume and isinstance(args, Mapping) else None)
             if done is not None:
@@ -164,7 +195,7 @@ class ManyCalls(Calling):
                 concurrency=concurrency, progress=progress, timeout=timeout,
                 provenance=self._provenance(provenance))
         else:
-            records = await self._batch(calls, f"map {target.name}", provenance,
+            records = await self._batch(calls, f"map {self._shown(target)[1]}", provenance,
                                         timeout=timeout, progress=progress,
                                         overall=concurrency, per_server=None)
         for (index, _, _), record in zip(calls, records, strict=True):

@@ -6,9 +6,11 @@ headers, config expansions); these helpers apply it to things that are not plain
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
+from toolbench._bench.records import Record
 from toolbench._core.errors import ToolError
 from toolbench._transports.mcp_errors import Redactor
 
@@ -53,3 +55,15 @@ def redacted_data(data: Any, redact: Redactor) -> Any:
         return json.loads(shown)
     except ValueError:
         return shown
+
+
+def redacted_failure(record: Record, redact: Redactor) -> Record:
+    """A failed call's record with the server's secrets hidden in what the server (or an
+    error about it) said: ``error``, ``text`` and ``content``. A success is kept as sent
+    (a tool's own result is the server's data)."""
+    if record.ok:
+        return record
+    return dataclasses.replace(
+        record, error=None if record.error is None else redact(record.error),
+        text=None if record.text is None else redact(record.text),
+        content=redacted_data(record.content, redact))
