@@ -161,7 +161,7 @@ def test_nobody_signing_in_is_unreachable_within_the_timeout(
     with tb.Bench(connect_timeout=8) as bench, \
             pytest.raises(tb.Unreachable, match=r"no sign-in within timeout=10 s"):
         bench.connect("p", url, auth=tb.OAuth(authorize=never, store="memory", timeout=10))
-    assert 9.5 < time.monotonic() - started < 40
+    assert 9.5 < time.monotonic() - started < 50  # 5x the 10 s; never answering is 60 s
 
 
 def test_no_authorizer_says_how_to_sign_in(server: tuple[str, Provider]) -> None:

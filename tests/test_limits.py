@@ -282,7 +282,7 @@ def test_never_ending_paginator_is_bounded_by_connect_timeout() -> None:
         started = time.monotonic()
         with pytest.raises(Unreachable, match="longer than connect_timeout=3 s") as info:
             client.list_tools_sync("cat")
-        assert time.monotonic() - started < 3 + 5  # connect_timeout, plus a loaded machine
+        assert time.monotonic() - started < 3 * 5  # 5x connect_timeout; the listing never ends
         assert "pages so far" in str(info.value)
         assert client.status == "connected"  # a slow catalog is not a broken connection
 

@@ -132,7 +132,7 @@ def test_queued_past_its_timeout_did_not_happen() -> None:
 
             async def hang() -> None:
                 with pytest.raises(TimedOut):
-                    await client.call(rpc_tool("hang"), {}, timeout=2.5)
+                    await client.call(rpc_tool("hang"), {}, timeout=3.5)
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(hang)
@@ -150,7 +150,7 @@ def test_queued_past_its_timeout_did_not_happen() -> None:
     error, elapsed, before, after = anyio.run(main)
     assert type(error) is Unreachable and "max_concurrent=1" in str(error)
     assert error.disposition is Disposition.DID_NOT_HAPPEN  # type: ignore[attr-defined]
-    assert 0.45 <= elapsed < 2.0
+    assert 0.45 <= elapsed < 3.0  # 6x its 0.5 s; waiting for the slot would take 3 s
     # The hang counted once; the queued call never reached the server.
     assert after == {"count": before["count"] + 2, "pid": before["pid"]}
 
@@ -262,9 +262,11 @@ def test_http_server_refused_then_back_on_the_same_port() -> None:
                 client.call_sync(add, {"a": 1, "b": 2})
             assert client.status == "failed"
             started = time.monotonic()
-            with pytest.raises(Unreachable) as info:
+            with pytest.raises(Unreachable, match="next reconnect attempt") as info:
                 client.call_sync(add, {"a": 1, "b": 2})
-            assert time.monotonic() - started < 0.3  # fails fast inside the window
+            # Inside the window: refused without an attempt (the message says when the next
+            # one is); the bound is only against a hang.
+            assert time.monotonic() - started < 5.0
             assert 0 < _next_attempt(str(info.value)) <= BACKOFF_FIRST_S
             assert info.value.disposition is Disposition.DID_NOT_HAPPEN
 
@@ -307,7 +309,7 @@ def test_stdio_server_retried_after_backoff_once_it_can_start(tmp_path: Path) ->
         started = time.monotonic()
         with pytest.raises(Unreachable, match="next reconnect attempt") as info:
             client.call_sync(whoami, {})
-        assert time.monotonic() - started < 0.3
+        assert time.monotonic() - started < 5.0  # no attempt (the message); a hang bound
         block.unlink()
         time.sleep(_next_attempt(str(info.value)) + 0.1)
         second = client.call_sync(whoami, {}).structured

@@ -25,6 +25,7 @@ from mcp.server.mcpserver.resolve import Elicit, Resolve, Sample
 from pydantic import BaseModel, Field
 
 import toolbench as tb
+from toolbench._core import preload as _preload
 from toolbench._loop import get_loop
 from toolbench._transports import server_requests as sr
 from toolbench._transports.mcp import McpClient
@@ -390,6 +391,7 @@ def test_ten_thousand_sampling_messages_reach_a_function_whole(made: list[tb.Ben
     bench = tb.Bench(timeout=60, sampling=count)
     made.append(bench)
     bench.connect("hostile", hostile_server())
+    _preload.start().result(timeout=120)  # jsonschema's first import is not timed
     started = time.monotonic()
     assert bench.call("hostile-flood").text == "10000 messages"
     assert seen == [10_000] and time.monotonic() - started < 30
@@ -401,6 +403,7 @@ def test_pathological_pattern_is_checked_in_linear_time(made: list[tb.Bench]) ->
         "action": "accept", "content": {"code": "a" * 40 + "b"}})
     made.append(bench)
     bench.connect("hostile", hostile_server())
+    _preload.start().result(timeout=120)  # jsonschema's first import is not timed
     started = time.monotonic()
     with pytest.raises(tb.ToolError, match=r"does not match the requested schema: code"):
         bench.call("hostile-evil")

@@ -23,6 +23,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
+from toolbench._core import preload as _preload
 from toolbench._core.client import Result, ToolClient
 from toolbench._core.errors import Malformed, Refused, ToolFailed, Unreachable
 from toolbench._core.ids import Destination, Provenance, ToolId
@@ -180,6 +181,7 @@ async def test_requests_are_checked_with_re2_and_within_the_budget() -> None:
         ran.append("blowup")
         return "ran"
 
+    _preload.start().result(timeout=120)  # jsonschema's first import is not timed
     started = time.monotonic()
     with pytest.raises(Refused, match=r"field 's'.*rule: pattern"):
         await ts.deliver({"tool": "evil", "s": "a" * 30 + "b"})
