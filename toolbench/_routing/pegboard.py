@@ -229,7 +229,7 @@ class PegBoard:
                 self.refresh_errors.pop(server, None)
             except Exception as exc:  # a notification handler must not raise into transport
                 self.refresh_errors[server] = exc
-                _log.warning("refreshing %r after tools/list_changed failed: %s", server, exc)
+                _log.warning("refreshing %r after a change or a reconnect failed: %s", server, exc)
 
         handle = add_listener(on_tools_changed)
         remove_listener = getattr(client, "remove_tools_changed_listener", None)
@@ -238,6 +238,13 @@ class PegBoard:
             unsubscribe = handle
         elif callable(remove_listener):
             unsubscribe = functools.partial(remove_listener, on_tools_changed)
+        # A client with the one "connected" event (McpClient): a reconnect re-lists too, so a
+        # server restarted with other tools is followed (toolbench._transports.mcp_events).
+        add_kind = getattr(client, "add_listener", None)
+        if unsubscribe is not None and callable(add_kind):
+            on_connected = add_kind("connected", on_tools_changed)
+            if callable(on_connected):
+                unsubscribe = _both(unsubscribe, on_connected)
         if unsubscribe is not None:
             with self._lock:
                 board = self._board
@@ -296,10 +303,11 @@ class PegBoard:
             )
         return entry.name
 
-    async def refresh(self, server: str) -> int:
+    async def refresh(self, server: str, *, cause: str = "relist") -> int:
         """Re-list ``server`` and replace its entries all at once; returns the new count.
 
         If the new list would collide, ``NameCollision`` is raised and the old entries stay.
+        ``cause`` is what the listing hooks are told (``relist``, ``reconnect``).
         """
         check_server_name(server)
         service = self._board.services.get(server)
@@ -325,7 +333,7 @@ class PegBoard:
                                           listed_seq=seq, skipped=tuple(skipped))
             self._board = board.edit(drop=current.names, add=entries,
                                      services={**board.services, server: updated})
-        self._listed(server, entries, "relist")
+        self._listed(server, entries, cause)
         return len(entries)
 
     # -- removing -------------------------------------------------------------------------
@@ -544,3 +552,8 @@ class PegBoard:
                 f"separator={self.separator!r})")
 
 
+def _both(first: Callable[[], Any], second: Callable[[], Any]) -> Callable[[], None]:
+    def remove() -> None:
+        first()
+        second()
+    return remove

@@ -151,7 +151,7 @@ class McpClient(Lifecycle, Requests):
         """``(name, reason)`` of each tool the last listing skipped as unreadable."""
         self._events = Events(self.name)  # list changes and reconnects, coalesced
         self._subscribed: set[str] = set()  # resource URIs, subscribed again on reconnect
-        self._ever_ready = False  # a later ready connection is a reconnect ("connected")
+        self.connects = 0  # connections that became ready (the "connected" event's count)
         self._env = _string_map("env", env)
         self._headers = _string_map("headers", headers)
         self._cwd = os.fspath(cwd) if cwd is not None else None
@@ -291,8 +291,9 @@ class McpClient(Lifecycle, Requests):
     def add_listener(self, kind: EventKind, callback: ToolsChangedFn) -> Callable[[], None]:
         """``await callback(server_name)`` on each event of ``kind``, coalesced per kind:
         ``"tools"``, ``"resources"``, ``"prompts"`` (the server's list changed) or
-        ``"connected"`` (up again after a loss or a failure; see
-        ``toolbench._transports.mcp_events``). Returns the function that removes it."""
+        ``"connected"`` (a connection became ready: the first connect and every reconnect;
+        ``connects`` counts them; see ``toolbench._transports.mcp_events``). Returns the
+        function that removes it."""
         return self._events.add(kind, callback)
 
     def servers(self) -> list[str]:

@@ -166,7 +166,8 @@ class Lifecycle:
     _attempt: anyio.Event | None
     _attempt_task: asyncio.Task[None] | None
     _bound: asyncio.AbstractEventLoop | None
-    _ever_ready: bool
+    connects: int
+    """How many times a connection became ready: 1 after the first connect, +1 per reconnect."""
 
     @property
     def _mcp(self) -> McpClient:
@@ -273,18 +274,18 @@ class Lifecycle:
         raise Unreachable(message) from conn.error
 
     def _on_ready(self, conn: _Conn) -> None:
-        """A connection is up: ask for the log level (handshake era), and after a reconnect
-        subscribe again and tell the ``connected`` listeners (who re-list)."""
+        """A connection is up (the first time, or again): count it, ask for the log level
+        (handshake era), subscribe to every URI again, and fire the one ``connected`` event,
+        whose listeners (the pegboard, the bench's follow layer) list the server again."""
+        self.connects += 1
         group, client = conn.task_group, conn.client
         if group is None or client is None:
             return
         if self._notifications is not None and self._notifications.log_level is not None:
             group.start_soon(send_log_level, client, self._notifications.log_level,
                              self._timeout, self.name)
-        if self._ever_ready:
-            group.start_soon(_subs.resubscribe, self._mcp, client)
-            self._events.fire("connected", group)
-        self._ever_ready = True
+        group.start_soon(_subs.resubscribe, self._mcp, client)  # nothing to do the first time
+        self._events.fire("connected", group)
 
     def _note_failure(self) -> None:
         """Open the retry window: 0.5 s after the first failure, doubling up to 30 s."""
