@@ -246,6 +246,7 @@ class Lifecycle:
             self._last_error = None
             self._backoff = self._retry_at = 0.0
             self._on_ready(conn)
+            await self._resubscribed(conn)
             return
         # Not awaited: stopping a hung child takes the SDK seconds, and the caller was promised
         # an answer within connect_timeout. _retire (next connect, or close) waits for it.
@@ -275,8 +276,8 @@ class Lifecycle:
 
     def _on_ready(self, conn: _Conn) -> None:
         """A connection is up (the first time, or again): count it, ask for the log level
-        (handshake era), subscribe to every URI again, and fire the one ``connected`` event,
-        whose listeners (the pegboard, the bench's follow layer) list the server again."""
+        (handshake era), and fire the one ``connected`` event, whose listeners (the pegboard,
+        the bench's follow layer) list the server again. Subscriptions: :meth:`_resubscribed`."""
         self.connects += 1
         group, client = conn.task_group, conn.client
         if group is None or client is None:
@@ -284,8 +285,34 @@ class Lifecycle:
         if self._notifications is not None and self._notifications.log_level is not None:
             group.start_soon(send_log_level, client, self._notifications.log_level,
                              self._timeout, self.name)
-        group.start_soon(_subs.resubscribe, self._mcp, client)  # nothing to do the first time
         self._events.fire("connected", group)
+
+    async def _resubscribed(self, conn: _Conn) -> None:
+        """After a reconnect, wait (bounded) until every URI subscribed to is subscribed
+        again, so the request that reconnected, and every one after it, is answered on a
+        connection whose subscriptions are in force (else an update it causes is lost).
+
+        2026-07-28: the connection's ``subscriptions/listen`` stream names them all; wait for
+        its acknowledgment. Handshake era: ``resources/subscribe`` each again. The work goes
+        on past the bound (``connect_timeout``); a URI refused is logged, never raised.
+        """
+        group, client = conn.task_group, conn.client
+        if not self._subscribed or group is None or client is None:
+            return
+        if conn.listening is not None:
+            done = conn.listening.changed
+        else:
+            done = anyio.Event()
+
+            async def again() -> None:
+                try:
+                    await _subs.resubscribe(self._mcp, client)
+                finally:
+                    done.set()
+
+            group.start_soon(again)
+        with anyio.move_on_after(self._connect_timeout):
+            await done.wait()
 
     def _note_failure(self) -> None:
         """Open the retry window: 0.5 s after the first failure, doubling up to 30 s."""
@@ -367,11 +394,11 @@ class Lifecycle:
             conn.task_group = task_group
             conn.client = client
             conn.ready = True
-            task_status.started()
             if _subs.is_modern(client):  # list changes and updates come on one stream
                 conn.listening = _subs.Listening(self._mcp, client)
-                if conn.listening.wanted():
+                if conn.listening.wanted():  # it names every URI subscribed to
                     conn.listening.start(task_group)
+            task_status.started()
             await conn.stop.wait()
             task_group.cancel_scope.cancel()
 
