@@ -13,6 +13,7 @@ import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,21 +58,23 @@ def test_a_restarted_server_with_a_renamed_tool_is_followed(tmp_path: Path) -> N
         assert bench.subscriptions() == {"rs": ["note://a"]}
 
 
+@pytest.mark.parametrize("keeping", [False, True], ids=["plain", "journal-and-pins"])
 def test_a_restarted_server_with_a_changed_resource_and_prompt_is_followed(
-        tmp_path: Path) -> None:
+        tmp_path: Path, keeping: bool) -> None:
     """After a reconnect, resources and prompts are listed again and applied exactly as a
-    ``list_changed`` would be: the bench keeps the new lists, ``bench.logs`` says what
-    changed, the journal stores the snapshot (cause ``reconnect``) and the pins see it."""
+    ``list_changed`` would be: the bench keeps the new lists and ``bench.logs`` says what
+    changed; with a journal and pins, the journal stores the snapshot and the pins see it."""
     counter = tmp_path / "starts"
     journal = tmp_path / "calls.sqlite"
     command = [sys.executable, str(SERVERS / "renaming_server.py"), str(counter)]
-    with tb.Bench(timeout=20, journal=journal, pins=tmp_path / "pins.json") as bench:
-        bench.connect("rs", command)
-        # The baseline is listed in the background after the connect.
-        assert _wait_for(lambda: {"resource", "prompt"} <= set(bench._kept().get("rs", {})))
+    options: dict[str, Any] = {"journal": journal, "pins": tmp_path / "pins.json"} \
+        if keeping else {}
+    with tb.Bench(timeout=20, **options) as bench:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # trust on first use: nothing to report
-            bench.snapshot("rs")  # pins the resources and the prompt as listed now
+            bench.connect("rs", command)
+        if not keeping:  # the baseline is listed in the background after the connect
+            assert _wait_for(lambda: {"resource", "prompt"} <= set(bench._kept().get("rs", {})))
         pid = int(bench.call("rs-pid").text)
         os.kill(pid, signal.SIGKILL)
         assert _wait_for(lambda: bench.servers.set_index("name").loc["rs", "status"] == "lost")
@@ -101,12 +104,14 @@ def test_a_restarted_server_with_a_changed_resource_and_prompt_is_followed(
         message = logs.loc[logs["data"].map(lambda d: isinstance(d, dict) and d.get("kind")
                                             == "prompt"), "message"].iloc[0]
         assert message.startswith("prompts changed after a reconnect")
+        if not keeping:
+            return
         # The pins saw it: the changed resource is marked, and a PinWarning said so.
         pins = [str(w.message) for w in told if issubclass(w.category, tb.PinWarning)]
         assert any("pinned resource changed ('note://fixed')" in text for text in pins), pins
         state = bench.pins.set_index(["kind", "name"])["state"]
         assert state[("resource", "note://fixed")] == "changed"
-    # The journal stored the new lists as a snapshot of the reconnect.
+    # The journal stored the new lists as a snapshot of the re-list.
     snap = tb.load_snapshot(journal)
     assert set(snap.loc[snap["kind"] == "resource", "name"]) == {"note://fixed", "note://v2"}
     assert set(snap.loc[snap["kind"] == "prompt", "name"]) == {"greet_v2"}

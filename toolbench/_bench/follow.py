@@ -16,22 +16,23 @@ is applied** (at connect too). There:
 
 - tools are on the pegboard already (its ``on_listing`` hook gave them to the snapshots and
   pins, ``toolbench._bench.overtime``);
-- resources, resource templates and prompts are kept here (the bench's catalog of them,
-  ``_kept``), and, unlike at connect, stored as a snapshot (with a journal) and checked
-  against their pins, as ``bench.snapshot()`` does;
+- resources, resource templates and prompts are kept here (``_kept``), and handed to
+  ``overtime_kinds`` (``_keep_kind``: a snapshot with a journal, a check against the pins),
+  so a re-list is stored exactly as one of tools is, without listing twice;
 - a change against the previous listing (added, removed, or changed by fingerprint) is one
   ``bench.logs`` row per kind (``kind`` ``log``, ``logger`` ``toolbench``, ``data["event"]``
   ``catalog_changed``).
 
-Resources, templates and prompts are first listed in the background after a connect (a
-baseline, neither stored nor pinned), so the first change after that is seen as a change.
+At connect, the other kinds are listed once to have something to compare with: by
+``overtime_kinds`` (awaited) with a journal or pins, else here in the background (a baseline,
+neither stored nor pinned).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -79,13 +80,10 @@ class FollowServers:
         async def _gather(self, server: str | None, ask: Any,
                           what: str) -> list[tuple[str, dict[str, Any]]]: ...
 
-        def _redacted(self, server: str, items: dict[str, dict[str, Any]],
-                      ) -> dict[str, dict[str, Any]]: ...
+        def _listing_applied(self, server: str, kinds: tuple[str, ...], why: str) -> None: ...
 
-        def _journal_writable(self) -> bool: ...
-
-        def _check_pins(self, server: str, items: Mapping[str, dict[str, Any]],
-                        kind: str = "tool") -> None: ...
+        def _keep_kind(self, server: str, kind: str, taken: datetime, cause: str,
+                       items: list[dict[str, Any]]) -> list[dict[str, Any]]: ...
 
     def _relists(self) -> dict[str, dict[str, int]]:
         """Per server, how many re-lists of each kind were applied (tests and benchmarks)."""
@@ -123,6 +121,8 @@ class FollowServers:
         mcp.add_listener("connected", on(ALL_KINDS, "reconnect"))
         self._kept().pop(name, None)  # a new connection under an old name starts afresh
         self._kept().setdefault(name, {})["tool"] = self._listed_tools(name)
+        if self._snapshots is not None or self._pin_file is not None:
+            return  # overtime_kinds lists the other kinds at connect: that is the baseline
         baseline = on(("resources", "prompts"), "connect")
         task = asyncio.get_running_loop().create_task(baseline(name),
                                                       name=f"toolbench-baseline-{name}")
@@ -189,31 +189,32 @@ class FollowServers:
         It runs on the shared loop and must not block it (nothing here waits on I/O: the
         snapshot store and the pins file write on their own threads).
         """
-        if self._rows.get(server) is None or not found:
+        if found is None:  # at connect: the tools only, on the pegboard already
+            self._listing_applied(server, kinds, why)  # overtime_kinds: the other kinds
+            return
+        if self._rows.get(server) is None:
             return
         kept = self._kept().setdefault(server, {})
         taken = datetime.now(UTC)
         for kind, items in found.items():
             before = kept.get(kind)
+            if before is None and kind != "tool":  # listed at connect by overtime_kinds
+                before = self._kind_baseline(server, kind)
             kept[kind] = items
             if before is not None:
                 self._announce(server, kind, before, items, why)
-            if kind != "tool" and why != "connect":
+            if kind != "tool" and why != "connect":  # stored and checked against the pins
                 try:
-                    self._record(server, kind, items, why, taken)
+                    self._keep_kind(server, kind, taken, _cause(why), list(items.values()))
                 except Exception as exc:  # the listing is applied; keeping it is a courtesy
                     _log.warning("keeping the %s of %r failed: %s: %s", _WORDS[kind], server,
                                  type(exc).__name__, exc)
 
-    def _record(self, server: str, kind: ItemKind, items: Items, why: Why,
-                taken: datetime) -> None:
-        """Resources, templates and prompts as ``bench.snapshot()`` keeps them: a snapshot
-        (with a journal) and a check against their pins (reported, never blocked)."""
-        shown = list(self._redacted(server, dict(items)).values())
-        if self._snapshots is not None and self._journal_writable():
-            self._snapshots.store(server, kind, taken, _cause(why), shown)
-        if self._pin_file is not None:
-            self._check_pins(server, {str(i["name"]): i for i in shown}, kind)
+    def _kind_baseline(self, server: str, kind: ItemKind) -> Items | None:
+        """The listing ``overtime_kinds`` took at connect (with a journal or pins), if any."""
+        listings: dict[str, dict[str, Any]] = getattr(self, "_kind_listings", {})
+        found = listings.get(server, {}).get(kind)
+        return None if found is None else {str(i["name"]): i for i in found[1]}
 
     def _announce(self, server: str, kind: ItemKind, before: Items, after: Items,
                   why: Why) -> None:
@@ -244,8 +245,9 @@ class FollowServers:
 
 
 def _cause(why: Why) -> str:
-    """A snapshot's ``cause`` for a listing applied because of ``why``."""
-    return "relist" if why == "list_changed" else why
+    """A snapshot's ``cause`` for a listing applied because of ``why`` (a reconnect's is
+    ``relist``, as ``overtime_kinds`` and the tools' have it)."""
+    return "connect" if why == "connect" else "relist"
 
 
 def _items(kind: ItemKind, rows: list[dict[str, Any]]) -> Items:

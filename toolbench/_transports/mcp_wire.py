@@ -112,4 +112,5 @@ def http_client(mcp: Lifecycle, headers: dict[str, str] | None = None,
         timeout = httpx2.Timeout(HTTP_TIMEOUT_S, read=HTTP_READ_TIMEOUT_S)
     hooks = {"response": [mcp._auth.on_response]} if mcp._auth is not None else None
     return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth, event_hooks=hooks,
-                              transport=LocalAnswers(CappedTransport(mcp._max_message_bytes)))
+                              transport=LocalAnswers(CappedTransport(
+                                  mcp._max_message_bytes, max_tools=mcp._max_tools)))
