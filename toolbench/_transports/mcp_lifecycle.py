@@ -15,8 +15,10 @@ window, in its own task (:meth:`Lifecycle._reconnect`).
 
 Every time a connection becomes ready, first connect and every reconnect alike, the one
 ``connected`` event fires (``toolbench._transports.mcp_events``): whoever keeps a copy of the
-server's lists (the pegboard, the bench's follow layer) lists again on it, and the URIs
-subscribed to are subscribed again.
+server's lists (the pegboard, the bench's follow layer) lists again on it. The URIs
+subscribed to are subscribed again before the reconnect counts as done
+(:meth:`Lifecycle._resubscribed`), so the request that reconnected is answered on a
+connection whose subscriptions are in force.
 """
 
 from __future__ import annotations
