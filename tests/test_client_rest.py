@@ -3,13 +3,17 @@ down everything it receives (tests/servers/recorder_server.py): ``logging/setLev
 connect and on ``bench.log_level = ...``, per-server roots (a server never sees another
 server's roots; changing one server's roots notifies that server only), what a server says
 about itself (capped, untrusted), a broken tool skipped while the other nine load, an output
-schema's remote ``$ref`` in the catalog's warnings, and -32042 as ``Refused`` naming the URL.
+schema's remote ``$ref`` in the catalog's warnings, and -32042 as ``Refused`` naming the URL;
+and subscriptions that survive a reconnect on a 2026-07-28 connection (a real stdio server,
+tests/servers/memo_server.py, killed mid-session).
 """
 
 from __future__ import annotations
 
 import http.server
 import json
+import os
+import signal
 import sys
 import threading
 import time
@@ -192,3 +196,39 @@ def test_url_elicitation_error_is_refused_naming_the_url(tmp_path: Path) -> None
         record = bench.records.iloc[-1]
         assert record["disposition"] == "did_not_happen"
         assert bench.call("rec-needs_url").text == "thanks"
+
+
+def _updates(bench: tb.Bench, uri: str) -> int:
+    logs = bench.logs
+    if logs.empty:
+        return 0
+    return int(((logs["kind"] == "resource_updated") & (logs["message"] == uri)).sum())
+
+
+def test_subscriptions_survive_a_reconnect_on_a_2026_connection() -> None:
+    """On 2026-07-28 a subscription is a ``subscriptions/listen`` stream naming the URIs; the
+    reconnected connection's stream names them again before the request that reconnected is
+    sent, so the update that request causes is not lost."""
+    with tb.Bench(timeout=20) as bench:
+        bench.connect("memo", [sys.executable, str(SERVERS / "memo_server.py")],
+                      protocol_mode="auto")
+        assert bench.servers.set_index("name").loc["memo", "protocol"] == "2026-07-28"
+        bench.subscribe("memo", "memo://a")
+        bench.call("memo-touch", uri="memo://a")
+        assert _wait_for(lambda: _updates(bench, "memo://a") == 1)
+        pid = int(bench.call("memo-pid").text)
+        os.kill(pid, signal.SIGKILL)
+        assert _wait_for(lambda: bench.servers.set_index("name").loc["memo", "status"] == "lost")
+        # The first request after the loss reconnects; its own update must arrive.
+        bench.call("memo-touch", uri="memo://a")
+        assert _wait_for(lambda: _updates(bench, "memo://a") == 2), bench.logs.tail(5)
+        assert int(bench.call("memo-pid").text) != pid
+        assert bench.servers.set_index("name").loc["memo", "protocol"] == "2026-07-28"
+        assert bench.subscriptions() == {"memo": ["memo://a"]}
+        # The new connection's stream follows (un)subscribing as the first one did.
+        bench.unsubscribe("memo", "memo://a")
+        bench.subscribe("memo", "memo://b")
+        bench.call("memo-touch", uri="memo://a")
+        bench.call("memo-touch", uri="memo://b")
+        assert _wait_for(lambda: _updates(bench, "memo://b") == 1)
+        assert _updates(bench, "memo://a") == 2  # one stream, in order: none came for a

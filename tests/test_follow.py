@@ -1,7 +1,8 @@
 """The catalog follows its servers (toolbench/_bench/follow.py): a stdio server killed
 mid-session comes back (reconnect on the next call) with a renamed tool, and the catalog has
-the new name and not the old one, as after a ``tools/list_changed``; resources and prompts
-``list_changed`` re-list too, coalesced."""
+the new name and not the old one, as after a ``tools/list_changed``; its resources and prompts
+are listed again too and applied as a ``list_changed`` would be (kept, logged, stored as a
+snapshot, checked against pins)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import os
 import signal
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,6 +44,9 @@ def test_a_restarted_server_with_a_renamed_tool_is_followed(tmp_path: Path) -> N
         assert _wait_for(lambda: bench.servers.set_index("name").loc["rs", "status"] == "lost")
         # The next call reconnects; the reconnect re-lists everything, like a list_changed.
         assert int(bench.call("rs-pid").text) != pid
+        # Subscribed again before the call that reconnected was sent (not merely soon).
+        subs = Path(f"{counter}.subs")
+        assert subs.read_text().splitlines() == ["1 note://a", "2 note://a"]
         assert _wait_for(lambda: set(bench.catalog()["name"]) == {"rs-pid", "rs-tool_v2"}), \
             set(bench.catalog()["name"])
         assert bench.call("rs-tool_v2").text == "v2"
@@ -49,7 +55,63 @@ def test_a_restarted_server_with_a_renamed_tool_is_followed(tmp_path: Path) -> N
         assert bench.servers.set_index("name").loc["rs", "status"] == "connected"
         assert bench._relists()["rs"]["tools"] == 1
         assert counter.read_text() == "2"
-        # Subscribed again after the reconnect, without being asked.
-        subs = Path(f"{counter}.subs")
-        assert _wait_for(lambda: subs.read_text().splitlines() == ["1 note://a", "2 note://a"])
         assert bench.subscriptions() == {"rs": ["note://a"]}
+
+
+@pytest.mark.parametrize("keeping", [False, True], ids=["plain", "journal-and-pins"])
+def test_a_restarted_server_with_a_changed_resource_and_prompt_is_followed(
+        tmp_path: Path, keeping: bool) -> None:
+    """After a reconnect, resources and prompts are listed again and applied exactly as a
+    ``list_changed`` would be: the bench keeps the new lists and ``bench.logs`` says what
+    changed; with a journal and pins, the journal stores the snapshot and the pins see it."""
+    counter = tmp_path / "starts"
+    journal = tmp_path / "calls.sqlite"
+    command = [sys.executable, str(SERVERS / "renaming_server.py"), str(counter)]
+    options: dict[str, Any] = {"journal": journal, "pins": tmp_path / "pins.json"} \
+        if keeping else {}
+    with tb.Bench(timeout=20, **options) as bench:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # trust on first use: nothing to report
+            bench.connect("rs", command)
+        if not keeping:  # the baseline is listed in the background after the connect
+            assert _wait_for(lambda: {"resource", "prompt"} <= set(bench._kept().get("rs", {})))
+        pid = int(bench.call("rs-pid").text)
+        os.kill(pid, signal.SIGKILL)
+        assert _wait_for(lambda: bench.servers.set_index("name").loc["rs", "status"] == "lost")
+        with warnings.catch_warnings(record=True) as told:
+            warnings.simplefilter("always")
+            assert int(bench.call("rs-pid").text) != pid  # reconnects
+            # The prompts are applied last: then the whole round is.
+            assert _wait_for(lambda: any(isinstance(d, dict) and d.get("kind") == "prompt"
+                                         for d in bench.logs["data"]))
+        assert bench._relists()["rs"] == {"tools": 1, "resources": 1, "prompts": 1}
+        kept = bench._kept()["rs"]
+        assert set(kept["resource"]) == {"note://fixed", "note://v2"}
+        assert kept["resource"]["note://fixed"]["description"] == "start 2"
+        assert set(kept["prompt"]) == {"greet_v2"}
+        # bench.logs: one row per kind that changed.
+        logs = bench.logs
+        changes = {row["kind"]: row for row in logs["data"]
+                   if isinstance(row, dict) and row.get("event") == "catalog_changed"}
+        assert changes["resource"]["why"] == "reconnect"
+        assert changes["resource"]["added"] == ["note://v2"]
+        assert changes["resource"]["removed"] == ["note://v1"]
+        assert changes["resource"]["changed"] == ["note://fixed"]
+        assert changes["prompt"]["added"] == ["greet_v2"]
+        assert changes["prompt"]["removed"] == ["greet_v1"]
+        assert changes["tool"]["added"] == ["tool_v2"] and changes["tool"]["removed"] == ["tool_v1"]
+        assert "resource_template" not in changes  # none before, none after
+        message = logs.loc[logs["data"].map(lambda d: isinstance(d, dict) and d.get("kind")
+                                            == "prompt"), "message"].iloc[0]
+        assert message.startswith("prompts changed after a reconnect")
+        if not keeping:
+            return
+        # The pins saw it: the changed resource is marked, and a PinWarning said so.
+        pins = [str(w.message) for w in told if issubclass(w.category, tb.PinWarning)]
+        assert any("pinned resource changed ('note://fixed')" in text for text in pins), pins
+        state = bench.pins.set_index(["kind", "name"])["state"]
+        assert state[("resource", "note://fixed")] == "changed"
+    # The journal stored the new lists as a snapshot of the re-list.
+    snap = tb.load_snapshot(journal)
+    assert set(snap.loc[snap["kind"] == "resource", "name"]) == {"note://fixed", "note://v2"}
+    assert set(snap.loc[snap["kind"] == "prompt", "name"]) == {"greet_v2"}

@@ -837,3 +837,49 @@ def test_two_processes_of_one_server_each_reached_by_its_own_name() -> None:
     assert got["left"]["label"] == "left" and got["right"]["label"] == "right"
     assert got["left"]["pid"] != got["right"]["pid"]
     assert os.getpid() not in (got["left"]["pid"], got["right"]["pid"])
+
+
+RENAMING = Path(__file__).parent / "servers" / "renaming_server.py"
+
+
+@pytest.mark.slow
+def test_the_board_re_lists_on_every_connected_event(tmp_path: Path) -> None:
+    """An McpClient's one ``connected`` event fires on the first connect and on every
+    reconnect; a board that follows the client re-lists on it, so a stdio server restarted
+    with a renamed tool is followed without a ``tools/list_changed``."""
+    import signal
+
+    from toolbench._transports.mcp import McpClient
+
+    async def main() -> tuple[list[str], list[str], int]:
+        pb = PegBoard()
+        heard: list[str] = []
+
+        async def on_connected(server: str) -> None:
+            heard.append(server)
+
+        client = McpClient([sys.executable, str(RENAMING), str(tmp_path / "starts")],
+                           name="rs", timeout=20)
+        client.add_listener("connected", on_connected)  # before the first connect
+        async with client:
+            assert await pb.add_service("rs", client) == 2
+            with anyio.fail_after(10):
+                while not heard:  # the first connect fired it too
+                    await anyio.sleep(0.02)
+            before = pb.names_for_server("rs")
+            pid = int((await pb.call_tool("rs-pid")).text)
+            os.kill(pid, signal.SIGKILL)
+            with anyio.fail_after(10):
+                while client.status != "lost":
+                    await anyio.sleep(0.02)
+            assert int((await pb.call_tool("rs-pid")).text) != pid  # reconnected
+            with anyio.fail_after(10):
+                while "rs-tool_v2" not in pb:
+                    await anyio.sleep(0.02)
+            assert heard == ["rs", "rs"]
+            return before, pb.names_for_server("rs"), client.connects
+
+    before, after, connects = anyio.run(main)
+    assert before == ["rs-pid", "rs-tool_v1"]
+    assert after == ["rs-pid", "rs-tool_v2"]
+    assert connects == 2

@@ -25,7 +25,7 @@ from servers import everything
 
 import toolbench as tb
 from toolbench._bench import journal_file
-from toolbench._transports import mcp_resources
+from toolbench._transports import mcp_listing
 from toolbench.demo import beyond
 
 HOSTILE = "<script>alert('x')</script><img src=x onerror=alert(1)>"
@@ -323,7 +323,7 @@ def test_listing_pagination_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
         bench.connect("endless", _paging_server(repeat=False), max_tools=25)
         with pytest.raises(tb.Unreachable, match="more than max_tools=25 resources"):
             bench.resources("endless")
-        monkeypatch.setattr(mcp_resources, "MAX_PAGES", 5)
+        monkeypatch.setattr(mcp_listing, "MAX_PAGES", 5)
         bench.disconnect("endless")
         bench.connect("endless", _paging_server(repeat=False))
         with pytest.raises(tb.Unreachable, match="more than 5 pages of resources"):

@@ -1,9 +1,11 @@
 """A stdio server whose tools change name each time it starts (a server upgraded under us).
 
 Usage: ``python renaming_server.py COUNTER``. The file ``COUNTER`` counts the starts; start
-*n* offers ``pid`` (answers the process id, so a test can kill it) and ``tool_v<n>``. A test
-kills it mid-session; the bench's reconnect must bring the catalog the new name. Each
-``resources/subscribe`` is written to ``COUNTER.subs`` as ``<start> <uri>``.
+*n* offers ``pid`` (answers the process id, so a test can kill it) and ``tool_v<n>``, the
+resources ``note://fixed`` (its description names the start) and ``note://v<n>``, and the
+prompt ``greet_v<n>``. A test kills it mid-session; the bench's reconnect must bring the
+catalog the new names. Each ``resources/subscribe`` is written to ``COUNTER.subs`` as
+``<start> <uri>``.
 """
 
 import os
@@ -17,6 +19,9 @@ start = int(counter.read_text() or "0") + 1 if counter.exists() else 1
 counter.write_text(str(start))
 TOOLS = [{"name": "pid", "inputSchema": {"type": "object"}},
          {"name": f"tool_v{start}", "inputSchema": {"type": "object"}}]
+RESOURCES = [{"uri": "note://fixed", "name": "fixed", "description": f"start {start}"},
+             {"uri": f"note://v{start}", "name": f"v{start}"}]
+PROMPTS = [{"name": f"greet_v{start}", "description": "Say hello."}]
 
 
 def subscribe(msg: dict) -> dict:
@@ -37,10 +42,14 @@ def call(msg: dict) -> dict:
 serve({
     "initialize": lambda msg: {"result": {"protocolVersion": "2025-11-25",
                                           "capabilities": {"tools": {"listChanged": True},
-                                                           "resources": {"subscribe": True}},
+                                                           "resources": {"subscribe": True},
+                                                           "prompts": {}},
                                           "serverInfo": {"name": "renaming",
                                                          "version": str(start)}}},
     "tools/list": lambda msg: {"result": {"tools": TOOLS}},
     "tools/call": call,
     "resources/subscribe": subscribe,
+    "resources/list": lambda msg: {"result": {"resources": RESOURCES}},
+    "resources/templates/list": lambda msg: {"result": {"resourceTemplates": []}},
+    "prompts/list": lambda msg: {"result": {"prompts": PROMPTS}},
 })

@@ -6,9 +6,11 @@ registered per kind:
 - ``"tools"``, ``"resources"``, ``"prompts"``: the server said that list changed
   (``notifications/*/list_changed`` on a handshake-era connection, an event on the
   ``subscriptions/listen`` stream on a 2026-07-28 one);
-- ``"connected"``: the connection is up again after it was lost or failed (not the first
-  connect: whoever connected first listed what it needed). The bench re-lists everything
-  then, exactly as after a ``list_changed``, so a restarted server's catalog follows it.
+- ``"connected"``: a connection became ready, the first connect and every reconnect alike
+  (after a loss, a failure or a close); ``McpClient.connects`` counts them. It is the one
+  event whoever keeps a copy of the server's lists re-lists on: the pegboard (tools), and the
+  bench (tools, resources and prompts, exactly as after a ``list_changed``), so a restarted
+  server's catalog follows it. A listener added after a connect hears the next one.
 
 Firing is coalesced per kind (DESIGN.md, "The trust boundary"): while a round of one kind's
 listeners runs, further fires only mark one more round as due, so a burst of notifications

@@ -11,12 +11,11 @@ is ``Refused`` with its code and message, whatever the code (DESIGN.md, "Errors"
 ``in_doubt``; only a timeout or a lost connection is ``TimedOut`` here, and then it means
 only that no answer came: asking again is safe.
 
-Bounds (DESIGN.md, "The trust boundary"), as for tools: a listing follows ``nextCursor`` at
-most ``MAX_PAGES`` pages and ``max_tools`` items, each page within ``timeout`` and the whole
-within ``connect_timeout``; a repeated cursor is ``Malformed``. A read whose contents exceed
-``max_message_bytes`` is ``Malformed`` on every transport (stdio and HTTP drop such a
-message before it is parsed and restart the connection; in process there is no message,
-so the contents are measured here).
+Bounds (DESIGN.md, "The trust boundary"), as for tools: a listing goes through the one
+paginator (``toolbench._transports.mcp_listing.paginate``), each page within ``timeout``.
+A read whose contents exceed ``max_message_bytes`` is ``Malformed`` on every transport
+(stdio and HTTP drop such a message before it is parsed and restart the connection; in
+process there is no message, so the contents are measured here).
 """
 
 from __future__ import annotations
@@ -26,22 +25,20 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-import anyio
 import mcp_types as types
 from mcp_types import RequestParamsMeta
 
 from toolbench._core import html as _html
 from toolbench._core.contents import PromptResult, ReadResult
-from toolbench._core.errors import Malformed, Refused, Unreachable
+from toolbench._core.errors import Malformed, Refused
 from toolbench._core.ids import Provenance
+from toolbench._transports.mcp_listing import paginate
 
 if TYPE_CHECKING:
     from mcp import Client
 
     from toolbench._transports.mcp import McpClient
 
-MAX_PAGES = 10_000
-"""Pages a listing may take (the bound ``McpClient.list_tools`` has, for the same reason)."""
 MAX_URI_CHARS = 8192
 """A URI longer than this is refused before sending (no real resource needs more)."""
 
@@ -57,33 +54,15 @@ def _plain(value: Any) -> Any:
 async def _list_all(mcp: McpClient, server: str, what: str, method: str, field: str,
                     page: Callable[[Client, str | None], Awaitable[Any]],
                     row: Callable[[Any], dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every item of a listing, bounded like ``McpClient.list_tools``."""
+    """Every item of a listing, through the one paginator (``mcp_listing.paginate``); each
+    page is one request in the client's envelope."""
     mcp.check_server(server)
-    items: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    cursor: str | None = None
-    pages = 0
-    with anyio.move_on_after(mcp.connect_timeout):
-        while pages < MAX_PAGES:
-            answer = await mcp.request(method, functools.partial(_page, page, cursor),
-                                       offers=what)
-            pages += 1
-            found = list(getattr(answer, field) or [])
-            if len(items) + len(found) > mcp.max_tools:
-                raise Unreachable(f"server {mcp.name!r} lists more than max_tools="
-                                  f"{mcp.max_tools:,} {what}; stopped after {pages} pages")
-            items.extend(row(item) for item in found)
-            cursor = answer.next_cursor
-            if cursor is None:
-                return items
-            if cursor in seen:
-                raise Malformed(f"server {mcp.name!r} repeated the {method} cursor "
-                                f"{_html.shorten(cursor, 60)!r}; the list never ends")
-            seen.add(cursor)
-        raise Unreachable(f"server {mcp.name!r} sent more than {MAX_PAGES:,} pages of {what} "
-                          f"({len(items):,} so far); listing stopped")
-    raise Unreachable(f"listing the {what} of {mcp.name!r} took longer than connect_timeout="
-                      f"{mcp.connect_timeout:g} s ({len(items):,} in {pages} pages so far)")
+
+    async def one(cursor: str | None) -> tuple[list[dict[str, Any]], str | None]:
+        answer = await mcp.request(method, functools.partial(_page, page, cursor), offers=what)
+        return [row(item) for item in getattr(answer, field) or []], answer.next_cursor
+
+    return await paginate(mcp, what, method, one)
 
 
 async def _page(page: Callable[[Client, str | None], Awaitable[Any]], cursor: str | None,
