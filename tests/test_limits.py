@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from loop_client import LoopClient
@@ -30,6 +31,7 @@ import toolbench as tb
 from toolbench._core.errors import Malformed, TimedOut, ToolError, Unreachable
 from toolbench._core.ids import ToolId
 from toolbench._loop import get_loop
+from toolbench._transports import limits
 from toolbench._transports.limits import TAG, oversize, too_large_message
 from toolbench._transports.stdio import sniff_head, sniff_tail
 
@@ -431,3 +433,25 @@ def test_an_http_page_under_max_tools_is_counted_and_kept(sse: bool) -> None:
         assert bench.call("many-t0").text == "1"
         with pytest.raises(Unreachable, match="more than max_tools=5,999 tools"):
             bench.connect("fewer", url, max_tools=5999)
+
+
+def test_http_connects_share_one_verifying_ssl_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loading the CA bundle costs 0.1 s or more of the shared loop: once per process."""
+    import ssl
+
+    made: list[ssl.SSLContext] = []
+    real = limits.httpx2.create_ssl_context
+
+    def counting(*args: Any, **kwargs: Any) -> ssl.SSLContext:
+        made.append(real(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(limits, "_SSL_CONTEXTS", {})
+    monkeypatch.setattr(limits.httpx2, "create_ssl_context", counting)
+    first, second = limits.CappedTransport(1024), limits.CappedTransport(1024)
+    assert len(made) == 1 and limits.shared_ssl_context() is made[0]
+    assert made[0].verify_mode is ssl.CERT_REQUIRED and made[0].check_hostname
+    del first, second
+    monkeypatch.setenv("SSL_CERT_FILE", "/nonexistent/ca.pem")  # another CA setting: its own
+    with pytest.raises(OSError):
+        limits.shared_ssl_context()
