@@ -77,6 +77,7 @@ from toolbench._transports.limits import (
     oversize_text,
 )
 from toolbench._transports.mcp_about import about
+from toolbench._transports.mcp_compat import default_result_type
 from toolbench._transports.mcp_errors import (
     TICKET,
     CallTicket,
@@ -645,6 +646,7 @@ class McpClient:
         # could stall the shared loop there. Our bounded check replaces it on this session
         # (the SDK has no public switch).
         client.session.validate_tool_result = self._check_output  # type: ignore[method-assign]
+        default_result_type(client)
         self._server_info = about(client)
         async with anyio.create_task_group() as task_group:
             conn.task_group = task_group
