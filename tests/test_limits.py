@@ -13,6 +13,7 @@ what the far side received is counted by the server itself.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import socket
 import statistics
@@ -456,3 +457,54 @@ def test_http_connects_share_one_verifying_ssl_context(monkeypatch: pytest.Monke
     monkeypatch.setenv("SSL_CERT_FILE", "/nonexistent/ca.pem")  # another CA setting: its own
     with pytest.raises(OSError):
         limits.shared_ssl_context()
+
+
+class _Chunks:
+    """A stdout that hands out ``data`` in 64 KiB pieces, then ends."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.at = data, 0
+
+    async def receive(self, max_bytes: int = 65_536) -> bytes:
+        import anyio
+
+        if self.at >= len(self.data):
+            raise anyio.EndOfStream
+        piece = self.data[self.at:self.at + 65_536]
+        self.at += len(piece)
+        return piece
+
+
+def _read_stdout(data: bytes, listing: set[int]) -> list[Any]:
+    """What the stdio reader delivers for ``data`` while tools/list ``listing`` waits."""
+    import anyio
+
+    from toolbench._transports.stdio import _Flow, _Reader
+
+    async def run() -> list[Any]:
+        send, receive = anyio.create_memory_object_stream[Any](100)
+        flow = _Flow()
+        flow.listing.update(listing)
+        flow.pending.update(dict.fromkeys(listing | {5}))
+        await _Reader(_Chunks(data), send, 32 * MB, flow, max_tools=10_000).run()  # type: ignore[arg-type]
+        send.close()
+        with receive:
+            return [item async for item in receive]
+
+    return anyio.run(run)
+
+
+def test_stdio_counts_a_long_line_only_when_it_answers_the_waiting_listing() -> None:
+    """While tools/list 7 waits, a 60,000-tool page is dropped as it arrives (an error for
+    7); a call result for 5 as long, with as many objects in its content, is delivered."""
+    tools = [{"name": f"t{i}", "inputSchema": {}} for i in range(60_000)]
+    page = json.dumps({"jsonrpc": "2.0", "id": 7, "result": {"tools": tools}}).encode()
+    out = _read_stdout(page + b"\n", {7})
+    assert len(out) == 1 and out[0].message.id == 7
+    assert "more than max_tools=10,000 tools (" in out[0].message.error.message
+    assert "in its first" in out[0].message.error.message
+    blocks = [{"type": "text", "text": "x"}] * 60_000
+    result = json.dumps({"jsonrpc": "2.0", "id": 5, "result": {"content": blocks}}).encode()
+    out = _read_stdout(result + b"\n", {7})
+    assert len(out) == 1 and out[0].message.id == 5
+    assert len(out[0].message.result["content"]) == 60_000

@@ -282,7 +282,9 @@ class _Reader:
         if "id" not in fields:
             fields = sniff_tail(line[-SNIFF:])
         target = fields.get("id")
-        if target not in self.flow.listing:
+        if "method" in fields or (target is not None and target not in self.flow.listing):
+            return None  # it answers something else (a call's long result): parsed as sent
+        if target is None:
             target = next(iter(self.flow.listing)) if len(self.flow.listing) == 1 else None
         if target is None or isinstance(target, bool):
             return None  # cannot tell whose page it is: parsed as any line
