@@ -508,3 +508,34 @@ def test_stdio_counts_a_long_line_only_when_it_answers_the_waiting_listing() -> 
     out = _read_stdout(result + b"\n", {7})
     assert len(out) == 1 and out[0].message.id == 5
     assert len(out[0].message.result["content"]) == 60_000
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate"])
+def test_a_compressed_reply_is_capped_as_it_inflates(coding: str) -> None:
+    """10 KB of gzip holding 10 MiB: the cap counts the inflated bytes (httpx would inflate
+    after the transport, past the cap); a reply under the cap inflates whole."""
+    import gzip
+    import zlib
+
+    import anyio
+    import httpx2
+
+    def pack(raw: bytes) -> bytes:
+        return gzip.compress(raw) if coding == "gzip" else zlib.compress(raw)
+
+    bomb, fine = pack(b"0" * (10 * MB)), pack(b'{"ok": true}' * 1000)
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        body = bomb if request.url.path == "/bomb" else fine
+        return httpx2.Response(200, content=body, headers={
+            "content-type": "application/json", "content-encoding": coding})
+
+    async def fetch(path: str) -> bytes:
+        transport = limits.CappedTransport(MB, inner=httpx2.MockTransport(handler))
+        async with httpx2.AsyncClient(transport=transport) as client:
+            return (await client.get(f"http://x{path}")).content
+
+    assert len(bomb) < 20_000
+    with pytest.raises(limits.MessageTooLarge, match="max_message_bytes=1,048,576"):
+        anyio.run(fetch, "/bomb")
+    assert anyio.run(fetch, "/fine") == b'{"ok": true}' * 1000

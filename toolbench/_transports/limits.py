@@ -134,6 +134,47 @@ def shared_ssl_context() -> ssl.SSLContext:
     return context
 
 
+class _Inflated(httpx2.AsyncByteStream):
+    """A gzip or deflate body, inflated a bounded step at a time.
+
+    httpx would inflate it after the transport, out of the caps' sight: 10 KB of gzip can
+    hold 10 MB (or gigabytes). Here the caps count the inflated bytes, and a bomb stops at
+    the limit. Other codings (br, zstd) are refused unread.
+    """
+
+    def __init__(self, inner: Any, coding: str, limit: int) -> None:
+        self._inner = inner
+        self._coding = coding
+        self._step = min(limit + 1, 1 << 20)
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        import zlib
+
+        wbits = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS,
+                 "deflate": zlib.MAX_WBITS}.get(self._coding)
+        if wbits is None:
+            raise MessageTooLarge(f"{TAG} the server's reply is compressed as "
+                                  f"{self._coding[:40]!r}, which toolbench does not read; it "
+                                  "was discarded unread and the connection restarted")
+        inflate = zlib.decompressobj(wbits)
+        async for chunk in self._inner:
+            data = chunk
+            while data:
+                try:
+                    out = inflate.decompress(data, self._step)
+                except zlib.error as exc:
+                    raise MessageTooLarge(f"{TAG} the server's {self._coding} reply does not "
+                                          f"inflate ({exc}); the connection restarted") from None
+                data = inflate.unconsumed_tail
+                if out:
+                    yield out
+
+    async def aclose(self) -> None:
+        close = getattr(self._inner, "aclose", None)
+        if close is not None:
+            await close()
+
+
 class CappedTransport(httpx2.AsyncBaseTransport):
     """An httpx transport whose response bodies stop at ``limit`` bytes per message.
 
@@ -153,6 +194,13 @@ class CappedTransport(httpx2.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await self._inner.handle_async_request(request)
         headers = response.headers
+        body: Any = response.stream
+        coding = headers.get("content-encoding", "").strip().lower()
+        if coding not in ("", "identity"):  # inflated here, so the caps see what is parsed
+            headers = headers.copy()
+            del headers["content-encoding"]
+            headers.pop("content-length", None)
+            body = _Inflated(body, coding, self._limit)
         kind = headers.get("content-type", "").lower()
         events = kind.startswith("text/event-stream")
         count = None
@@ -164,7 +212,7 @@ class CappedTransport(httpx2.AsyncBaseTransport):
         return httpx2.Response(
             response.status_code,
             headers=headers,
-            stream=_CappedStream(response.stream, self._limit, events, count),
+            stream=_CappedStream(body, self._limit, events, count),
             extensions=response.extensions,
             request=request,
         )
