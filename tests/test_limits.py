@@ -13,6 +13,7 @@ what the far side received is counted by the server itself.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import socket
 import statistics
@@ -22,6 +23,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from loop_client import LoopClient
@@ -30,6 +32,7 @@ import toolbench as tb
 from toolbench._core.errors import Malformed, TimedOut, ToolError, Unreachable
 from toolbench._core.ids import ToolId
 from toolbench._loop import get_loop
+from toolbench._transports import limits
 from toolbench._transports.limits import TAG, oversize, too_large_message
 from toolbench._transports.stdio import sniff_head, sniff_tail
 
@@ -376,8 +379,9 @@ def test_5000_list_changed_cost_a_few_relists() -> None:
 @pytest.mark.slow
 def test_a_page_of_100000_tools_is_refused_without_being_parsed() -> None:
     with tb.Bench(connect_timeout=60) as bench:
-        with pytest.raises(Unreachable, match=r"100,000 tools, more than max_tools=10,000.*"
-                                              r"without being parsed"):
+        # Refused in its first megabytes, as it arrives: the count is of those.
+        with pytest.raises(Unreachable, match=r"more than max_tools=10,000 tools \([\d,]+ in "
+                                              r"its first [\d,]+ bytes\).*without being parsed"):
             bench.connect("many", catalog("--tools", "100000"))
         row = bench.servers.set_index("name").loc["many"]
         assert row["status"] == "failed" and "max_tools" in row["error"]
@@ -431,3 +435,107 @@ def test_an_http_page_under_max_tools_is_counted_and_kept(sse: bool) -> None:
         assert bench.call("many-t0").text == "1"
         with pytest.raises(Unreachable, match="more than max_tools=5,999 tools"):
             bench.connect("fewer", url, max_tools=5999)
+
+
+def test_http_connects_share_one_verifying_ssl_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loading the CA bundle costs 0.1 s or more of the shared loop: once per process."""
+    import ssl
+
+    made: list[ssl.SSLContext] = []
+    real = limits.httpx2.create_ssl_context
+
+    def counting(*args: Any, **kwargs: Any) -> ssl.SSLContext:
+        made.append(real(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(limits, "_SSL_CONTEXTS", {})
+    monkeypatch.setattr(limits.httpx2, "create_ssl_context", counting)
+    first, second = limits.CappedTransport(1024), limits.CappedTransport(1024)
+    assert len(made) == 1 and limits.shared_ssl_context() is made[0]
+    assert made[0].verify_mode is ssl.CERT_REQUIRED and made[0].check_hostname
+    del first, second
+    monkeypatch.setenv("SSL_CERT_FILE", "/nonexistent/ca.pem")  # another CA setting: its own
+    with pytest.raises(OSError):
+        limits.shared_ssl_context()
+
+
+class _Chunks:
+    """A stdout that hands out ``data`` in 64 KiB pieces, then ends."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.at = data, 0
+
+    async def receive(self, max_bytes: int = 65_536) -> bytes:
+        import anyio
+
+        if self.at >= len(self.data):
+            raise anyio.EndOfStream
+        piece = self.data[self.at:self.at + 65_536]
+        self.at += len(piece)
+        return piece
+
+
+def _read_stdout(data: bytes, listing: set[int]) -> list[Any]:
+    """What the stdio reader delivers for ``data`` while tools/list ``listing`` waits."""
+    import anyio
+
+    from toolbench._transports.stdio import _Flow, _Reader
+
+    async def run() -> list[Any]:
+        send, receive = anyio.create_memory_object_stream[Any](100)
+        flow = _Flow()
+        flow.listing.update(listing)
+        flow.pending.update(dict.fromkeys(listing | {5}))
+        await _Reader(_Chunks(data), send, 32 * MB, flow, max_tools=10_000).run()  # type: ignore[arg-type]
+        send.close()
+        with receive:
+            return [item async for item in receive]
+
+    return anyio.run(run)
+
+
+def test_stdio_counts_a_long_line_only_when_it_answers_the_waiting_listing() -> None:
+    """While tools/list 7 waits, a 60,000-tool page is dropped as it arrives (an error for
+    7); a call result for 5 as long, with as many objects in its content, is delivered."""
+    tools = [{"name": f"t{i}", "inputSchema": {}} for i in range(60_000)]
+    page = json.dumps({"jsonrpc": "2.0", "id": 7, "result": {"tools": tools}}).encode()
+    out = _read_stdout(page + b"\n", {7})
+    assert len(out) == 1 and out[0].message.id == 7
+    assert "more than max_tools=10,000 tools (" in out[0].message.error.message
+    assert "in its first" in out[0].message.error.message
+    blocks = [{"type": "text", "text": "x"}] * 60_000
+    result = json.dumps({"jsonrpc": "2.0", "id": 5, "result": {"content": blocks}}).encode()
+    out = _read_stdout(result + b"\n", {7})
+    assert len(out) == 1 and out[0].message.id == 5
+    assert len(out[0].message.result["content"]) == 60_000
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate"])
+def test_a_compressed_reply_is_capped_as_it_inflates(coding: str) -> None:
+    """10 KB of gzip holding 10 MiB: the cap counts the inflated bytes (httpx would inflate
+    after the transport, past the cap); a reply under the cap inflates whole."""
+    import gzip
+    import zlib
+
+    import anyio
+    import httpx2
+
+    def pack(raw: bytes) -> bytes:
+        return gzip.compress(raw) if coding == "gzip" else zlib.compress(raw)
+
+    bomb, fine = pack(b"0" * (10 * MB)), pack(b'{"ok": true}' * 1000)
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        body = bomb if request.url.path == "/bomb" else fine
+        return httpx2.Response(200, content=body, headers={
+            "content-type": "application/json", "content-encoding": coding})
+
+    async def fetch(path: str) -> bytes:
+        transport = limits.CappedTransport(MB, inner=httpx2.MockTransport(handler))
+        async with httpx2.AsyncClient(transport=transport) as client:
+            return (await client.get(f"http://x{path}")).content
+
+    assert len(bomb) < 20_000
+    with pytest.raises(limits.MessageTooLarge, match="max_message_bytes=1,048,576"):
+        anyio.run(fetch, "/bomb")
+    assert anyio.run(fetch, "/fine") == b'{"ok": true}' * 1000

@@ -1,6 +1,6 @@
 """Streamable HTTP (stdlib only) that offers one huge page of tools, as JSON or as an event.
 
-    big_catalog_http.py PORT --tools 100000 [--sse] [--desc-bytes 20]
+    big_catalog_http.py PORT --tools 100000 [--sse] [--desc-bytes 20] [--tiny]
 
 ``--sse`` answers every request with an event stream (``text/event-stream``), the page split
 over several ``data:`` lines and preceded by a notification and an ``id:`` line whose quotes
@@ -16,7 +16,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
-def page(tools: int, desc_bytes: int) -> list[dict[str, Any]]:
+def page(tools: int, desc_bytes: int, tiny: bool) -> list[dict[str, Any]]:
+    """``tiny``: ``{"name": "tN", "inputSchema": {}}``, the smallest tool the SDK accepts."""
+    if tiny:
+        return [{"name": f"t{i}", "inputSchema": {}} for i in range(tools)]
     description = "d" * desc_bytes
     return [{"name": f"t{i}", "description": description, "inputSchema": {"type": "object"}}
             for i in range(tools)]
@@ -26,7 +29,9 @@ class Handler(BaseHTTPRequestHandler):
     tools = 10
     desc_bytes = 20
     sse = False
+    tiny = False
     lists = 0
+    encoded: bytes | None = None  # the reply to tools/list, but for its id (made once)
     protocol_version = "HTTP/1.1"
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -56,12 +61,17 @@ class Handler(BaseHTTPRequestHandler):
                 "serverInfo": {"name": "catalog", "version": "0.0.1"}}}
         elif method == "tools/list":
             Handler.lists += 1
-            body = {"result": {"tools": page(self.tools, self.desc_bytes)}}
+            if Handler.encoded is None:
+                Handler.encoded = json.dumps(
+                    {"tools": page(self.tools, self.desc_bytes, self.tiny)}).encode()
+            body = {"result": "RESULT"}
         elif method == "tools/call":
             body = {"result": {"content": [{"type": "text", "text": str(Handler.lists)}]}}
         else:
             body = {"error": {"code": -32601, "message": f"Method not found: {method}"}}
         data = json.dumps({"jsonrpc": "2.0", "id": msg["id"], **body}).encode()
+        if body.get("result") == "RESULT" and Handler.encoded is not None:
+            data = data.replace(b'"RESULT"', Handler.encoded)
         if self.sse:
             note = json.dumps({"jsonrpc": "2.0", "method": "notifications/message",
                                "params": {"level": "info", "data": "[{ listing"}}).encode()
@@ -90,8 +100,10 @@ def main() -> None:
     parser.add_argument("--tools", type=int, default=10)
     parser.add_argument("--desc-bytes", type=int, default=20)
     parser.add_argument("--sse", action="store_true")
+    parser.add_argument("--tiny", action="store_true")
     args = parser.parse_args()
     Handler.tools, Handler.desc_bytes, Handler.sse = args.tools, args.desc_bytes, args.sse
+    Handler.tiny = args.tiny
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     print(f"http://127.0.0.1:{server.server_address[1]}/mcp", flush=True)
     try:

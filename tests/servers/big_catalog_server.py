@@ -2,6 +2,10 @@
 
     big_catalog_server.py --tools 10001 [--page-size 500] [--desc-bytes 100]
     big_catalog_server.py --endless [--page-size 10]     # a new cursor on every page, forever
+    big_catalog_server.py --tools 600000 --tiny --page-cache /tmp/page.json  # benchmarks
+
+``--tiny`` tools are ``{"name":"tN","inputSchema":{}}``; ``--page-cache`` keeps the encoded
+single page in a file, so a benchmark's repeated connects do not regenerate it.
 
 It counts the tools/list requests it answers; the ``count`` tool returns that number.
 """
@@ -28,13 +32,25 @@ def main() -> None:
     parser.add_argument("--endless", action="store_true")
     parser.add_argument("--page-delay", type=float, default=0.0,
                         help="seconds before each page (so a test can outlast a deadline)")
+    parser.add_argument("--tiny", action="store_true")
+    parser.add_argument("--page-cache", default=None)
     args = parser.parse_args()
     per_page = args.page_size or max(args.tools, 1)
     description = "d" * args.desc_bytes
     lists = 0
 
     def tool(i: int) -> dict[str, object]:
+        if args.tiny:
+            return {"name": f"t{i}", "inputSchema": {}}
         return {"name": f"t{i}", "description": description, "inputSchema": {"type": "object"}}
+
+    def cached_page() -> bytes:
+        with contextlib.suppress(OSError), open(args.page_cache, "rb") as file:
+            return file.read()
+        page = json.dumps([tool(i) for i in range(args.tools)]).encode()
+        with open(args.page_cache, "wb") as file:
+            file.write(page)
+        return page
 
     for line in sys.stdin:
         try:
@@ -52,6 +68,11 @@ def main() -> None:
             lists += 1
             if args.page_delay:
                 time.sleep(args.page_delay)
+            if args.page_cache and not args.page_size:
+                out.write(b'{"jsonrpc":"2.0","id":' + json.dumps(msg["id"]).encode()
+                          + b',"result":{"tools":' + cached_page() + b"}}\n")
+                out.flush()
+                continue
             cursor = (msg.get("params") or {}).get("cursor")
             start = int(cursor) if cursor else 0
             stop = start + per_page if args.endless else min(start + per_page, args.tools)

@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from typing import Any
 from urllib.parse import quote, quote_plus, urlsplit
 
 from toolbench._core.checks import is_seconds, is_whole
+from toolbench._core.files import NotRegularFile, TooLarge, read_capped
 from toolbench._core.ids import SERVER_RULE, did_you_mean, is_server_name
 from toolbench._transports.limits import check_max_message_bytes, check_max_tools
 
@@ -202,20 +202,14 @@ def read_text(source: str) -> str:
     """A config file's text: a regular file only (a FIFO or ``/dev/zero`` would hang or
     never end), at most ``MAX_CONFIG_BYTES``; otherwise a ``ConfigError`` naming it."""
     try:
-        fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        raw = read_capped(source, MAX_CONFIG_BYTES, follow_links=True)
+    except NotRegularFile:
+        raise ConfigError(source, "$", "not a regular file (a config is a JSON file)") from None
+    except TooLarge:
+        raise ConfigError(source, "$", f"larger than {MAX_CONFIG_BYTES:,} bytes; a config "
+                                       "is a small JSON file") from None
     except OSError as exc:
         raise ConfigError(source, "$", f"cannot read the file: {exc.strerror or exc}") from exc
-    with os.fdopen(fd, "rb") as f:
-        try:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                raise ConfigError(source, "$", "not a regular file (a config is a JSON file)")
-            raw = f.read(MAX_CONFIG_BYTES + 1)
-        except OSError as exc:
-            raise ConfigError(source, "$",
-                              f"cannot read the file: {exc.strerror or exc}") from exc
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise ConfigError(source, "$", f"larger than {MAX_CONFIG_BYTES:,} bytes; a config "
-                                       "is a small JSON file")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:

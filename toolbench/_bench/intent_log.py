@@ -23,11 +23,12 @@ import contextlib
 import glob
 import json
 import os
-import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+
+from toolbench._core.files import UnsafeFile, read_head
 
 SUFFIX = "-intents-"
 """A session's file is ``<journal path>-intents-<session>``."""
@@ -215,16 +216,8 @@ def _read_lines(path: str) -> tuple[list[bytes], int] | None:
     ``None`` for anything that is not a regular file (a FIFO, a device, a link) or that
     cannot be read."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                return None
-            data = f.read(MAX_READ_BYTES)
-            more = bool(f.read(1))
-    except OSError:
+        data, more = read_head(path, MAX_READ_BYTES)
+    except (OSError, UnsafeFile):
         return None
     return data.split(b"\n"), int(more)
 

@@ -25,10 +25,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import errno
 import json
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -36,6 +34,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from toolbench._core.errors import Refused
+from toolbench._core.files import (
+    NotRegularFile,
+    SymlinkRefused,
+    TooLarge,
+    UnsafeFile,
+    read_capped,
+    write_atomic,
+)
 from toolbench._core.ids import ToolId
 
 PINS_VERSION = 1
@@ -62,32 +68,21 @@ def _refuse(path: str, why: str) -> ValueError:
 
 def _read(path: str) -> dict[Key, dict[str, Any]]:
     """The pins in ``path`` ({} when it does not exist); refuses anything unsafe or malformed."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        fd = os.open(path, flags)
+        data = read_capped(path, MAX_PINS_BYTES)
     except FileNotFoundError:
         return {}
+    except SymlinkRefused:
+        raise _refuse(path, "is a symbolic link; pins are read from and written to a "
+                            "regular file only (give the link's target)") from None
+    except NotRegularFile:
+        raise _refuse(path, "is not a regular file (a FIFO, device or folder); pins are "
+                            "kept in a regular file only") from None
+    except TooLarge as exc:
+        raise _refuse(path, f"is {exc.size:,} bytes; the most read is "
+                            f"{MAX_PINS_BYTES:,}") from None
     except OSError as exc:
-        if exc.errno == errno.ELOOP or os.path.islink(path):
-            raise _refuse(path, "is a symbolic link; pins are read from and written to a "
-                                "regular file only (give the link's target)") from None
         raise _refuse(path, f"cannot be read: {exc.strerror}") from exc
-    try:
-        info = os.fstat(fd)
-        import stat
-
-        if not stat.S_ISREG(info.st_mode):
-            raise _refuse(path, "is not a regular file (a FIFO, device or folder); pins are "
-                                "kept in a regular file only")
-        if info.st_size > MAX_PINS_BYTES:
-            raise _refuse(path, f"is {info.st_size:,} bytes; the most read is "
-                                f"{MAX_PINS_BYTES:,}")
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read(MAX_PINS_BYTES + 1)
-    finally:
-        os.close(fd)
-    if len(data) > MAX_PINS_BYTES:
-        raise _refuse(path, f"is over {MAX_PINS_BYTES:,} bytes, the most read")
     if not data.strip():
         return {}
     try:
@@ -207,22 +202,10 @@ def _file_lock(path: str) -> Any:
 
 
 def _atomic_write(path: str, text: str) -> None:
-    if os.path.islink(path):
-        raise _refuse(path, "is a symbolic link; it is not replaced")
-    if os.path.exists(path) and not os.path.isfile(path):
-        raise _refuse(path, "is not a regular file; it is not replaced")
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".pins-", suffix=".tmp", dir=folder)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+        write_atomic(path, text)
+    except UnsafeFile as exc:
+        raise _refuse(path, str(exc)) from None
 
 
 # -- what a changed pin refuses ------------------------------------------------------------

@@ -61,7 +61,6 @@ import asyncio
 import concurrent.futures
 import contextlib
 import logging
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -71,6 +70,7 @@ from urllib.parse import urlsplit
 import mcp_types as types
 
 from toolbench import _loop
+from toolbench._bench.kernel_thread import running_kernel
 from toolbench._core import html as _html
 from toolbench._notebook.pump import MAX_EVENTS, KernelPump, PumpUnavailable, answer_comm_status
 from toolbench._transports import server_requests as _requests
@@ -310,19 +310,6 @@ class ElicitationAsk(_AskWidget):
 
 KINDS: dict[str, Callable[[str, Any, Answer], _AskWidget]] = {}
 """Widgets of further kinds of question, by kind (the sign-in card adds ``"signin"``)."""
-
-
-def running_kernel() -> Any | None:
-    """The ipykernel kernel of this process, or None (a script, a terminal IPython)."""
-    if "ipykernel" not in sys.modules or "IPython" not in sys.modules:
-        return None
-    try:
-        from IPython import get_ipython
-
-        shell = get_ipython()
-    except Exception:
-        return None
-    return getattr(shell, "kernel", None) if shell is not None else None
 
 
 # -- the asker ------------------------------------------------------------------------------

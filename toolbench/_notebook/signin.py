@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from toolbench._bench.kernel_thread import running_kernel
 from toolbench._core import html as _html
 from toolbench._notebook import ask as _ask
 from toolbench._transports.auth import register_authorizer
@@ -193,7 +194,7 @@ async def notebook_authorizer(authorization_url: str, redirect_uri: str, timeout
 def register() -> None:
     """Make :func:`notebook_authorizer` the default authorizer; in a kernel, let blocking
     calls wait through the pump from now on (a sign-in can start in any ``connect``)."""
-    if _ask.running_kernel() is not None:
+    if running_kernel() is not None:
         _ask.ASKER.prepare()
     register_authorizer(notebook_authorizer)
 

@@ -15,7 +15,9 @@ error. A per-process random tag in the message does: no server can guess it.
 from __future__ import annotations
 
 import json
+import os
 import secrets
+import ssl
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -115,6 +117,64 @@ class _CappedStream(httpx2.AsyncByteStream):
             await close()
 
 
+_SSL_CONTEXTS: dict[tuple[str | None, str | None], ssl.SSLContext] = {}
+
+
+def shared_ssl_context() -> ssl.SSLContext:
+    """httpx's default verifying context, made once per process (and CA environment).
+
+    Building one loads the whole CA bundle: 0.1-0.25 s on a loaded 2-core box, which every
+    HTTP connect would otherwise spend on the shared loop, stalling every other server's
+    calls (bench_catalog_page's control case). A context is safe to share between clients.
+    """
+    key = (os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+    context = _SSL_CONTEXTS.get(key)
+    if context is None:
+        context = _SSL_CONTEXTS[key] = httpx2.create_ssl_context()
+    return context
+
+
+class _Inflated(httpx2.AsyncByteStream):
+    """A gzip or deflate body, inflated a bounded step at a time.
+
+    httpx would inflate it after the transport, out of the caps' sight: 10 KB of gzip can
+    hold 10 MB (or gigabytes). Here the caps count the inflated bytes, and a bomb stops at
+    the limit. Other codings (br, zstd) are refused unread.
+    """
+
+    def __init__(self, inner: Any, coding: str, limit: int) -> None:
+        self._inner = inner
+        self._coding = coding
+        self._step = min(limit + 1, 1 << 20)
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        import zlib
+
+        wbits = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS,
+                 "deflate": zlib.MAX_WBITS}.get(self._coding)
+        if wbits is None:
+            raise MessageTooLarge(f"{TAG} the server's reply is compressed as "
+                                  f"{self._coding[:40]!r}, which toolbench does not read; it "
+                                  "was discarded unread and the connection restarted")
+        inflate = zlib.decompressobj(wbits)
+        async for chunk in self._inner:
+            data = chunk
+            while data:
+                try:
+                    out = inflate.decompress(data, self._step)
+                except zlib.error as exc:
+                    raise MessageTooLarge(f"{TAG} the server's {self._coding} reply does not "
+                                          f"inflate ({exc}); the connection restarted") from None
+                data = inflate.unconsumed_tail
+                if out:
+                    yield out
+
+    async def aclose(self) -> None:
+        close = getattr(self._inner, "aclose", None)
+        if close is not None:
+            await close()
+
+
 class CappedTransport(httpx2.AsyncBaseTransport):
     """An httpx transport whose response bodies stop at ``limit`` bytes per message.
 
@@ -127,12 +187,20 @@ class CappedTransport(httpx2.AsyncBaseTransport):
     def __init__(self, limit: int, inner: httpx2.AsyncBaseTransport | None = None,
                  max_tools: int | None = None) -> None:
         self._limit = limit
-        self._inner = inner if inner is not None else httpx2.AsyncHTTPTransport()
+        self._inner = (inner if inner is not None
+                       else httpx2.AsyncHTTPTransport(verify=shared_ssl_context()))
         self._max_tools = max_tools
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await self._inner.handle_async_request(request)
         headers = response.headers
+        body: Any = response.stream
+        coding = headers.get("content-encoding", "").strip().lower()
+        if coding not in ("", "identity"):  # inflated here, so the caps see what is parsed
+            headers = headers.copy()
+            del headers["content-encoding"]
+            headers.pop("content-length", None)
+            body = _Inflated(body, coding, self._limit)
         kind = headers.get("content-type", "").lower()
         events = kind.startswith("text/event-stream")
         count = None
@@ -144,7 +212,7 @@ class CappedTransport(httpx2.AsyncBaseTransport):
         return httpx2.Response(
             response.status_code,
             headers=headers,
-            stream=_CappedStream(response.stream, self._limit, events, count),
+            stream=_CappedStream(body, self._limit, events, count),
             extensions=response.extensions,
             request=request,
         )

@@ -51,6 +51,7 @@ from toolbench._transports.limits import (
     too_large_message,
     too_many_tools_message,
 )
+from toolbench._transports.precount import PageCount
 
 logger = logging.getLogger(__name__)
 
@@ -121,6 +122,14 @@ def sniff_tail(tail: bytes) -> dict[str, Any]:
     return _pairs(_PAIR.findall(match.group(1)))
 
 
+_NOT_A_PAGE = PageCount(0, False, lambda count, size: ValueError())
+"""Marks a long line whose start shows it answers something else than a tools/list."""
+
+
+class _Over(Exception):
+    """A long line lists more tools than ``max_tools`` (args: the count, the bytes)."""
+
+
 class _Flow:
     """What the writer has sent that the reader needs to know."""
 
@@ -188,6 +197,7 @@ class _Reader:
         self.size = 0
         self._repeat: tuple[bytes, re.Pattern[bytes]] | None = None
         self._budget = _Budget(NOTIFY_RATE, NOTIFY_BURST)
+        self._page: PageCount | None = None  # counts a long line while a tools/list waits
 
     async def run(self) -> None:
         """Deliver every line; return at end of stream or after dropping an oversized one."""
@@ -207,7 +217,12 @@ class _Reader:
                     if piece:
                         self.parts.append(piece)
                         self.size += len(piece)
+                        over = await self._count_early(piece)
+                        if over is not None:
+                            await self._oversized(b"", -1, over)
+                            return
                     break
+                self._page = None
                 start = newline + 1
                 line = b"".join((*self.parts, piece)) if self.parts else piece
                 self.parts.clear()
@@ -267,7 +282,9 @@ class _Reader:
         if "id" not in fields:
             fields = sniff_tail(line[-SNIFF:])
         target = fields.get("id")
-        if target not in self.flow.listing:
+        if "method" in fields or (target is not None and target not in self.flow.listing):
+            return None  # it answers something else (a call's long result): parsed as sent
+        if target is None:
             target = next(iter(self.flow.listing)) if len(self.flow.listing) == 1 else None
         if target is None or isinstance(target, bool):
             return None  # cannot tell whose page it is: parsed as any line
@@ -295,8 +312,42 @@ class _Reader:
             tail = part[-(SNIFF - len(tail)):] + tail
         return tail
 
-    async def _oversized(self, piece: bytes, newline: int) -> None:
-        """Drop the current line without assembling it; answer its request if we can tell."""
+    async def _count_early(self, piece: bytes) -> str | None:
+        """While a tools/list waits, count a long line's tools as it arrives: past
+        ``max_tools``, the refusal's text, so the line is dropped before it is whole (a page
+        of 600,000 tools is refused in its first megabytes, not after all of it is held)."""
+        if self.max_tools is None or not self.flow.listing:
+            return None
+        page, self._page = self._page, None
+        if page is None:  # the line's earlier parts were not counted yet
+            if self.size < SNIFF:
+                return None
+            fields, _ = sniff_head(self._head(b""))
+            if "method" in fields or fields.get("id", next(iter(self.flow.listing))) \
+                    not in self.flow.listing:  # another message: not counted
+                self._page = _NOT_A_PAGE
+                return None
+            page = PageCount(self.max_tools, False, _Over)
+            pieces = self.parts
+        elif page is _NOT_A_PAGE:
+            self._page = page
+            return None
+        else:
+            pieces = [piece]
+        try:
+            for part in pieces:
+                await page.feed(part)
+        except _Over as over:
+            count, arrived = over.args
+            return too_many_tools_message(count, self.max_tools, arrived)
+        self._page = page
+        return None
+
+    async def _oversized(self, piece: bytes, newline: int, refusal: str | None = None) -> None:
+        """Drop the current line without assembling it; answer its request if we can tell.
+
+        ``refusal``: the text to answer with (a page over ``max_tools``), instead of the
+        message being too large."""
         head = self._head(piece)
         tail = self._tail(piece)
         arrived = self.size + len(piece)
@@ -328,11 +379,11 @@ class _Reader:
         if not decided and "method" not in fields and isinstance(fields.get("id"), int | str):
             target = fields["id"]
         what = "reply" if big_key in ("result", "error") or target is not None else "message"
-        logger.info("dropped a %s of %s+ bytes from the server (max_message_bytes=%s)",
-                    what, arrived, self.limit)
+        logger.info("dropped a %s of %s+ bytes from the server (%s)", what, arrived,
+                    refusal or f"max_message_bytes={self.limit}")
         if target is not None:
-            error = types.ErrorData(code=types.INTERNAL_ERROR,
-                                    message=too_large_message(arrived, self.limit, what))
+            error = types.ErrorData(code=types.INTERNAL_ERROR, message=refusal
+                                    or too_large_message(arrived, self.limit, what))
             await self.sink.send(SessionMessage(
                 types.JSONRPCError(jsonrpc="2.0", id=target, error=error)))
             self.pending.pop(target, None)

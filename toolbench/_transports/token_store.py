@@ -35,6 +35,15 @@ from typing import Any, ClassVar
 
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
+from toolbench._core.files import (
+    NotRegularFile,
+    SymlinkRefused,
+    TooLarge,
+    UnsafeFile,
+    read_capped,
+    write_atomic,
+)
+
 logger = logging.getLogger(__name__)
 
 DATA_DIR_ENV = "TOOLBENCH_DATA_DIR"
@@ -165,25 +174,20 @@ class FileStore:
 
     def _read(self, path: Path) -> Record | None:
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            data = read_capped(path, MAX_RECORD_BYTES)
         except FileNotFoundError:
             return None
+        except SymlinkRefused:
+            raise TokenStoreError(f"token file {path} is a symbolic link; toolbench never "
+                                  "reads or writes tokens through one: remove it") from None
+        except NotRegularFile:
+            raise TokenStoreError(f"token file {path} is not a regular file (a FIFO, a "
+                                  "device?); remove it") from None
+        except TooLarge as exc:
+            raise TokenStoreError(f"token file {path} is {exc.size:,} bytes, over the "
+                                  f"{MAX_RECORD_BYTES:,}-byte cap; remove it") from None
         except OSError as exc:
-            if os.path.islink(path):
-                raise TokenStoreError(f"token file {path} is a symbolic link; toolbench never "
-                                      "reads or writes tokens through one: remove it") from None
             raise TokenStoreError(f"token file {path} cannot be read: {exc.strerror}") from None
-        try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                raise TokenStoreError(f"token file {path} is not a regular file (a FIFO, a "
-                                      "device?); remove it")
-            if info.st_size > MAX_RECORD_BYTES:
-                raise TokenStoreError(f"token file {path} is {info.st_size:,} bytes, over the "
-                                      f"{MAX_RECORD_BYTES:,}-byte cap; remove it")
-            data = os.read(fd, MAX_RECORD_BYTES + 1)
-        finally:
-            os.close(fd)
         try:
             return Record.from_json(json.loads(data))
         except ValueError as exc:  # corrupt: set aside, sign in afresh
@@ -192,29 +196,18 @@ class FileStore:
             return None
 
     def save(self, record: Record) -> None:
-        folder = self._ready_folder()
+        self._ready_folder()
         path = self.path(record.resource, record.issuer)
         data = json.dumps(record.as_json()).encode()
         if len(data) > MAX_RECORD_BYTES:
             raise TokenStoreError(f"a token record of {len(data):,} bytes is over the "
                                   f"{MAX_RECORD_BYTES:,}-byte cap; not stored")
-        with contextlib.suppress(FileNotFoundError):
-            info = os.lstat(path)
-            if not stat.S_ISREG(info.st_mode):
-                raise TokenStoreError(f"token file {path} is not a regular file (a symbolic "
-                                      "link, a FIFO?); toolbench will not replace it: remove it")
-        tmp = folder / f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+            write_atomic(path, data)
+        except UnsafeFile:
+            raise TokenStoreError(f"token file {path} is not a regular file (a symbolic "
+                                  "link, a FIFO?); toolbench will not replace it: remove it"
+                                  ) from None
 
     def forget(self, resource: str) -> int:
         folder = self.folder
