@@ -5,7 +5,8 @@ Only a browser shows what the person's typing does: ipywidgets' front end sends 
 next change only after the kernel has answered the previous one (status idle parented to
 it), so a kernel that answers wrongly keeps the first key and drops the rest while the page
 shows everything. So this test types key by key (``press_sequentially``), edits a field a
-second time, changes a dropdown and a checkbox more than once, corrects a value the form
+second time, changes a dropdown and a checkbox more than once, picks several options of a
+multi-select with Ctrl-clicks (one too many, then undone), corrects the values the form
 rejected, and checks what the *server* received (its tool result), not only the screen:
 
 - a cell blocked in a plain synchronous ``bench.call`` (the cell-side pump answers the
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, kept_on_failure, serve_lab
+from test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, ROOT, kept_on_failure, serve_lab
 
 NAME = "ask.ipynb"
 HINT = "<img src=x onerror=alert(1)>"
@@ -34,9 +35,14 @@ KEY_DELAY_MS = 25
 """Between keys, as a quick typist: each key is its own browser event."""
 
 
+CHOSEN = ["hiking", "museums", "food"]
+"""The activities a person ends with (in the order listed): a fourth is refused, then undone."""
+
+
 def trip(destination: str) -> str:
     return (f"{{'action': 'accept', 'content': {{'destination': '{destination}', 'nights': 5, "
-            "'budget': 1234.5, 'travel_class': 'business', 'insurance': True}}")
+            f"'budget': 1234.5, 'travel_class': 'business', 'insurance': True, "
+            f"'activities': {CHOSEN!r}}}}}")
 
 
 pytestmark = [
@@ -48,10 +54,14 @@ pytestmark = [
 ]
 
 CELLS = [
-    "import sys\nimport toolbench as tb\n"
+    # The child imports the same toolbench as the kernel (a stdio child gets a minimal
+    # environment, so it would otherwise run whichever copy the venv installed).
+    "import os, sys\nimport toolbench as tb\n"
     "bench = tb.Bench(elicitation='ask', sampling='ask', timeout=120)\n"
-    "bench.connect('beyond', [sys.executable, '-m', 'toolbench.demo.beyond'])\n"
-    "print('READY', sys.prefix)",
+    "source = os.path.dirname(os.path.dirname(tb.__file__))\n"
+    "bench.connect('beyond', [sys.executable, '-m', 'toolbench.demo.beyond'],\n"
+    "              env={'PYTHONPATH': source})\n"
+    "print('READY', sys.prefix, source)",
     # Plain synchronous calls that block their cell until a person answers.
     f"r = bench.call('beyond-ask_user', destination_hint={HINT!r})\nprint('ANSWER', r.data)",
     "r = bench.call('beyond-ask_llm', question='When should I visit Lima?')\n"
@@ -175,17 +185,26 @@ def fill_trip(page: Any, form: Any, destination: str) -> None:
     _type(budget, "1234")
     budget.press("Tab")
     _append(budget, ".5")
+    # A multi-select (MCP's titled options): a click, then Ctrl-clicks for more; one too many.
+    activities = form.locator(".toolbench-field-activities")
+    expect(activities).to_contain_text("pick 1–3")
+    choose = activities.locator("select")
+    choose.locator("option", has_text="Hiking").click()
+    for title in ("Museums", "Food and markets", "Beaches"):
+        choose.locator("option", has_text=title).click(modifiers=["Control"])
     accept = form.get_by_role("button", name="Accept")
     accept.click()
-    # Rejected here, with the rule; nothing sent; the person corrects it and accepts again.
+    # Rejected here, with the rule; nothing sent; the person corrects both and accepts again.
     expect(form.locator(".toolbench-field-nights")).to_contain_text(
         "-3 is less than the minimum of 1", timeout=30_000)
+    expect(activities).to_contain_text("4 chosen: choose at most 3")
     expect(form).to_contain_text("nothing was sent")
     nights.click()
     nights.press("End")
     nights.press("Backspace")
     nights.press("Backspace")
     _type(nights, "5")
+    choose.locator("option", has_text="Beaches").click(modifiers=["Control"])  # undone
     page.screenshot(path=str(ARTIFACTS / "ask-form.png"), full_page=True)
     accept.click()
 
@@ -220,7 +239,8 @@ def _drive(page: Any, lab: str) -> None:
 
     ready = output("READY")
     expect(ready).to_be_visible(timeout=60_000)
-    assert f"READY {sys.prefix}" in ready.inner_text()  # the venv's kernel, not another
+    # The venv's kernel, not another, running the toolbench under test.
+    assert f"READY {sys.prefix} {ROOT}" in ready.inner_text()
 
     # 1. A blocking bench.call: the form appears in its cell while the cell still runs.
     form = cells.nth(1).locator(".toolbench-ask")
@@ -276,8 +296,9 @@ def _drive(page: Any, lab: str) -> None:
     result = explorer.locator(".toolbench-result")
     expect(result).to_contain_text('"destination": "Arequipa"', timeout=60_000)
     for shown in ('"nights": 5', '"budget": 1234.5', '"travel_class": "business"',
-                  '"insurance": true'):
+                  '"insurance": true', '"activities"', *(f'"{a}"' for a in CHOSEN)):
         expect(result).to_contain_text(shown)
+    expect(result).not_to_contain_text('"beaches"')
     expect(explorer.locator(".toolbench-explorer-ask .toolbench-ask")).to_have_count(0)
     expect(explorer.get_by_role("button", name="Call")).to_be_enabled()
     page.screenshot(path=str(ARTIFACTS / "ask-answered.png"), full_page=True)

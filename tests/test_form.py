@@ -383,15 +383,15 @@ def test_titled_choices_and_multi_selects_as_mcp_elicitation_sends_them() -> Non
                                                             "<b>Beaches</b>"]
     assert "pick 1–2 (Ctrl/⌘-click for several)" in form.fields["acts"].row.children[0].value
     assert form["tags"].value == (0, 2)  # the schema's default, chosen
-    # Nothing chosen in a required multi-select sends [] and the schema's minimum flags it.
+    # Too few or too many chosen: the field says how many, and the rule; nothing is sent.
     with pytest.raises(FormError) as info:
         form.values()
     assert set(info.value.errors) == {"acts"}
-    assert "[] should be non-empty" in form.fields["acts"].error.value
+    assert "0 chosen: choose at least 1" in form.fields["acts"].error.value
     form["acts"].value = (2, 0, 1)  # three of at most two: refused, nothing sent
     with pytest.raises(FormError):
         form.values()
-    assert "too long" in form.fields["acts"].error.value
+    assert "3 chosen: choose at most 2" in form.fields["acts"].error.value
     form["acts"].value = (2, 0)  # sent in the order listed, not clicked
     form["old"].label = "Why"
     form["cls"].label = "First"
@@ -400,3 +400,20 @@ def test_titled_choices_and_multi_selects_as_mcp_elicitation_sends_them() -> Non
     # An optional multi-select with nothing chosen is not sent.
     form["tags"].value = ()
     assert "tags" not in form.values()
+
+
+def test_every_broken_field_is_marked_at_once() -> None:
+    """A field that cannot be read (too many chosen, not a number) does not hide the
+    schema's verdict on the others: a person fixes everything in one go."""
+    form = build_form({"type": "object", "required": ["n", "acts"], "properties": {
+        "n": {"type": "integer", "minimum": 1},
+        "x": {"type": "number"},
+        "acts": {"type": "array", "maxItems": 1, "items": {"enum": ["a", "b"]}}}})
+    form["n"].value = "-3"
+    form["x"].value = "many"
+    form["acts"].value = (0, 1)
+    with pytest.raises(FormError) as info:
+        form.values()
+    assert info.value.errors == {"n": "-3 is less than the minimum of 1",
+                                 "x": "'many' is not a number",
+                                 "acts": "2 chosen: choose at most 1"}

@@ -244,6 +244,11 @@ class Field:
             chosen = sorted(self.input.index or ())
             if not chosen and not self.required:
                 return False, None
+            low, high = _item_bounds(self.schema)
+            if low is not None and len(chosen) < low:
+                raise ValueError(f"{len(chosen)} chosen: choose at least {low}")
+            if high is not None and len(chosen) > high:
+                raise ValueError(f"{len(chosen)} chosen: choose at most {high}")
             return True, [self.options[i] for i in chosen]
         if kind == "string":
             return (True, value) if value != "" else self._empty()
@@ -338,8 +343,12 @@ class Form:
                 continue
             if send:
                 arguments[name] = value
-        if not errors:
-            errors = field_errors(self.schema, arguments)
+        # What could be read is checked against the schema too, so every broken field is
+        # marked at once (a count of choices and a minimum elsewhere, say), not one per Accept.
+        checked = field_errors(self.schema, arguments)
+        if errors:  # a field that could not be read is missing here: its own message stands
+            checked = {k: v for k, v in checked.items() if k in arguments}
+        errors = {**checked, **errors}
         self.errors = errors
         for name, f in self.fields.items():
             f.set_error(errors.get(name))
@@ -434,11 +443,17 @@ def _make_field(name: str, prop: Any, required: bool, root: Mapping[str, Any]) -
     return Field(name, kind, required, nullable, sub, box, error, include, row, options)
 
 
-def _multi_hint(sub: Mapping[str, Any], required: bool) -> str:
-    """A multi-select's note: how many to pick, and how to pick several."""
+def _item_bounds(sub: Mapping[str, Any]) -> tuple[int | None, int | None]:
+    """A multi-select's ``minItems`` (when above 0) and ``maxItems``, when they are integers."""
     low, high = sub.get("minItems"), sub.get("maxItems")
     low = low if isinstance(low, int) and not isinstance(low, bool) and low > 0 else None
     high = high if isinstance(high, int) and not isinstance(high, bool) else None
+    return low, high
+
+
+def _multi_hint(sub: Mapping[str, Any], required: bool) -> str:
+    """A multi-select's note: how many to pick, and how to pick several."""
+    low, high = _item_bounds(sub)
     many = (f"{low}–{high}" if low is not None and high is not None and low != high
             else str(low) if low is not None and low == high
             else f"at least {low}" if low is not None
