@@ -77,11 +77,18 @@ Authorize = Callable[[str], "str | Awaitable[str]"]
 DefaultAuthorizer = Callable[[str, str, float], Awaitable[str]]
 """``async (authorization_url, redirect_uri, timeout) -> the URL the browser came back to``."""
 
+AS_REQUEST = "toolbench.authorization_server"
+"""A request extension: an authorization server's request (bounded; a transport failure is
+answered locally, the reason in the response's extension of the same name)."""
 LOCAL_ANSWER = "toolbench.local_answer"
 """A request extension: the transport answers it itself (a refused sign-in), sending nothing."""
 MAX_REJECTIONS = 64
 """How many HTTP 401/403 answers a connection remembers (for the error of their request)."""
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+AS_TIMEOUT_S = 20.0
+"""How long one request to an authorization server may take (the flow then stops)."""
+AS_TIMEOUT = httpx2.Timeout(AS_TIMEOUT_S)
+PERSON = "the sign-in (the authorization server, or the person's step)"
 
 _authorizer: DefaultAuthorizer | None = None
 
@@ -123,6 +130,33 @@ def check_endpoint(url: str, what: str) -> None:
         return
     raise SignInError(f"the {what} {_html.shorten(url.split('?')[0], 120)!r} is not https "
                       "(plain http is accepted only on a loopback address); sign-in stopped")
+
+
+async def check_metadata(response: httpx2.Response) -> None:
+    """A discovery document (``/.well-known/...``) that names a URL other than http(s) for an
+    endpoint or an issuer stops the flow. (What is not JSON at all the SDK treats as not found,
+    and goes on to the next place; an endpoint that is http off loopback is refused when used.)
+    """
+    if response.status_code != 200 or "/.well-known/" not in response.request.url.path:
+        return
+    try:
+        document = json.loads(await response.aread())
+    except ValueError:
+        return
+    if not isinstance(document, dict):
+        return
+    for name, value in document.items():
+        values = value if name == "authorization_servers" and isinstance(value, list) else [value]
+        if not (name == "issuer" or name == "resource" or name == "authorization_servers"
+                or name.endswith(("_endpoint", "_uri"))):
+            continue
+        for one in values:
+            scheme = urlsplit(one).scheme.lower() if isinstance(one, str) else ""
+            if scheme not in ("http", "https"):
+                where = _html.shorten(str(response.request.url.copy_with(query=None)), 200)
+                raise SignInError(f"the metadata at {where} names {name} "
+                                  f"{_html.shorten(repr(one), 120)}, which is not an http(s) "
+                                  "URL; sign-in stopped")
 
 
 class SignInError(Exception):
@@ -334,6 +368,9 @@ class AuthState:
         self.signing_in = False
         self.failure: str | None = None  # why the last sign-in stopped (until reported)
         self._rejections: dict[str, tuple[str, int, str]] = {}  # request id -> method, status, why
+        # request id -> (method, what it waits for) while its sign-in holds it back; left
+        # behind when the request is given up (a timeout), for its error to say why
+        self._held: dict[str, tuple[str, str]] = {}
         if isinstance(option, ClientCredentials):
             hide([v for v in (option.client_secret, option.private_key) if v])
         elif isinstance(option, OAuth) and option.client_secret:
@@ -455,17 +492,47 @@ class AuthState:
         request = response.request
         if request.extensions.get(LOCAL_ANSWER):
             return
-        try:
-            body = json.loads(request.content) if request.method == "POST" else None
-        except (ValueError, httpx2.RequestNotRead):
-            return
-        if not isinstance(body, dict) or "id" not in body or "method" not in body:
+        key = _rpc_id(request)
+        if key is None:
             return  # an authorization server's answer, not the MCP server's
         header = response.headers.get("www-authenticate", "")
         why = _challenge(header)
         if len(self._rejections) >= MAX_REJECTIONS:
             self._rejections.pop(next(iter(self._rejections)))
-        self._rejections[str(body["id"])] = (str(body["method"]), response.status_code, why)
+        self._rejections[key[0]] = (key[1], response.status_code, why)
+
+    def hold(self, request: httpx2.Request, what: str | None) -> None:
+        """Note what ``request`` (a JSON-RPC one) waits for before it is sent; ``None``: sent."""
+        key = _rpc_id(request)
+        if key is None:
+            return
+        if what is None:
+            self._held.pop(key[0], None)
+            return
+        self._held.pop(key[0], None)
+        if len(self._held) >= MAX_REJECTIONS:
+            self._held.pop(next(iter(self._held)))
+        self._held[key[0]] = (key[1], what)
+
+    def _waited(self, what: str) -> str:
+        if what == PERSON and self.signing_in:
+            return "nobody finished signing in before it gave up"
+        return f"it was still waiting for {what}"
+
+    def stalled(self) -> str | None:
+        """Why a request given up on (a handshake past ``connect_timeout``) was held back by
+        its sign-in, if it was; consumed once."""
+        held = self._pop(self._held, None, None)
+        return None if held is None else self._waited(held[1])
+
+    @staticmethod
+    def _pop(table: dict[str, Any], request_id: str | None, method: str | None) -> Any:
+        if request_id is not None:
+            return table.pop(request_id, None)
+        for key in reversed(list(table)):  # without a ticket: the latest of that method
+            if method is None or table[key][0] == method:
+                return table.pop(key)
+        return None
 
     def explain(self, request_id: str | None, method: str | None, tool: ToolId | None,
                 action: str) -> ToolError | None:
@@ -477,14 +544,15 @@ class AuthState:
             reason, self.failure = self.failure, None
             return Unreachable(f"{where}: sign-in failed{at}: {reason}; the {action} was not "
                                "sent", tool=tool)
+        held = self._pop(self._held, request_id, method)
+        if held is not None:
+            return Unreachable(f"{where}: the {action} was not sent: {self._waited(held[1])}"
+                               f"{at}", tool=tool)
         found = None
         if request_id is not None:
             found = self._rejections.pop(request_id, None)
         else:  # a listing without a ticket: the latest rejection of that method
-            for key in reversed(list(self._rejections)):
-                if method is None or self._rejections[key][0] == method:
-                    found = self._rejections.pop(key)
-                    break
+            found = self._pop(self._rejections, None, method)
         if found is None:
             return None
         _, status, why = found
@@ -492,6 +560,17 @@ class AuthState:
                 "headers": "; the credentials in its headers were not accepted"}.get(self.kind, "")
         return Refused(f"{where} refused the {action} with HTTP {status}{at}"
                        f"{': ' + why if why else ''}{hint}", tool=tool)
+
+
+def _rpc_id(request: httpx2.Request) -> tuple[str, str] | None:
+    """``(id, method)`` of a JSON-RPC request to the MCP server; None for anything else."""
+    try:
+        body = json.loads(request.content) if request.method == "POST" else None
+    except (ValueError, httpx2.RequestNotRead):
+        return None
+    if not isinstance(body, dict) or "id" not in body or "method" not in body:
+        return None
+    return str(body["id"]), str(body["method"])
 
 
 def _challenge(header: str) -> str:
@@ -572,8 +651,10 @@ class _PersonStep:
             with self.state.pause():
                 try:
                     with anyio.fail_after(timeout):
-                        if fn is not None:
-                            answer = fn(url)
+                        if fn is not None:  # a plain function runs off the shared loop
+                            answer = (fn(url) if inspect.iscoroutinefunction(fn) else
+                                      await anyio.to_thread.run_sync(fn, url,
+                                                                     abandon_on_cancel=True))
                             if inspect.isawaitable(answer):
                                 answer = await answer
                             return str(answer)
@@ -608,29 +689,55 @@ class _Guarded(httpx2.Auth):
     async def async_auth_flow(
         self, request: httpx2.Request
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        # What the request waits for is noted until it is sent; a request given up on (a
+        # timeout cancels the flow at a yield) leaves its note for its error to explain.
+        state = self.state
         flow = self.inner.async_auth_flow(request)
         try:
+            state.hold(request, "a sign-in already under way")
             outgoing = await flow.__anext__()
             while True:
+                if outgoing is request or outgoing.url == request.url:
+                    state.hold(request, None)
+                else:  # an authorization server's request: bounded, its failure answered
+                    outgoing.extensions = {**outgoing.extensions, AS_REQUEST: True,
+                                           "timeout": AS_TIMEOUT.as_dict()}
+                    state.hold(request, f"the authorization server to answer {_shown(outgoing)}")
                 response = yield outgoing
+                if outgoing is not request:
+                    failed = response.extensions.get(AS_REQUEST)
+                    if isinstance(failed, str):
+                        raise SignInError(failed)
+                    await check_metadata(response)
+                state.hold(request, PERSON)
                 outgoing = await flow.asend(response)
         except StopAsyncIteration:
+            state.hold(request, None)
             return
         except Exception as exc:
-            self.state.failure = _reason(exc)
-            logger.debug("sign-in for %s stopped: %s", self.state.server, self.state.failure)
-            yield local_answer(request, self.state.failure)
+            state.hold(request, None)
+            state.failure = _reason(exc)
+            logger.debug("sign-in for %s stopped: %s", state.server, state.failure)
+            yield local_answer(request, state.failure)
         finally:
             with contextlib.suppress(Exception):
                 await flow.aclose()
 
 
-def _reason(exc: BaseException) -> str:
+def _shown(request: httpx2.Request) -> str:
+    """``METHOD url`` without the query (an authorization URL's query is the flow's own)."""
+    return f"{request.method} {_html.shorten(str(request.url.copy_with(query=None)), 200)}"
+
+
+def _reason(exc: BaseException, request: httpx2.Request | None = None) -> str:
     text = str(exc).strip().replace("\n", " ") or type(exc).__name__
+    url = f" {_shown(request)}" if request is not None else ""
     if isinstance(exc, httpx2.TimeoutException):
-        text = f"the authorization server did not answer in time ({type(exc).__name__})"
+        text = (f"the authorization server did not answer{url} within {AS_TIMEOUT_S:g} s "
+                f"({type(exc).__name__})")
     elif isinstance(exc, httpx2.TransportError):
-        text = f"the authorization server could not be reached ({type(exc).__name__}: {text})"
+        text = (f"the authorization server could not be reached{url} ({type(exc).__name__}: "
+                f"{_html.shorten(text, 200)})")
     elif not isinstance(exc, SignInError | TokenStoreError):
         text = f"{type(exc).__name__}: {text}"
     return _html.shorten(text, 400)
@@ -651,6 +758,12 @@ class LocalAnswers(httpx2.AsyncBaseTransport):
         self._inner = inner
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if request.extensions.get(AS_REQUEST):  # its failure goes back into the flow
+            try:
+                return await self._inner.handle_async_request(request)
+            except httpx2.TransportError as exc:
+                return httpx2.Response(599, request=request,
+                                       extensions={AS_REQUEST: _reason(exc, request)})
         reason = request.extensions.get(LOCAL_ANSWER)
         if reason is not None:
             body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {
