@@ -50,6 +50,7 @@ from mcp.client.auth.extensions.client_credentials import (
     PrivateKeyJWTOAuthProvider,
     SignedJWTParameters,
 )
+from mcp.client.auth.utils import union_scopes
 from mcp.shared.auth import (
     AuthorizationCodeResult,
     OAuthClientInformationFull,
@@ -337,7 +338,16 @@ class _StoredExpiry:
 
 
 class _OAuthProvider(_StoredExpiry, OAuthClientProvider):
-    pass
+    """Asks for ``OAuth(scopes=...)`` too: the SDK asks only for the scope the server's
+    challenge or metadata names, which replaces the client's own."""
+
+    wanted: str | None = None
+
+    async def _perform_authorization_code_grant(self) -> tuple[str, str]:
+        if self.wanted:
+            metadata = self.context.client_metadata
+            metadata.scope = union_scopes(self.wanted, metadata.scope)
+        return await super()._perform_authorization_code_grant()
 
 
 class _SecretProvider(_StoredExpiry, ClientCredentialsOAuthProvider):
@@ -432,6 +442,7 @@ class AuthState:
         provider = _OAuthProvider(self.url, metadata, self.storage,
                                   redirect_handler=flow.redirect, callback_handler=flow.callback,
                                   client_metadata_url=option.client_metadata_url)
+        provider.wanted = metadata.scope
         flow.provider = provider
         return provider
 
