@@ -63,6 +63,7 @@ from toolbench._core import html as _html
 from toolbench._core.checks import seconds
 from toolbench._core.errors import Refused, ToolError, Unreachable
 from toolbench._core.ids import ToolId
+from toolbench._transports.signin import OUTCOME, SignInOutcome
 from toolbench._transports.token_store import (
     FileStore,
     MemoryStore,
@@ -376,6 +377,7 @@ class AuthState:
         self._provider: httpx2.Auth | None = None
         self.storage: Storage | None = None
         self.signing_in = False
+        self.outcome: SignInOutcome | None = None  # a redirect came; tokens not yet
         self.failure: str | None = None  # why the last sign-in stopped (until reported)
         self._rejections: dict[str, tuple[str, int, str]] = {}  # request id -> method, status, why
         # request id -> (method, what it waits for) while its sign-in holds it back; left
@@ -655,6 +657,16 @@ class _PersonStep:
         return AuthorizationCodeResult(code=code, state=state, iss=query.get("iss", [None])[0])
 
     async def _ask(self, url: str) -> str:
+        outcome = SignInOutcome()
+        token = OUTCOME.set(outcome)
+        try:
+            answer = await self._ask_person(url)
+        finally:
+            OUTCOME.reset(token)
+        self.state.outcome = outcome  # settled by the flow (_Guarded) once it goes on
+        return answer
+
+    async def _ask_person(self, url: str) -> str:
         fn = self.option.authorize
         timeout = self.option.timeout
         self.state.signing_in = True
@@ -704,12 +716,23 @@ class _Guarded(httpx2.Auth):
         # timeout cancels the flow at a yield) leaves its note for its error to explain.
         state = self.state
         flow = self.inner.async_auth_flow(request)
+        owned: SignInOutcome | None = None  # the outcome of a person's step run in this flow
+
+        def take() -> SignInOutcome | None:
+            if state.outcome is not None:
+                found, state.outcome = state.outcome, None
+                return found
+            return owned
+
         try:
             state.hold(request, "a sign-in already under way")
             outgoing = await flow.__anext__()
             while True:
                 if outgoing is request or outgoing.url == request.url:
                     state.hold(request, None)
+                    if owned is not None:  # signed in: the request goes again with tokens
+                        owned.settle(None)
+                        owned = None
                 else:  # an authorization server's request: bounded, its failure answered
                     outgoing.extensions = {**outgoing.extensions, AS_REQUEST: True,
                                            "timeout": AS_TIMEOUT.as_dict()}
@@ -722,15 +745,22 @@ class _Guarded(httpx2.Auth):
                     await check_metadata(response)
                 state.hold(request, PERSON)
                 outgoing = await flow.asend(response)
+                owned = take()
         except StopAsyncIteration:
             state.hold(request, None)
             return
         except Exception as exc:
             state.hold(request, None)
             state.failure = _reason(exc)
+            owned = take()
+            if owned is not None:
+                owned.settle(state.failure)
             logger.debug("sign-in for %s stopped: %s", state.server, state.failure)
             yield local_answer(request, state.failure)
         finally:
+            owned = take()
+            if owned is not None:  # given up on (a timeout) between the redirect and tokens
+                owned.settle("the sign-in was given up before its tokens came")
             with contextlib.suppress(Exception):
                 await flow.aclose()
 
@@ -741,7 +771,8 @@ def _shown(request: httpx2.Request) -> str:
 
 
 def _reason(exc: BaseException, request: httpx2.Request | None = None) -> str:
-    text = str(exc).strip().replace("\n", " ") or type(exc).__name__
+    text = str(exc).strip().split("For further information visit")[0].strip()
+    text = " ".join(text.split()) or type(exc).__name__
     url = f" {_shown(request)}" if request is not None else ""
     if isinstance(exc, httpx2.TimeoutException):
         text = (f"the authorization server did not answer{url} within {AS_TIMEOUT_S:g} s "
