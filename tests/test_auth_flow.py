@@ -1,4 +1,5 @@
-"""A hostile authorization server, end to end (issue 24, "Bad input, each with a test").
+"""The sign-in flow (toolbench/_transports/auth_flow.py) against a hostile authorization server,
+end to end (issue 24, "Bad input, each with a test").
 
 The real protected MCP server of tests/servers/oauth_server.py, its authorization server made
 to misbehave on one path at a time (``provider.hostile``): it never answers, answers slowly,
@@ -32,6 +33,7 @@ from servers.oauth_server import Provider, serve
 
 import toolbench as tb
 from toolbench._transports import auth as _auth
+from toolbench._transports import auth_flow
 from toolbench._transports.signin import terminal_authorizer
 
 AS_METADATA = "/.well-known/oauth-authorization-server"
@@ -188,8 +190,8 @@ def test_a_token_endpoint_that_never_answers_stops_the_flow_within_its_bound(
         verifiers: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """With a connect_timeout longer than the bound on one authorization-server request, the
     flow stops at that bound and says which request went unanswered."""
-    monkeypatch.setattr(_auth, "AS_TIMEOUT_S", 3.0)
-    monkeypatch.setattr(_auth, "AS_TIMEOUT", httpx2.Timeout(3.0))
+    monkeypatch.setattr(auth_flow, "AS_TIMEOUT_S", 3.0)
+    monkeypatch.setattr(auth_flow, "AS_TIMEOUT", httpx2.Timeout(3.0))
     url, provider = server
     provider.hostile["/token"] = ("hang", None)
     caplog.set_level(logging.DEBUG)
@@ -390,7 +392,8 @@ def test_a_call_whose_sign_in_hangs_on_the_token_endpoint_is_unreachable_not_tim
                               r"http://127\.0\.0\.1:\d+/token")
         assert outcome.disposition is tb.Disposition.DID_NOT_HAPPEN
         assert 3.5 < took < 30 and len(browser.urls) == 2
-        assert bench.records.iloc[-1]["error_type"] == "Unreachable"
+        mine = bench.records[bench.records["server"] == "p"]
+        assert list(mine["error_type"]) == ["Unreachable"]
         _no_secret(_surfaces(bench, error, caplog), provider, browser, verifiers)
 
 
@@ -413,3 +416,12 @@ def test_a_call_waiting_for_a_person_past_its_timeout_is_unreachable(
                                                  r"signing in before it gave up") as failed:
             bench.call("p-whoami", timeout=3)
         assert not isinstance(failed.value, tb.TimedOut) and len(late) == 1
+
+
+def test_a_non_https_authorization_endpoint_stops_the_flow() -> None:
+    with pytest.raises(auth_flow.SignInError, match="not https"):
+        auth_flow.check_endpoint("http://as.example.com/authorize?x=1", "authorization endpoint")
+    with pytest.raises(auth_flow.SignInError, match="not https"):
+        auth_flow.check_endpoint("javascript:alert(1)", "authorization endpoint")
+    auth_flow.check_endpoint("http://127.0.0.1:9/authorize", "authorization endpoint")
+    auth_flow.check_endpoint("https://as.example.com/authorize", "authorization endpoint")
