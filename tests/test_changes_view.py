@@ -73,3 +73,28 @@ def test_hostile_descriptions_are_escaped(tmp_path: Path) -> None:
         html = view.pending.children[0].children[1].value
         assert "<script>" not in html and "<img" not in html
         assert "&lt;script&gt;" in html
+
+
+def test_a_changed_resource_and_prompt_are_approved_by_click(tmp_path: Path) -> None:
+    from test_pins import _resource_server
+
+    pins = tmp_path / "pins.json"
+    with tb.Bench(pins=pins) as bench:
+        bench.connect("res", _resource_server("first"))
+    with tb.Bench(pins=pins) as bench:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", tb.PinWarning)
+            bench.connect("res", _resource_server("second"))
+            bench.disconnect("res")
+            bench.connect("res", _resource_server("third"))  # a second listing: "recent"
+        view = ChangesView(bench)
+        view.refresh()
+        assert "<b>3 changed</b>" in view.summary.value
+        assert sorted(view.approve_buttons) == ["res/city://{name}", "res/greet", "res/note://a"]
+        assert "third" in view.recent.value and "second" in view.recent.value
+        with pytest.raises(tb.Refused):
+            bench.read("res", "note://a")
+        view.approve_buttons["res/note://a"].click()
+        assert "approved res/note://a" in view.note.value
+        assert "<b>2 changed</b>" in view.summary.value
+        assert bench.read("res", "note://a").text == "the note"

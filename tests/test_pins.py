@@ -245,6 +245,22 @@ def _resource_server(description: str) -> Any:
     def a() -> str:
         return "the note"
 
+    @srv.resource("note://same", name="same", description="never changes")
+    def same() -> str:
+        return "the same note"
+
+    @srv.resource("city://{name}", name="city", description=f"a city ({description})")
+    def city(name: str) -> str:
+        return f"city {name}"
+
+    @srv.prompt(name="greet", description=f"greet ({description})")
+    def greet(who: str) -> str:
+        return f"Hello {who}"
+
+    @srv.prompt(name="steady", description="never changes")
+    def steady() -> str:
+        return "steady"
+
     @srv.tool()
     def ping() -> str:
         """Answer pong."""
@@ -253,23 +269,86 @@ def _resource_server(description: str) -> Any:
     return srv
 
 
-def test_resources_are_pinned_when_listed_and_reported_not_blocked(tmp_path: Path) -> None:
+def test_changed_resources_templates_and_prompts_are_refused_until_approved(
+        tmp_path: Path) -> None:
     path = tmp_path / "pins.json"
     with tb.Bench(pins=path) as bench:
-        bench.connect("res", _resource_server("first"))
-        _, told = _caught(lambda: bench.snapshot())
-        assert told == []
-    assert "note://a" in json.loads(path.read_text())["pins"]["res"]["resource"]
-    with tb.Bench(pins=path) as bench:
-        bench.connect("res", _resource_server("second"))
-        _, told = _caught(lambda: bench.snapshot())
-        assert len(told) == 1
-        assert "1 pinned resource changed ('note://a')" in str(told[0].message)
-        assert "refused" not in str(told[0].message)
-        assert bench.read("res", "note://a").text == "the note"  # reads are not blocked
+        _, told = _caught(lambda: bench.connect("res", _resource_server("first")))
+        assert told == []  # first sight, at connect: pinned quietly
+        assert bench.read("res", "note://a").text == "the note"
+    doc = json.loads(path.read_text())["pins"]["res"]
+    assert set(doc["resource"]) == {"note://a", "note://same"}
+    assert set(doc["resource_template"]) == {"city://{name}"}
+    assert set(doc["prompt"]) == {"greet", "steady"}
+
+    with tb.Bench(pins=path) as bench:  # the server changed meanwhile
+        _, told = _caught(lambda: bench.connect("res", _resource_server("second")))
+        text = "\n".join(str(w.message) for w in told)
+        assert "1 pinned resource changed ('note://a')" in text
+        assert "1 pinned resource template changed ('city://{name}')" in text
+        assert "1 pinned prompt changed ('greet')" in text
+        with pytest.raises(tb.Refused, match=r"^not sent: resource res/note://a changed since "
+                                             r"it was pinned \(description\); bench.approve") \
+                as refused:
+            bench.read("res", "note://a")
+        assert refused.value.disposition == tb.Disposition.DID_NOT_HAPPEN
+        record = bench.records.iloc[-1]
+        assert (record["kind"], record["disposition"], record["error_type"]) == \
+            ("resource", "did_not_happen", "Refused")
+        with pytest.raises(tb.Refused, match=r"'city://paris' is read through resource "
+                                             r"template res/city://\{name\} changed"):
+            bench.read("res", "city://paris")
+        with pytest.raises(tb.Refused, match="prompt res/greet changed since it was pinned"):
+            bench.prompt("res-greet", who="Ada")
+        assert bench.records.iloc[-1]["disposition"] == "did_not_happen"
+        compared = bench.compare_read(["note://a", "note://same"])
+        assert compared["error_type"].tolist() == ["Refused", None]  # rows, not raised
+        assert bench.read("res", "note://same").text == "the same note"
+        assert bench.prompt("res-steady").text
         assert bench.call("res-ping").text == "pong"
         state = bench.pins.set_index(["kind", "name"])["state"]
         assert state[("resource", "note://a")] == "changed"
+        assert state[("resource", "note://same")] == "ok"
+        assert bench.approve("note://a") == "res/note://a"
+        assert bench.read("res", "note://a").text == "the note"
+        assert bench.approve("res/city://{name}") == "res/city://{name}"
+        assert bench.read("res", "city://paris").text == "city paris"
+        with pytest.raises(tb.Refused):
+            bench.prompt("res-greet", who="Ada")
+        assert bench.approve("res-greet") == "res/greet"
+        assert "Hello Ada" in bench.prompt("res-greet", who="Ada").text
+
+    with tb.Bench(pins=path) as bench:  # the approvals were saved
+        _, told = _caught(lambda: bench.connect("res", _resource_server("second")))
+        assert told == []
+        assert bench.read("res", "note://a").text == "the note"
+
+
+def test_pin_approves_changed_resources_too(tmp_path: Path) -> None:
+    path = tmp_path / "pins.json"
+    with tb.Bench(pins=path) as bench:
+        bench.connect("res", _resource_server("first"))
+    with tb.Bench(pins=path) as bench:
+        _caught(lambda: bench.connect("res", _resource_server("second")))
+        assert bench.pin() == 1 + 2 + 1 + 2  # ping; two resources, a template, two prompts
+        assert bench.read("res", "note://a").text == "the note"
+        assert set(bench.pins["state"]) == {"ok"}
+
+
+def test_a_template_refuses_only_the_uris_it_makes() -> None:
+    from toolbench._bench.pins import changed_key, template_regex
+
+    changes = {("s", "resource_template", "city://{name}"): None,
+               ("s", "resource_template", "file:///{+path}"): None,
+               ("s", "resource_template", "{a}{b}{c}{d}{e}{f}{g}{h}{i}{j}{k}{l}x"): None}
+    assert changed_key(changes, "s", "resource", "city://paris") == (
+        ("s", "resource_template", "city://{name}"), "city://paris")
+    assert changed_key(changes, "s", "resource", "city://paris/louvre") is None
+    assert changed_key(changes, "s", "resource", "file:///etc/a/b") is not None
+    assert changed_key(changes, "other", "resource", "city://paris") is None
+    assert changed_key(changes, "s", "prompt", "city://paris") is None
+    assert changed_key(changes, "s", "resource", "a" * 100_000 + "y") is None  # linear time
+    assert template_regex("x" * 5000) is None  # too long to match anything
 
 
 def test_two_benches_pin_into_one_file_at_once(tmp_path: Path) -> None:
@@ -301,3 +380,56 @@ def test_two_benches_pin_into_one_file_at_once(tmp_path: Path) -> None:
         bench.close()
     pins = json.loads(path.read_text())["pins"]
     assert {s: len(pins[s]["tool"]) for s in pins} == {"left": 20, "right": 20}
+
+
+def _wait_for(condition: Any, seconds: float = 20.0) -> bool:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return bool(condition())
+
+
+@pytest.mark.slow
+def test_a_restarted_stdio_server_with_a_changed_resource_and_prompt_is_refused(
+        tmp_path: Path) -> None:
+    import signal
+
+    version = tmp_path / "version"
+    version.write_text("1")
+    server = Path(__file__).parent / "servers" / "changing_catalog_server.py"
+    path = tmp_path / "pins.json"
+    with tb.Bench(pins=path, timeout=20) as bench:
+        bench.connect("ch", [sys.executable, str(server), str(version)])
+        assert bench.read("ch", "note://a").text == "note a, version 1"
+        assert "version 1" in bench.prompt("ch-greet", who="Ada").text
+        pid = int(bench.call("ch-pid").text)
+        version.write_text("2")
+        os.kill(pid, signal.SIGKILL)
+        assert _wait_for(lambda: bench.servers.set_index("name").loc["ch", "status"] == "lost")
+        with warnings.catch_warnings():  # the PinWarning comes from the re-list, on the loop
+            warnings.simplefilter("ignore", tb.PinWarning)
+            bench.call("ch-pid")  # the next call reconnects; the reconnect re-lists all
+            assert _wait_for(lambda: (bench.pins["state"] == "changed").sum() == 3), bench.pins
+        state = bench.pins.set_index(["kind", "name"])["state"]
+        assert state[("resource", "note://a")] == "changed"
+        assert state[("resource_template", "city://{name}")] == "changed"
+        assert state[("prompt", "greet")] == "changed"
+        assert state[("resource", "note://same")] == "ok"
+        with pytest.raises(tb.Refused, match="resource ch/note://a changed since it was "
+                                             "pinned"):
+            bench.read("ch", "note://a")
+        with pytest.raises(tb.Refused, match=r"resource template ch/city://\{name\} changed"):
+            bench.read("ch", "city://lima")
+        with pytest.raises(tb.Refused, match="prompt ch/greet changed since it was pinned"):
+            bench.prompt("ch-greet", who="Ada")
+        refused = bench.records[bench.records["error_type"] == "Refused"]
+        assert set(refused["disposition"]) == {"did_not_happen"} and len(refused) == 3
+        assert bench.read("ch", "note://same").text == "the same note"
+        bench.approve("note://a")
+        bench.approve("ch-greet")
+        assert bench.read("ch", "note://a").text == "note a, version 2"
+        assert "version 2" in bench.prompt("ch-greet", who="Ada").text

@@ -84,9 +84,14 @@ def test_journal_stores_a_snapshot_per_connect_and_relist(tmp_path: Path) -> Non
         get_loop().run(bench.pegboard.refresh, "geo_precise")  # a re-list
         bench.call("geo_precise-distance", from_city="London", to_city="Paris")
     db = sqlite3.connect(path)
-    causes = [c for (c,) in db.execute("SELECT cause FROM snapshots ORDER BY seq")]
+    causes = [c for (c,) in db.execute("SELECT cause FROM snapshots WHERE kind = 'tool' "
+                                       "ORDER BY seq")]
+    others = sorted(db.execute("SELECT kind, cause FROM snapshots WHERE kind != 'tool'"))
     db.close()
     assert causes == ["connect", "connect", "relist"]
+    # Each connect lists the other kinds too (with a journal); a tool re-list does not.
+    assert others == sorted([(k, "connect") for k in ("prompt", "resource",
+                                                      "resource_template")] * 2)
     latest = tb.load_snapshot(path)
     old = tb.load_snapshot(path, when=between)
     old_iso = tb.load_snapshot(path, when=between.isoformat())
@@ -239,3 +244,70 @@ def test_a_restarted_stdio_server_is_a_new_snapshot(tmp_path: Path) -> None:
     stored = tb.load_snapshot(path)
     assert json.dumps(stored[stored["name"] == "distance"].iloc[0]["input_schema"]).count(
         "units") == 1
+
+
+def test_a_connect_stores_every_kind_in_the_journal(tmp_path: Path) -> None:
+    from toolbench.demo import beyond
+
+    path = tmp_path / "calls.sqlite"
+    with tb.Bench(journal=path) as bench:
+        bench.connect("beyond", beyond.create())
+        live = bench.snapshot("beyond")
+    stored = tb.load_snapshot(path)  # what the connect stored (and snapshot() again)
+    assert set(stored["kind"]) == {"tool", "resource", "resource_template", "prompt"}
+    assert sorted(zip(stored["kind"], stored["name"], stored["fingerprint"], strict=True)) \
+        == sorted(zip(live["kind"], live["name"], live["fingerprint"], strict=True))
+    db = sqlite3.connect(path)
+    rows = db.execute("SELECT kind, cause, items FROM snapshots WHERE cause = 'connect'")
+    at_connect = {kind: len(json.loads(items)) for kind, _, items in rows}
+    db.close()
+    assert set(at_connect) == {"tool", "resource", "resource_template", "prompt"}
+    assert at_connect["prompt"] == len(live[live["kind"] == "prompt"]) >= 2
+    assert at_connect["resource"] == len(live[live["kind"] == "resource"]) >= 4
+
+
+def test_without_journal_or_pins_a_connect_lists_tools_only() -> None:
+    from toolbench.demo import beyond
+
+    with tb.Bench() as bench:
+        bench.connect("beyond", beyond.create())
+        assert bench._kind_listings == {} and bench._kind_tasks == set()
+
+
+@pytest.mark.slow
+def test_a_reconnect_stores_every_kind_as_it_came_back(tmp_path: Path) -> None:
+    import signal
+
+    version = tmp_path / "version"
+    version.write_text("1")
+    server = Path(__file__).parent / "servers" / "changing_catalog_server.py"
+    path = tmp_path / "calls.sqlite"
+    with tb.Bench(journal=path, timeout=20) as bench:
+        bench.connect("ch", [sys.executable, str(server), str(version)])
+        pid = int(bench.call("ch-pid").text)
+        between = datetime.now(UTC)
+        version.write_text("2")
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 20
+        while bench.servers.set_index("name").loc["ch", "status"] != "lost":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        bench.call("ch-pid")  # reconnects; the reconnect re-lists every kind
+        while bench._kind_listings["ch"]["prompt"][0] < between:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    db = sqlite3.connect(path)
+    causes = sorted(db.execute("SELECT kind, cause FROM snapshots"))
+    db.close()
+    kinds = ("prompt", "resource", "resource_template", "tool")
+    assert causes == sorted([(k, c) for k in kinds for c in ("connect", "relist")])
+    old, new = tb.load_snapshot(path, when=between), tb.load_snapshot(path)
+    for snap, v in ((old, "1"), (new, "2")):
+        described = dict(zip(snap["name"], snap["description"], strict=True))
+        assert described["note://a"] == f"a note (version {v})"
+        assert described["city://{name}"] == f"a city (version {v})"
+        assert described["greet"] == f"greet someone (version {v})"
+    changes = tb.diff(old, new)
+    assert sorted(zip(changes["change"], changes["kind"], changes["name"], strict=True)) == [
+        ("changed", "prompt", "greet"), ("changed", "resource", "note://a"),
+        ("changed", "resource_template", "city://{name}")]

@@ -30,12 +30,6 @@ NODE_VERSION = "22.23.5"
 REVISIONS = ("2025-11-25", "2026-07-28")
 EXTRAS = ("auth/client-credentials-basic", "auth/client-credentials-jwt",
           "json-schema-2020-12-preservation")
-KNOWN_SDK_FAILURES = {
-    ("sep-2322-client-request-state", "2026-07-28"):
-        "mcp 2.3.0 rejects test_mrtr_no_result_type's result (no resultType) with a "
-        "ValidationError; the SDK's own driver fails it the same way",
-}
-"""Scenarios the installed SDK itself cannot pass (measured with its own driver)."""
 DRIVER = Path(__file__).with_name("client.py")
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO_TIMEOUT_MS = 180_000

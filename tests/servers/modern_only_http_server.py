@@ -4,8 +4,8 @@
 ``MCP-Protocol-Version`` header (which is how a 2025 ``initialize`` arrives) is answered with
 HTTP 400 and JSON-RPC error CODE (default -32020, "Missing MCP-Protocol-Version header");
 -32021 and -32022 are the other codes a 2026 server may use. With the header, it serves
-``server/discover``, ``tools/list`` and ``tools/call`` (an ``echo`` tool) as plain JSON
-answers. Every method received goes to stderr, in order.
+``server/discover``, ``tools/list`` and ``tools/call`` (``echo``, and ``bare``, whose result
+has no ``resultType``) as plain JSON answers. Every method received goes to stderr, in order.
 """
 
 import contextlib
@@ -18,7 +18,9 @@ from typing import Any
 
 VERSION = "2026-07-28"
 TOOLS = [{"name": "echo", "inputSchema": {"type": "object",
-                                          "properties": {"text": {"type": "string"}}}}]
+                                          "properties": {"text": {"type": "string"}}}},
+         {"name": "bare", "inputSchema": {"type": "object"}}]
+"""``bare`` answers without ``resultType``, which SEP-2322 says a client reads as complete."""
 MESSAGES = {
     -32020: "Missing MCP-Protocol-Version header",
     -32021: "Missing required client capability",
@@ -36,7 +38,10 @@ def answer(msg: dict[str, Any]) -> dict[str, Any]:
         return {"result": {"tools": TOOLS, "resultType": "complete", "ttlMs": 0,
                            "cacheScope": "private"}}
     if method == "tools/call":
-        args = (msg.get("params") or {}).get("arguments") or {}
+        params = msg.get("params") or {}
+        if params.get("name") == "bare":
+            return {"result": {"content": [{"type": "text", "text": "no resultType"}]}}
+        args = params.get("arguments") or {}
         return {"result": {"content": [{"type": "text", "text": str(args.get("text"))}],
                            "isError": False, "resultType": "complete"}}
     return {"error": {"code": -32601, "message": f"Method not found: {method}"}}

@@ -365,6 +365,7 @@ class BaseBench(ResourcesAndPrompts, RestOfClient, FollowServers, OverTime, Repl
         row.status, row.error = "connected", None
         self._follow(name, connection)  # list changes and reconnects re-list (follow.py)
         self._apply_listing(name, ("tools",), "connect")
+        await self._kinds_listed(name)  # with a journal or pins: the other kinds too
         return Connected(count, name, connection.transport)
 
     def connect(self, name: str, target: Any, /, *, namespace: Namespace = USE_SERVER_NAME,
@@ -580,6 +581,7 @@ class BaseBench(ResourcesAndPrompts, RestOfClient, FollowServers, OverTime, Repl
         if self._closed:
             return
         self._closed = True
+        await self._kinds_settled(CLOSE_BOUND_S)  # listings in flight are stored first
         async with anyio.create_task_group() as tg:
             for row in self._rows.values():
                 if row.connection is not None:

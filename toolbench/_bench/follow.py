@@ -48,6 +48,8 @@ class FollowServers:
         async def _prompt_rows(self, server: str | None) -> list[tuple[str, dict[str, Any]]]:
             ...
 
+        def _listing_applied(self, server: str, kinds: tuple[str, ...], why: str) -> None: ...
+
     def _relists(self) -> dict[str, dict[str, int]]:
         """Per server, how many re-lists of each kind were applied (tests and benchmarks)."""
         found: dict[str, dict[str, int]] | None = getattr(self, "_relist_counts", None)
@@ -112,3 +114,4 @@ class FollowServers:
         Hook catalog snapshots, pins and change events here; it runs on the shared loop and
         must not block it (nothing here waits on I/O).
         """
+        self._listing_applied(server, kinds, why)  # overtime_kinds: snapshots and pins

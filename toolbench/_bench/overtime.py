@@ -14,6 +14,10 @@ in the same synchronous step that publishes the listing. There, and only there:
 The call path checks ``_pin_blocked`` (a frozenset of ToolIds, empty without pins) before
 anything else: a changed tool's call is ``Refused`` (``did_not_happen``) until
 ``approve(name)``. That is one truth test and, with pins, one set lookup per call.
+
+Resources, templates and prompts are listed, stored, pinned and gated in
+``toolbench._bench.overtime_kinds`` (a base of ``OverTime``), with the same pins and the same
+refusal.
 """
 
 from __future__ import annotations
@@ -27,10 +31,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from toolbench._bench.diff import diff as _diff
-from toolbench._bench.pins import Key, PinFile, PinWarning, now_text
+from toolbench._bench.overtime_kinds import CatalogKinds
+from toolbench._bench.pins import Key, PinFile, PinWarning, now_text, refusal
 from toolbench._bench.snapshot_store import SnapshotWriter
 from toolbench._bench.snapshots import fingerprint_tools, item_from_row, snapshot_frame
-from toolbench._core.errors import Refused, ToolError
+from toolbench._core.errors import ToolError
 from toolbench._core.ids import ToolId
 from toolbench._loop import get_loop
 
@@ -47,7 +52,7 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class OverTime:
+class OverTime(CatalogKinds):
     """Snapshots, pins and their checks; mixed into ``BaseBench``."""
 
     if TYPE_CHECKING:  # what BaseBench provides
@@ -62,6 +67,8 @@ class OverTime:
 
         def _resolve(self, name: object) -> Any: ...
 
+        def _prompt_name(self, server: str, prompt: str) -> str: ...
+
     def _init_over_time(self, journal: str | os.PathLike[str] | None,
                         pins: str | os.PathLike[str] | None) -> None:
         """Read the pins file (in the caller's thread: a bad file fails ``Bench(...)``)."""
@@ -73,6 +80,7 @@ class OverTime:
         self._pin_file = PinFile(pins) if pins is not None else None
         self._snapshots = SnapshotWriter(os.fspath(journal)) if journal is not None else None
         self._pin_saves: list[Any] = []
+        self._init_kinds()
         self.pegboard.on_listing(self._on_listing)
 
     # -- the hook -------------------------------------------------------------------------
@@ -194,12 +202,7 @@ class OverTime:
 
     def _pin_refusal(self, tool: ToolId) -> ToolError:
         old, new = self._pin_changes.get((tool.server, "tool", tool.tool), (None, {}))
-        fields = [f for f in ("title", "description", "input_schema", "output_schema",
-                              "annotations") if (old or {}).get(f) != new.get(f)]
-        told = f" ({', '.join(fields)})" if old is not None and fields else ""
-        return Refused(f"not sent: tool {tool} changed since it was pinned{told}; "
-                       "bench.approve(name) accepts the new version (bench.pins shows it)",
-                       tool=tool)
+        return refusal("tool", str(tool), old, new, tool=tool)
 
     # -- snapshots ------------------------------------------------------------------------
     def _tool_items(self, server: str | None) -> list[tuple[str, datetime, dict[str, Any]]]:
@@ -233,15 +236,9 @@ class OverTime:
             per: dict[str, list[dict[str, Any]]] = {}
             for name, row in found:
                 per.setdefault(name, []).append(item_from_row(kind, row))
-            per = {name: list(self._redacted(
-                name, {str(i): it for i, it in enumerate(items)}).values())
-                for name, items in per.items()}
-            for name, items in per.items():
-                rows.extend((name, taken, item) for item in items)
-                if self._snapshots is not None and self._journal_writable():
-                    self._snapshots.store(name, kind, taken, "snapshot", items)
-                if self._pin_file is not None:  # pinned when listed; reported, never blocked
-                    self._check_pins(name, {str(i["name"]): i for i in items}, kind)
+            for name, items in per.items():  # stored, and checked against the pins
+                kept = self._keep_kind(name, kind, taken, "snapshot", items)
+                rows.extend((name, taken, item) for item in kept)
         return snapshot_frame(rows)
 
     def snapshot(self, server: str | None = None) -> pd.DataFrame:
@@ -287,6 +284,11 @@ class OverTime:
             frames.append(_diff(snapshot_frame((server, before[0], i)
                                                for i in before[1].values()),
                                 snapshot_frame((server, taken, i) for i in items.values())))
+        for server, kinds in sorted(self._kind_previous.items()):  # resources, prompts
+            for kind, (then, old) in sorted(kinds.items()):
+                now, new = self._kind_listings[server][kind]
+                frames.append(_diff(snapshot_frame((server, then, i) for i in old),
+                                    snapshot_frame((server, now, i) for i in new)))
         if not frames:
             return _diff(snapshot_frame([]), snapshot_frame([]))
         out = pd.concat(frames, ignore_index=True)
@@ -336,6 +338,9 @@ class OverTime:
             for item in items.values():
                 entries[(server, "tool", str(item["name"]))] = {"fingerprint": item["fingerprint"],
                                                    "item": item, "pinned": stamp}
+        for server, kind, item in self._kind_items():
+            entries[(server, kind, str(item["name"]))] = {"fingerprint": item["fingerprint"],
+                                                          "item": item, "pinned": stamp}
         pin_file.pins.update(entries)
         self._pin_changes.clear()
         self._pin_blocked = frozenset()
@@ -343,10 +348,13 @@ class OverTime:
         return len(entries)
 
     def pin(self) -> int:
-        """Pin every tool as it is listed now (changed ones included: this approves them).
+        """Pin every item as it is listed now (changed ones included: this approves them).
+
+        Tools as last listed; resources, templates and prompts as last listed at connect,
+        re-list or reconnect (with pins or a journal) or by ``snapshot()``.
 
         Returns:
-            How many tools are pinned.
+            How many items are pinned.
 
         Raises:
             ValueError: the bench has no pins file (``Bench(pins="pins.json")``).
@@ -361,8 +369,33 @@ class OverTime:
         """Awaitable :meth:`pin`: the same result and errors."""
         return await get_loop().arun(self._pin)
 
+    def _other_change(self, name: str) -> Key | None:
+        """The changed resource, template or prompt that ``name`` names: its URI (or URI
+        template, or ``server/uri``), or a prompt's prefixed or own name."""
+        found = []
+        for key in self._pin_changes:
+            if key[1] == "tool":
+                continue
+            names = {key[2], f"{key[0]}/{key[2]}"}
+            if key[1] == "prompt":
+                names.add(self._prompt_name(key[0], key[2]))
+            if name in names:
+                found.append(key)
+        if len(found) > 1:
+            raise ValueError(f"{name!r} names changed items of several servers "
+                             f"({sorted(k[0] for k in found)}); approve 'server/{name}'")
+        return found[0] if found else None
+
     async def _approve(self, name: str) -> str:
         pin_file = self._need_pins()
+        other = self._other_change(name) if isinstance(name, str) else None
+        if other is not None:
+            _, new = self._pin_changes[other]
+            entry = {"fingerprint": new["fingerprint"], "item": new, "pinned": now_text()}
+            pin_file.pins[other] = entry
+            self._pin_changes.pop(other, None)
+            await asyncio.wrap_future(self._save_pins({other: entry}))
+            return f"{other[0]}/{other[2]}"
         tool = self._resolve(name).tool
         listing = self._listings.get(tool.server)
         item = listing[1].get(tool.tool) if listing is not None else None
@@ -377,13 +410,15 @@ class OverTime:
         return str(tool)
 
     def approve(self, name: str) -> str:
-        """Accept the current version of a changed pinned tool: pin it, allow its calls.
+        """Accept the current version of a changed pinned item: pin it, allow its use.
 
         Args:
-            name: the tool's pegboard name (``geo-distance``) or ``tool://`` reference.
+            name: a tool's pegboard name (``geo-distance``) or ``tool://`` reference; a
+                changed resource's URI or template's URI template (``server/uri`` when two
+                servers share it); a changed prompt's prefixed or own name.
 
         Returns:
-            The tool approved, as ``server/tool``.
+            The item approved, as ``server/name``.
 
         Raises:
             ValueError: the bench has no pins file, or the tool was never listed.

@@ -13,6 +13,12 @@ takes an exclusive lock on ``<file>.lock`` (``fcntl.flock``, bounded wait), read
 again, applies only its own changes (entries set or removed), and replaces it.
 
 File I/O happens on a worker thread of its own (``save_soon``), never on the shared loop.
+
+**What a changed pin refuses** (``refusal``, ``changed_key``): a call to a changed tool, a
+read of a changed resource, a read of a URI that a changed resource template produces, and a
+fetch of a changed prompt are ``Refused`` (``did_not_happen``) until ``bench.approve(name)``,
+all with one wording. A URI is matched to a template by a linear-time engine (re2), so a
+hostile template cannot stall the check.
 """
 
 from __future__ import annotations
@@ -28,6 +34,9 @@ import time
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
+
+from toolbench._core.errors import Refused
+from toolbench._core.ids import ToolId
 
 PINS_VERSION = 1
 MAX_PINS_BYTES = 32 * 1024 * 1024
@@ -214,3 +223,84 @@ def _atomic_write(path: str, text: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+# -- what a changed pin refuses ------------------------------------------------------------
+_COMPARED = ("title", "description", "input_schema", "output_schema", "annotations", "uri",
+             "mime_type", "arguments")
+_WHAT = {"tool": "tool", "resource": "resource", "resource_template": "resource template",
+         "prompt": "prompt"}
+MAX_TEMPLATE_CHARS = 2048
+"""A longer URI template is not matched against reads (it refuses nothing by itself)."""
+_templates: dict[str, Any] = {}
+
+
+def refusal(kind: str, shown: str, old: Mapping[str, Any] | None, new: Mapping[str, Any],
+            tool: ToolId | None = None, through: str | None = None) -> Refused:
+    """The ``Refused`` for a call, read or fetch of a changed pinned item.
+
+    Args:
+        kind: the item's kind (``tool``, ``resource``, ``resource_template``, ``prompt``).
+        shown: how the item is named in the message (``server/name``).
+        old: the pinned item, when the pin holds it (the fields that changed are named).
+        new: the item as listed now.
+        tool: the tool, for a tool's refusal.
+        through: the URI read, when a changed template is what refuses it.
+    """
+    fields = [f for f in _COMPARED if (old or {}).get(f) != new.get(f)]
+    told = f" ({', '.join(fields)})" if old is not None and fields else ""
+    via = f"not sent: {through!r} is read through " if through is not None else "not sent: "
+    return Refused(f"{via}{_WHAT.get(kind, kind)} {shown} changed since it was pinned{told}; "
+                   "bench.approve(name) accepts the new version (bench.pins shows it)",
+                   tool=tool)
+
+
+def template_regex(template: str) -> Any:
+    """A re2 regexp that a URI made from the RFC 6570 ``template`` fully matches (None for a
+    template too long or too odd to match)."""
+    found = _templates.get(template)
+    if found is not None or template in _templates:
+        return found
+    import re
+
+    import re2  # type: ignore[import-untyped]
+
+    compiled: Any = None
+    if len(template) <= MAX_TEMPLATE_CHARS:
+        parts = []
+        for literal, expression in re.findall(r"([^{]*)(\{[^}]*\}|$)", template):
+            parts.append(re2.escape(literal))
+            if not expression:
+                continue
+            op = expression[1:2]
+            parts.append({"+": ".*", "#": "(#.*)?", "?": "(\\?.*)?", "&": "(&.*)?",
+                          "/": "(/[^?#]*)?", ".": "(\\.[^/?#]*)?", ";": "(;[^/?#]*)?",
+                          }.get(op, "[^/?#]*"))
+        options = re2.Options()
+        options.log_errors = False
+        options.never_capture = True
+        try:
+            compiled = re2.compile("".join(parts), options)
+        except Exception:  # re2.error, a surrogate: matched by nothing
+            compiled = None
+    if len(_templates) > 1000:
+        _templates.clear()
+    _templates[template] = compiled
+    return compiled
+
+
+def changed_key(changes: Mapping[Key, Any], server: str, kind: str, name: str,
+                ) -> tuple[Key, str | None] | None:
+    """The changed pin that refuses reading ``name`` (kind ``resource``: a URI) or fetching
+    it (kind ``prompt``), and the URI read through a template (else None); None: allowed."""
+    key = (server, kind, name)
+    if key in changes:
+        return key, None
+    if kind != "resource":
+        return None
+    for other in changes:
+        if other[0] == server and other[1] == "resource_template":
+            regex = template_regex(other[2])
+            if regex is not None and regex.fullmatch(name) is not None:
+                return other, name
+    return None

@@ -88,6 +88,9 @@ class ResourcesAndPrompts:
 
         def _limit(self, server: str, timeout: float | None) -> float: ...
 
+        async def _pin_gated(self, kind: str, server: str, name: str, limit: float,
+                             run: Callable[[float], Awaitable[T]]) -> T: ...  # overtime_kinds
+
         def _provenance(self, provenance: Provenance | Mapping[str, Any] | None
                         ) -> Provenance: ...
 
@@ -323,7 +326,8 @@ class ResourcesAndPrompts:
                                kind=kind)
 
         try:  # the client bounds itself first; the bound is a backstop
-            answer, error = await attempt(lambda: run(limit), limit=limit,
+            answer, error = await attempt(lambda: self._pin_gated(kind, server, tool, limit, run),
+                                          limit=limit,
                                           bound=limit + BACKSTOP_S, tool=None)
         except anyio.get_cancelled_exc_class():
             self._store.append(failed(TimedOut("cancelled (interrupted) while in flight")), tag)

@@ -78,11 +78,13 @@ class ChangesView:
                 f"<p>{len(pins)} pinned item{'s' * (len(pins) != 1)} in "
                 f"<code>{_html.escape(bench._pin_file.path)}</code>: "
                 f"{counts.get('ok', 0)} unchanged, <b>{counts.get('changed', 0)} changed</b> "
-                f"(calls refused until approved), {counts.get('removed', 0)} removed.</p>")
+                f"(calls, reads and fetches refused until approved), "
+                f"{counts.get('removed', 0)} removed.</p>")
         rows = []
         self.approve_buttons = {}
         for (server, kind, name), (old, new) in sorted(bench._pin_changes.items()):
-            board_name = _pegboard_name(bench, server, name) if kind == "tool" else None
+            board_name = (_pegboard_name(bench, server, name) if kind == "tool"
+                          else f"{server}/{name}")  # approve() takes server/uri for the rest
             button = widgets.Button(description="Approve", button_style="warning",
                                     icon="check", disabled=board_name is None)
             if board_name is not None:
@@ -98,7 +100,7 @@ class ChangesView:
                      "<i>the pin holds only a fingerprint: no fields to compare</i>")
             label = widgets.HTML(f"<b>{_html.escape(server)}/{_html.escape(name)}</b> "
                                  f"({_html.escape(kind)}) changed since it was pinned")
-            head = [label, button] if kind == "tool" else [label]
+            head = [label, button]
             rows.append(widgets.VBox([widgets.HBox(head), widgets.HTML(shown)]))
         self.pending.children = rows
         recent = bench._changes_since()

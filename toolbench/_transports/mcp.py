@@ -77,6 +77,7 @@ from toolbench._transports.limits import (
     oversize_text,
 )
 from toolbench._transports.mcp_about import about
+from toolbench._transports.mcp_compat import default_result_type
 from toolbench._transports.mcp_errors import (
     TICKET,
     CallTicket,
@@ -647,6 +648,7 @@ class McpClient:
         # could stall the shared loop there. Our bounded check replaces it on this session
         # (the SDK has no public switch).
         client.session.validate_tool_result = self._check_output  # type: ignore[method-assign]
+        default_result_type(client)
         self._server_info = about(client)
         async with anyio.create_task_group() as task_group:
             conn.task_group = task_group
@@ -696,7 +698,8 @@ class McpClient:
             timeout = httpx2.Timeout(HTTP_TIMEOUT_S, read=HTTP_READ_TIMEOUT_S)
         hooks = {"response": [self._auth.on_response]} if self._auth is not None else None
         return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth, event_hooks=hooks,
-                                  transport=LocalAnswers(CappedTransport(self._max_message_bytes)))
+                                  transport=LocalAnswers(CappedTransport(
+                                      self._max_message_bytes, max_tools=self._max_tools)))
 
     def _lost(self, conn: _Conn, why: str) -> None:
         if self._conn is conn and self._status is Status.CONNECTED:
