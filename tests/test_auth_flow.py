@@ -212,13 +212,17 @@ def test_an_authorization_server_that_answers_slowly_still_signs_in(
     url, provider = server
     provider.hostile[AS_METADATA] = ("slow", 2.0)
     provider.hostile["/token"] = ("slow", 2.0)
+    # the person's (plain, blocking) authorize function waits 4 s on the authorization page:
+    # it runs off the shared loop, so the neighbour's calls go on meanwhile
+    provider.hostile["/authorize"] = ("slow", 4.0)
     caplog.set_level(logging.DEBUG)
     browser = Browser()
     bench, outcome, latencies, _took = _hostile_connect(url, browser)
     with bench:
         assert outcome is None or not isinstance(outcome, BaseException), repr(outcome)
-        assert "/token" in provider.hits and len(browser.urls) == 1
-        assert max(latencies) < 5 and len(latencies) >= 10  # 4 s of sign-in, calls went on
+        assert provider.hits == [AS_METADATA, "/authorize", "/token"]
+        assert len(browser.urls) == 1
+        assert max(latencies) < 3 and len(latencies) >= 20  # 8 s of sign-in, calls went on
         assert "mcp" in bench.call("p-whoami").text
         _no_secret(_surfaces(bench, None, caplog), provider, browser, verifiers)
 
