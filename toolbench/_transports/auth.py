@@ -79,6 +79,8 @@ from toolbench._transports.token_store import (
 logger = logging.getLogger(__name__)
 
 AuthKind = Literal["none", "headers", "oauth", "client_credentials", "custom"]
+HANDSHAKE = frozenset({"initialize", "server/discover", "tools/list"})
+"""What a connect sends (within ``connect_timeout``): a held one of these explains a connect."""
 MAX_REJECTIONS = 64
 """How many HTTP 401/403 answers a connection remembers (for the error of their request)."""
 def _free_loopback_port() -> int:
@@ -297,15 +299,19 @@ class AuthState:
     def stalled(self) -> str | None:
         """Why a request given up on (a handshake past ``connect_timeout``) was held back by
         its sign-in, if it was; consumed once."""
-        held = self._pop(self._held, None, None)
+        held = self._pop(self._held, None, None, HANDSHAKE)
         return None if held is None else self._waited(held[1])
 
     @staticmethod
-    def _pop(table: dict[str, Any], request_id: str | None, method: str | None) -> Any:
+    def _pop(table: dict[str, Any], request_id: str | None, method: str | None,
+             methods: frozenset[str] | None = None) -> Any:
+        """The entry of ``request_id``; without one, the latest of ``method`` (or of any of
+        ``methods``, or of any method at all)."""
         if request_id is not None:
             return table.pop(request_id, None)
-        for key in reversed(list(table)):  # without a ticket: the latest of that method
-            if method is None or table[key][0] == method:
+        for key in reversed(list(table)):
+            found = table[key][0]
+            if (method is None or found == method) and (methods is None or found in methods):
                 return table.pop(key)
         return None
 
@@ -319,7 +325,8 @@ class AuthState:
             reason, self.failure = self.failure, None
             return Unreachable(f"{where}: sign-in failed{at}: {reason}; the {action} was not "
                                "sent", tool=tool)
-        held = self._pop(self._held, request_id, method)
+        held = self._pop(self._held, request_id, method, HANDSHAKE if action == "handshake"
+                         else None)
         if held is not None:
             return Unreachable(f"{where}: the {action} was not sent: {self._waited(held[1])}"
                                f"{at}", tool=tool)
