@@ -85,7 +85,8 @@ def test_a_wrong_paste_is_refused_on_the_card_and_the_second_signs_in(
     card.use.click()
     assert future.result(10) == f"{redirect}?code={CODE}&state=S1&iss=x"
     _settle(made, future)
-    assert "signed in (the pasted address)" in card.status.value
+    # no flow went on with it here: received, never "signed in" (test_card_says_signed_in_...)
+    assert "received the pasted address; finishing the sign-in" in card.status.value
     assert card.box.disabled and card.use.disabled
     assert CODE not in _state(card)
 
@@ -106,7 +107,8 @@ def test_the_loopback_wins_and_the_card_says_so_and_disables_itself(
     assert "You can close this tab" in page.text
     assert future.result(10).endswith(f"code={CODE}&state=S1")
     _settle(made, future)
-    assert "signed in (your browser came back to toolbench)" in card.status.value
+    assert ("received your browser came back to toolbench; finishing the sign-in"
+            in card.status.value)
     assert card.box.disabled and card.use.disabled
     assert CODE not in _state(card)
 
@@ -134,3 +136,70 @@ def test_an_error_from_the_authorization_server_is_shown_and_handed_on(
     card.use.click()
     assert "error=access_denied" in future.result(10)
     assert "refused: access_denied: &lt;b&gt;no&lt;/b&gt;" in card.status.value
+
+
+@pytest.mark.parametrize("token_endpoint", ["works", "answers HTML"])
+def test_the_card_says_signed_in_only_once_the_tokens_came(
+        asker: tuple[NotebookAsker, list[Any]], token_endpoint: str, tmp_path: Any,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through the real flow (bench.connect against the protected test server): the card
+    says "received" when the address is pasted, "signed in" once the code became tokens, and
+    the failure when the token exchange fails after the redirect."""
+    import threading
+
+    import httpx2
+    from servers.oauth_server import serve
+
+    import toolbench as tb
+    from toolbench._transports.auth import register_authorizer
+
+    monkeypatch.setenv("TOOLBENCH_DATA_DIR", str(tmp_path))
+    made, _shown = asker
+    seen: list[str] = []
+
+    async def card_authorizer(url: str, redirect: str, timeout: float) -> str:
+        seen.append(url)
+        return await notebook_authorizer(url, redirect, timeout, asker=made)
+
+    previous = register_authorizer(card_authorizer)
+    outcome: list[BaseException | None] = []
+    try:
+        with serve() as (url, provider), tb.Bench() as bench:
+            if token_endpoint == "answers HTML":
+                provider.hostile["/token"] = ("html", None)
+
+            def connect() -> None:
+                try:
+                    bench.connect("p", url, auth=tb.OAuth(store="memory", timeout=60))
+                    outcome.append(None)
+                except BaseException as exc:
+                    outcome.append(exc)
+
+            thread = threading.Thread(target=connect)
+            thread.start()
+            (card,) = wait_answered(made, timeout=30)
+            back = httpx2.get(seen[0], follow_redirects=False, timeout=10).headers["location"]
+            card.box.value = back
+            card.use.click()
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and (
+                    "finishing" in card.status.value or not card.status.value):
+                made.service()
+                time.sleep(0.01)
+            thread.join(30)
+            code = back.split("code=")[1].split("&")[0]
+            if token_endpoint == "works":
+                assert outcome == [None]
+                assert "signed in (the pasted address)" in card.status.value
+            else:
+                assert isinstance(outcome[0], tb.Unreachable)
+                assert "sign-in failed: " in card.status.value
+                assert "Invalid token response" in card.status.value  # the SDK's words
+                assert "<h1>" not in card.status.value  # the server's page, escaped
+                assert "signed in" not in card.status.value
+            assert card.box.disabled and card.use.disabled
+            assert code not in _state(card)
+            for secret in provider.issued:
+                assert secret not in _state(card)
+    finally:
+        register_authorizer(previous)

@@ -10,6 +10,14 @@ Knobs (attributes of :class:`Provider`): ``expires_in`` of new access tokens; ``
 ``write`` needs scope ``write`` (a 403 ``insufficient_scope`` until a step-up grants it);
 every grant is counted (``authorized``, ``refreshed``) so tests can tell a refresh from a new
 sign-in.
+
+**A hostile authorization server.** ``provider.hostile[path] = (how, value)`` makes one path of
+the authorization server misbehave (:class:`Hostile`, outermost): ``("hang", None)`` never
+answers (until the server stops), ``("slow", seconds)`` answers late, ``("redirect", url)``
+sends a 307 to another host, ``("html", None)`` answers 200 with an HTML page instead of JSON,
+``("patch", {...})`` answers the real JSON with these fields replaced (a metadata document
+with ``file:`` or ``javascript:`` endpoints). Every hostile answer is counted in
+``provider.hits``.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
 import uvicorn
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import (
@@ -56,6 +65,9 @@ class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken,
         self.authorized = 0
         self.refreshed = 0
         self.issued: list[str] = []  # every token and code handed out (for the secrets test)
+        self.hostile: dict[str, tuple[str, Any]] = {}  # path -> (how, value): see Hostile
+        self.hits: list[str] = []  # the paths that misbehaved, in order
+        self.stopping = False  # the server is shutting down: a hanging answer ends
 
     def _mint(self, client_id: str, scopes: list[str], resource: str | None) -> OAuthToken:
         access = f"at-{secrets.token_hex(16)}" + "x" * self.token_padding
@@ -182,6 +194,62 @@ class NeedsWrite:
         await self.app(scope, replay, send)
 
 
+class Hostile:
+    """The authorization server misbehaving on the paths ``provider.hostile`` names."""
+
+    def __init__(self, app: ASGIApp, provider: Provider) -> None:
+        self.app, self.provider = app, provider
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        rule = self.provider.hostile.get(scope.get("path", "")) if scope["type"] == "http" \
+            else None
+        if rule is None:
+            await self.app(scope, receive, send)
+            return
+        how, value = rule
+        self.provider.hits.append(scope["path"])
+        if how == "hang":  # bounded only by the server's own end, so a test cannot leak it
+            deadline = time.monotonic() + 300
+            while not self.provider.stopping and time.monotonic() < deadline:
+                await anyio.sleep(0.05)
+            return
+        if how == "slow":
+            await anyio.sleep(float(value))
+            await self.app(scope, receive, send)
+            return
+        if how == "redirect":
+            await _answer(send, 307, b"", [(b"location", str(value).encode())])
+            return
+        if how == "html":
+            page = b"<!doctype html><html><body><h1>Welcome!</h1><p>Sign in</p></body></html>"
+            await _answer(send, 200, page, [(b"content-type", b"text/html; charset=utf-8")])
+            return
+        if how == "patch":
+            start: dict[str, Any] = {}
+            chunks: list[bytes] = []
+
+            async def keep(message: dict[str, Any]) -> None:
+                if message["type"] == "http.response.start":
+                    start.update(message)
+                else:
+                    chunks.append(message.get("body", b""))
+
+            await self.app(scope, receive, keep)
+            document = json.loads(b"".join(chunks))
+            document.update(value)
+            await _answer(send, int(start.get("status", 200)), json.dumps(document).encode(),
+                          [(b"content-type", b"application/json")])
+            return
+        raise ValueError(f"unknown hostile behaviour {how!r}")
+
+
+async def _answer(send: Send, status: int, body: bytes,
+                  headers: list[tuple[bytes, bytes]]) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [*headers, (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -215,8 +283,9 @@ def serve() -> Iterator[tuple[str, Provider]]:
 
     app = server.streamable_http_app(
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
-    config = uvicorn.Config(NeedsWrite(app, provider, base), host="127.0.0.1", port=port,
-                            log_level="warning", lifespan="on")
+    config = uvicorn.Config(Hostile(NeedsWrite(app, provider, base), provider),
+                            host="127.0.0.1", port=port, log_level="warning", lifespan="on",
+                            timeout_graceful_shutdown=5)
     runner = uvicorn.Server(config)
     thread = threading.Thread(target=runner.run, daemon=True, name="oauth-test-server")
     thread.start()
@@ -228,5 +297,6 @@ def serve() -> Iterator[tuple[str, Provider]]:
     try:
         yield f"{base}/mcp", provider
     finally:
+        provider.stopping = True
         runner.should_exit = True
         thread.join(10)

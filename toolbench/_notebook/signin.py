@@ -14,7 +14,10 @@ card in the cell:
 - meanwhile the loopback listener (:mod:`toolbench._transports.loopback`) waits on the
   shared loop for that redirect, for a browser on the kernel's machine.
 
-Whichever comes first wins; the card then says so (or shows the error) and disables itself.
+Whichever comes first wins; the card then says the address was received (or shows the
+authorization server's error) and disables itself. It says "signed in" only once the flow has
+checked the address and exchanged its code for tokens (the flow's
+:class:`~toolbench._transports.signin.SignInOutcome`); if that fails, the card shows why.
 The card is an ``"ask"`` question (kind ``"signin"``) of :mod:`toolbench._notebook.ask`, so
 it works during a plain blocking ``bench.connect`` through the cell-side pump. The wait is
 bounded by the flow's ``timeout`` (``tb.OAuth(timeout=)``). The text box is emptied as soon
@@ -27,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -36,7 +40,11 @@ from toolbench._core import html as _html
 from toolbench._notebook import ask as _ask
 from toolbench._transports.auth import register_authorizer
 from toolbench._transports.callback import CallbackRefused, callback_error, check_callback
-from toolbench._transports.signin import terminal_authorizer, wait_for_redirect
+from toolbench._transports.signin import (
+    current_outcome,
+    terminal_authorizer,
+    wait_for_redirect,
+)
 
 KIND = "signin"
 logger = logging.getLogger(__name__)
@@ -54,6 +62,8 @@ class SignInRequest:
     outcome: str | None = None
     failed: bool = False
     notes: list[str] = field(default_factory=list)
+    how: str = ""  # how the address came: "loopback" or "pasted"
+    card: Any = None  # the SignInCard, once shown (main thread)
 
     @property
     def where(self) -> str:
@@ -87,6 +97,7 @@ class SignInCard(_ask._AskWidget):
         self.row = widgets.HBox([self.box, self.use])
         self.widget = widgets.VBox([self.message, self.row, self.status])
         self.widget.add_class("toolbench-signin")
+        request.card = self
 
     @staticmethod
     def _new_box() -> Any:
@@ -116,11 +127,23 @@ class SignInCard(_ask._AskWidget):
             return
         error = callback_error(url)
         self.finish(url, f"the authorization server refused: {error}" if error else
-                    "signed in (the pasted address)")
+                    RECEIVED.format(how="the pasted address"))
 
     def finish(self, value: Any, note: str) -> None:
         self.box.disabled = True
         super().finish(value, note)
+
+    def settle(self, error: str | None) -> None:
+        """The flow went on after the address came: signed in (tokens came), or why not.
+        Main thread."""
+        how = HOW.get(self.request.how, self.request.how)
+        text = f"signed in ({how})" if error is None else f"sign-in failed: {error}"
+        self.answered = text
+        self.box.disabled = True
+        for button in self.buttons:
+            button.disabled = True
+        style = _GREEN if error is None else _ask._RED
+        self.status.value = f"<b style='{style}'>{_html.escape(_html.shorten(text, 400))}</b>"
 
     def expire(self, why: str) -> None:
         """The sign-in ended another way: the loopback won, it timed out, or was stopped."""
@@ -140,6 +163,23 @@ class SignInCard(_ask._AskWidget):
 
 
 _ask.KINDS[KIND] = SignInCard
+
+HOW = {"loopback": "your browser came back to toolbench", "pasted": "the pasted address"}
+RECEIVED = "received {how}; finishing the sign-in..."
+
+
+def _on_main(asker: _ask.NotebookAsker, action: Callable[[], None]) -> None:
+    """Run ``action`` on the kernel's main thread soon (from the shared loop): in a blocked
+    cell's next pump slice, else through the kernel's event loop; driven by a test's own
+    display (no kernel), now."""
+    if asker._display is not None:
+        action()
+    elif asker._waiting:
+        asker._deferred.append((0.0, action))
+    else:
+        io_loop = getattr(asker._kernel(), "io_loop", None)
+        if io_loop is not None:
+            io_loop.add_callback(action)
 
 
 async def notebook_authorizer(authorization_url: str, redirect_uri: str, timeout: float, *,
@@ -169,10 +209,19 @@ async def notebook_authorizer(authorization_url: str, redirect_uri: str, timeout
 
     def received(url: str, how: str) -> None:
         error = callback_error(url)
-        request.failed = error is not None
+        request.failed, request.how = error is not None, how
         request.outcome = (f"the authorization server refused: {error}" if error else
-                           "signed in (your browser came back to toolbench)"
-                           if how == "loopback" else "signed in (the pasted address)")
+                           RECEIVED.format(how=HOW[how]))
+
+    def settled(error: str | None) -> None:  # the flow went on (shared loop)
+        def show() -> None:
+            if request.card is not None and not request.failed:
+                request.card.settle(error)
+        _on_main(asker, show)
+
+    outcome = current_outcome()
+    if outcome is not None:
+        outcome.listen(settled)
 
     try:
         url, _how = await wait_for_redirect(authorization_url, redirect_uri, timeout,

@@ -1,48 +1,40 @@
 """Signing in to a remote MCP server: the ``auth=`` option, built only on the SDK's providers.
 
-``connect(name, url, auth=...)`` takes ``"oauth"`` / :class:`OAuth` (the authorization-code flow
-with PKCE: ``mcp.client.auth.OAuthClientProvider``), :class:`ClientCredentials`
+``connect(name, url, auth=...)`` takes ``"oauth"`` / ``OAuth`` (the authorization-code flow
+with PKCE: ``mcp.client.auth.OAuthClientProvider``), ``ClientCredentials``
 (machine to machine: ``ClientCredentialsOAuthProvider`` or ``PrivateKeyJWTOAuthProvider``), or
-any ``httpx2.Auth``, passed through. The SDK does the protocol (discovery, registration or CIMD,
-scopes and step-up, PKCE, ``resource``, ``iss``, refresh); this module adds what a notebook needs:
+any ``httpx2.Auth``, passed through (the values: :mod:`toolbench._transports.auth_options`).
+The SDK does the protocol (discovery, registration or CIMD, scopes and step-up, PKCE,
+``resource``, ``iss``, refresh); :class:`AuthState` is one connection's sign-in: its provider
+and store, the ``auth`` column, and the errors of what failed. The flow as it runs (the
+person's step, what an authorization server may not do) is
+:mod:`toolbench._transports.auth_flow`.
 
-- **The person.** The one step that needs a person is ``authorize``: given the authorization
-  URL, return the URL the browser came back to. ``OAuth(authorize=...)`` (sync or async), else
-  the process-wide default that higher layers register with :func:`register_authorizer` (the
-  notebook's sign-in card, the terminal flow). ``OAuth(timeout=...)`` bounds the wait; running
-  out is ``Unreachable``. The returned URL's ``state`` must match the one sent (checked here,
-  before the SDK checks it again); ``iss`` goes to the SDK, which checks it.
 - **The redirect URI.** ``OAuth(redirect_uri=...)``, else a loopback
   ``http://127.0.0.1:<port>/callback``. RFC 8252 §7.3 lets an authorization server accept any
   port for a loopback redirect, but the SDK's own server (``mcp.server.auth``) compares redirect
   URIs exactly. So the port is chosen once, when the client registers, and kept with the stored
   registration (one per issuer and resource): every later sign-in uses the same port.
-- **What an authorization server may not do.** An authorization or token endpoint that is not
-  https (loopback aside), a token over ``MAX_TOKEN_CHARS``, a state that does not match: each
-  stops the flow with a clear error. Whatever stops the flow is answered locally (no request
-  leaves) and the call or connect fails as ``Unreachable``, naming the server, the issuer and
-  the reason; a 401/403 from the server itself is ``Refused``; neither is ever ``TimedOut``.
+- **Failures.** What stops a flow is answered locally (no request leaves) and the call or
+  connect fails as ``Unreachable``, naming the server, the issuer and the reason; a 401/403 from
+  the server itself is ``Refused``; neither is ever ``TimedOut``.
 - **Secrets.** Tokens, client secrets, private keys and codes go into the connection's
   ``Redactor`` the moment they are known; reprs show none of them.
 """
 
+
 from __future__ import annotations
 
 import contextlib
-import inspect
-import ipaddress
 import json
 import logging
 import math
 import socket
 import time
 import warnings
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any, Literal
-from urllib.parse import parse_qs, urlsplit
 
-import anyio
 import httpx2
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.auth.extensions.client_credentials import (
@@ -50,8 +42,8 @@ from mcp.client.auth.extensions.client_credentials import (
     PrivateKeyJWTOAuthProvider,
     SignedJWTParameters,
 )
+from mcp.client.auth.utils import union_scopes
 from mcp.shared.auth import (
-    AuthorizationCodeResult,
     OAuthClientInformationFull,
     OAuthClientMetadata,
     OAuthToken,
@@ -59,9 +51,23 @@ from mcp.shared.auth import (
 from pydantic import AnyUrl
 
 from toolbench._core import html as _html
-from toolbench._core.checks import seconds
 from toolbench._core.errors import Refused, ToolError, Unreachable
 from toolbench._core.ids import ToolId
+from toolbench._transports.auth_flow import (
+    LOCAL_ANSWER,
+    PERSON,
+    Guarded,
+    PersonStep,
+)
+from toolbench._transports.auth_flow import LocalAnswers as LocalAnswers
+from toolbench._transports.auth_flow import paused as paused
+from toolbench._transports.auth_flow import register_authorizer as register_authorizer
+from toolbench._transports.auth_options import AuthOption as AuthOption
+from toolbench._transports.auth_options import ClientCredentials as ClientCredentials
+from toolbench._transports.auth_options import OAuth as OAuth
+from toolbench._transports.auth_options import auth_from_config as auth_from_config
+from toolbench._transports.auth_options import check_auth as check_auth
+from toolbench._transports.signin import SignInOutcome
 from toolbench._transports.token_store import (
     FileStore,
     MemoryStore,
@@ -73,216 +79,10 @@ from toolbench._transports.token_store import (
 logger = logging.getLogger(__name__)
 
 AuthKind = Literal["none", "headers", "oauth", "client_credentials", "custom"]
-Authorize = Callable[[str], "str | Awaitable[str]"]
-DefaultAuthorizer = Callable[[str, str, float], Awaitable[str]]
-"""``async (authorization_url, redirect_uri, timeout) -> the URL the browser came back to``."""
-
-LOCAL_ANSWER = "toolbench.local_answer"
-"""A request extension: the transport answers it itself (a refused sign-in), sending nothing."""
+HANDSHAKE = frozenset({"initialize", "server/discover", "tools/list"})
+"""What a connect sends (within ``connect_timeout``): a held one of these explains a connect."""
 MAX_REJECTIONS = 64
 """How many HTTP 401/403 answers a connection remembers (for the error of their request)."""
-LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
-
-_authorizer: DefaultAuthorizer | None = None
-
-
-def register_authorizer(fn: DefaultAuthorizer | None) -> DefaultAuthorizer | None:
-    """Set the process-wide ``authorize`` step used when ``OAuth(authorize=None)``.
-
-    ``fn`` is ``async (authorization_url, redirect_uri, timeout) -> str``: it shows the URL to
-    a person (a notebook card, a terminal) and returns the address the browser came back to
-    (with ``code``, ``state`` and ``iss``), within ``timeout`` seconds. ``None`` removes it.
-    Returns the one it replaces.
-    """
-    global _authorizer
-    if fn is not None and not callable(fn):
-        raise TypeError(f"an authorizer is an async function, not {fn!r}")
-    previous, _authorizer = _authorizer, fn
-    return previous
-
-
-def is_loopback(host: str | None) -> bool:
-    if not host:
-        return False
-    if host.lower() in LOOPBACK_HOSTS:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def check_endpoint(url: str, what: str) -> None:
-    """An endpoint a secret is sent to or a person is sent to: https, or http on loopback."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        raise SignInError(f"the {what} {_html.shorten(url, 80)!r} is not a URL") from None
-    scheme = parts.scheme.lower()
-    if scheme == "https" or (scheme == "http" and is_loopback(parts.hostname)):
-        return
-    raise SignInError(f"the {what} {_html.shorten(url.split('?')[0], 120)!r} is not https "
-                      "(plain http is accepted only on a loopback address); sign-in stopped")
-
-
-class SignInError(Exception):
-    """Why a sign-in stopped (our own checks; the SDK's ``OAuthFlowError`` is the other kind)."""
-
-
-def _secret_repr(value: str | None) -> str:
-    return "None" if value is None else "'***'"
-
-
-@dataclass(frozen=True, repr=False)
-class OAuth:
-    """Sign in with the OAuth 2.1 authorization-code flow (``connect(..., auth=tb.OAuth())``).
-
-    Args:
-        scopes: scopes to ask for first (default: what the server's ``WWW-Authenticate`` or
-            metadata names; a step-up adds the new scope when the server asks).
-        client_id: a pre-registered client (else dynamic registration, or CIMD).
-        client_secret: the pre-registered client's secret (``client_secret_basic``).
-        client_metadata_url: a client ID metadata document URL (CIMD), used when the
-            authorization server supports it.
-        client_name: the name shown on the consent page when registering.
-        redirect_uri: where the browser returns (default: a loopback
-            ``http://127.0.0.1:<port>/callback``, its port kept with the registration).
-        authorize: ``(authorization_url) -> returned_url``, sync or async (default: the
-            notebook's sign-in card or the terminal flow).
-        store: ``None`` (a file per issuer and server in the user's data folder), ``"memory"``
-            (this process only), or a folder path.
-        timeout: seconds to wait for the person; running out is ``Unreachable``.
-    """
-
-    scopes: tuple[str, ...] | None = None
-    client_id: str | None = None
-    client_secret: str | None = None
-    client_metadata_url: str | None = None
-    client_name: str = "toolbench"
-    redirect_uri: str | None = None
-    authorize: Authorize | None = field(default=None, compare=False)
-    store: str | None = None
-    timeout: float = 300.0
-
-    def __post_init__(self) -> None:
-        if self.scopes is not None:
-            if isinstance(self.scopes, str) or not all(
-                isinstance(s, str) and s and " " not in s for s in self.scopes
-            ):
-                raise ValueError(f"scopes is a list of scope names without spaces, not "
-                                 f"{self.scopes!r}")
-            object.__setattr__(self, "scopes", tuple(self.scopes))
-        for name in ("client_id", "client_secret", "client_metadata_url", "redirect_uri"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, str) or not value):
-                raise ValueError(f"OAuth {name} is a non-empty string or None")
-        if self.client_secret is not None and self.client_id is None:
-            raise ValueError("OAuth client_secret needs the client_id it belongs to")
-        if not isinstance(self.client_name, str) or not self.client_name:
-            raise ValueError("OAuth client_name is a non-empty string")
-        if self.redirect_uri is not None:
-            parts = urlsplit(self.redirect_uri)
-            if parts.scheme not in ("http", "https") or not parts.hostname:
-                raise ValueError(f"OAuth redirect_uri {self.redirect_uri!r} is not an http(s) URL")
-            if parts.scheme == "http" and not is_loopback(parts.hostname):
-                raise ValueError(f"OAuth redirect_uri {self.redirect_uri!r}: plain http only on a "
-                                 "loopback address (127.0.0.1, ::1, localhost)")
-        if self.authorize is not None and not callable(self.authorize):
-            raise TypeError(f"OAuth authorize is a function, not {self.authorize!r}")
-        if self.store is not None and not isinstance(self.store, str):
-            raise TypeError("OAuth store is None, 'memory' or a folder path")
-        object.__setattr__(self, "timeout", seconds(self.timeout, "OAuth timeout"))
-
-    def __repr__(self) -> str:
-        return (f"OAuth(scopes={self.scopes!r}, client_id={self.client_id!r}, "
-                f"client_secret={_secret_repr(self.client_secret)}, "
-                f"client_metadata_url={self.client_metadata_url!r}, "
-                f"client_name={self.client_name!r}, redirect_uri={self.redirect_uri!r}, "
-                f"store={self.store!r}, timeout={self.timeout!r})")
-
-
-@dataclass(frozen=True, repr=False)
-class ClientCredentials:
-    """Machine-to-machine sign-in: the client-credentials grant.
-
-    Args:
-        client_id: the registered client.
-        client_secret: its secret (``client_secret_basic``); or
-        private_key: a PEM private key that signs a JWT assertion (``private_key_jwt``).
-        signing_algorithm: the JWT's algorithm (with ``private_key``).
-        scopes: scopes to ask for.
-        issuer: the authorization server the client is registered with (the SDK then refuses
-            any other); optional.
-    """
-
-    client_id: str
-    client_secret: str | None = None
-    private_key: str | None = None
-    signing_algorithm: str = "ES256"
-    scopes: tuple[str, ...] | None = None
-    issuer: str | None = None
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.client_id, str) or not self.client_id:
-            raise ValueError("ClientCredentials client_id is a non-empty string")
-        if (self.client_secret is None) == (self.private_key is None):
-            raise ValueError("ClientCredentials takes exactly one of client_secret and "
-                             "private_key (a PEM key for private_key_jwt)")
-        if self.private_key is not None and "PRIVATE KEY" not in self.private_key:
-            raise ValueError("ClientCredentials private_key is a PEM private key")
-        if self.scopes is not None:
-            if isinstance(self.scopes, str):
-                raise ValueError("scopes is a list of scope names, not one str")
-            object.__setattr__(self, "scopes", tuple(self.scopes))
-
-    def __repr__(self) -> str:
-        return (f"ClientCredentials(client_id={self.client_id!r}, "
-                f"client_secret={_secret_repr(self.client_secret)}, "
-                f"private_key={_secret_repr(self.private_key)}, "
-                f"signing_algorithm={self.signing_algorithm!r}, scopes={self.scopes!r})")
-
-
-AuthOption = OAuth | ClientCredentials | httpx2.Auth
-
-
-def check_auth(value: object) -> AuthOption | None:
-    """``connect(auth=...)``: ``"oauth"`` becomes ``OAuth()``; anything unknown is refused."""
-    if value is None or isinstance(value, OAuth | ClientCredentials | httpx2.Auth):
-        return value
-    if value == "oauth":
-        return OAuth()
-    raise ValueError(f"invalid auth {value!r}: use 'oauth', tb.OAuth(...), "
-                     "tb.ClientCredentials(...) or an httpx2.Auth")
-
-
-def auth_from_config(value: object) -> OAuth | ClientCredentials:
-    """A config file's ``"auth"``: ``"oauth"`` or ``{"type": "oauth" | "client_credentials",
-    ...fields}`` (values already ``${VAR}``-expanded). Raises ``ValueError`` naming the field."""
-    if value == "oauth":
-        return OAuth()
-    if not isinstance(value, Mapping):
-        raise ValueError("is 'oauth' or an object with \"type\"")
-    fields = dict(value)
-    kind = fields.pop("type", None)
-    if kind == "oauth":
-        allowed = {"scopes", "client_id", "client_secret", "client_metadata_url", "client_name",
-                   "redirect_uri", "store", "timeout"}
-        maker: type[OAuth] | type[ClientCredentials] = OAuth
-    elif kind == "client_credentials":
-        allowed = {"client_id", "client_secret", "private_key", "signing_algorithm", "scopes",
-                   "issuer"}
-        maker = ClientCredentials
-    else:
-        raise ValueError(f"type is 'oauth' or 'client_credentials', not {kind!r}")
-    unknown = sorted(set(fields) - allowed)
-    if unknown:
-        raise ValueError(f"unknown field(s) {unknown} for type {kind!r}: use {sorted(allowed)}")
-    try:
-        return maker(**fields)
-    except TypeError as exc:
-        raise ValueError(str(exc)) from None
-
-
 def _free_loopback_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -303,7 +103,16 @@ class _StoredExpiry:
 
 
 class _OAuthProvider(_StoredExpiry, OAuthClientProvider):
-    pass
+    """Asks for ``OAuth(scopes=...)`` too: the SDK asks only for the scope the server's
+    challenge or metadata names, which replaces the client's own."""
+
+    wanted: str | None = None
+
+    async def _perform_authorization_code_grant(self) -> tuple[str, str]:
+        if self.wanted:
+            metadata = self.context.client_metadata
+            metadata.scope = union_scopes(self.wanted, metadata.scope)
+        return await super()._perform_authorization_code_grant()
 
 
 class _SecretProvider(_StoredExpiry, ClientCredentialsOAuthProvider):
@@ -332,8 +141,12 @@ class AuthState:
         self._provider: httpx2.Auth | None = None
         self.storage: Storage | None = None
         self.signing_in = False
+        self.outcome: SignInOutcome | None = None  # a redirect came; tokens not yet
         self.failure: str | None = None  # why the last sign-in stopped (until reported)
         self._rejections: dict[str, tuple[str, int, str]] = {}  # request id -> method, status, why
+        # request id -> (method, what it waits for) while its sign-in holds it back; left
+        # behind when the request is given up (a timeout), for its error to say why
+        self._held: dict[str, tuple[str, str]] = {}
         if isinstance(option, ClientCredentials):
             hide([v for v in (option.client_secret, option.private_key) if v])
         elif isinstance(option, OAuth) and option.client_secret:
@@ -345,7 +158,7 @@ class AuthState:
         if self.option is None:
             return None
         if self._provider is None:
-            self._provider = _Guarded(self._build(), self)
+            self._provider = Guarded(self._build(), self)
         return self._provider
 
     def _place(self, store: str | None) -> Place:
@@ -391,10 +204,11 @@ class AuthState:
             scope=" ".join(option.scopes) if option.scopes else None,
             token_endpoint_auth_method="client_secret_basic" if option.client_secret else "none",
         )
-        flow = _PersonStep(self, option, redirect)
+        flow = PersonStep(self, option, redirect)
         provider = _OAuthProvider(self.url, metadata, self.storage,
                                   redirect_handler=flow.redirect, callback_handler=flow.callback,
                                   client_metadata_url=option.client_metadata_url)
+        provider.wanted = metadata.scope
         flow.provider = provider
         return provider
 
@@ -416,7 +230,7 @@ class AuthState:
         return self.storage.issuer if self.storage is not None else None
 
     def _inner(self) -> httpx2.Auth | None:
-        return self._provider.inner if isinstance(self._provider, _Guarded) else None
+        return self._provider.inner if isinstance(self._provider, Guarded) else None
 
     def describe(self) -> str:
         """The ``auth`` column: the kind and its state, never a token."""
@@ -455,17 +269,51 @@ class AuthState:
         request = response.request
         if request.extensions.get(LOCAL_ANSWER):
             return
-        try:
-            body = json.loads(request.content) if request.method == "POST" else None
-        except (ValueError, httpx2.RequestNotRead):
-            return
-        if not isinstance(body, dict) or "id" not in body or "method" not in body:
+        key = _rpc_id(request)
+        if key is None:
             return  # an authorization server's answer, not the MCP server's
         header = response.headers.get("www-authenticate", "")
         why = _challenge(header)
         if len(self._rejections) >= MAX_REJECTIONS:
             self._rejections.pop(next(iter(self._rejections)))
-        self._rejections[str(body["id"])] = (str(body["method"]), response.status_code, why)
+        self._rejections[key[0]] = (key[1], response.status_code, why)
+
+    def hold(self, request: httpx2.Request, what: str | None) -> None:
+        """Note what ``request`` (a JSON-RPC one) waits for before it is sent; ``None``: sent."""
+        key = _rpc_id(request)
+        if key is None:
+            return
+        if what is None:
+            self._held.pop(key[0], None)
+            return
+        self._held.pop(key[0], None)
+        if len(self._held) >= MAX_REJECTIONS:
+            self._held.pop(next(iter(self._held)))
+        self._held[key[0]] = (key[1], what)
+
+    def _waited(self, what: str) -> str:
+        if what == PERSON and self.signing_in:
+            return "nobody finished signing in before it gave up"
+        return f"it was still waiting for {what}"
+
+    def stalled(self) -> str | None:
+        """Why a request given up on (a handshake past ``connect_timeout``) was held back by
+        its sign-in, if it was; consumed once."""
+        held = self._pop(self._held, None, None, HANDSHAKE)
+        return None if held is None else self._waited(held[1])
+
+    @staticmethod
+    def _pop(table: dict[str, Any], request_id: str | None, method: str | None,
+             methods: frozenset[str] | None = None) -> Any:
+        """The entry of ``request_id``; without one, the latest of ``method`` (or of any of
+        ``methods``, or of any method at all)."""
+        if request_id is not None:
+            return table.pop(request_id, None)
+        for key in reversed(list(table)):
+            found = table[key][0]
+            if (method is None or found == method) and (methods is None or found in methods):
+                return table.pop(key)
+        return None
 
     def explain(self, request_id: str | None, method: str | None, tool: ToolId | None,
                 action: str) -> ToolError | None:
@@ -477,14 +325,16 @@ class AuthState:
             reason, self.failure = self.failure, None
             return Unreachable(f"{where}: sign-in failed{at}: {reason}; the {action} was not "
                                "sent", tool=tool)
+        held = self._pop(self._held, request_id, method, HANDSHAKE if action == "handshake"
+                         else None)
+        if held is not None:
+            return Unreachable(f"{where}: the {action} was not sent: {self._waited(held[1])}"
+                               f"{at}", tool=tool)
         found = None
         if request_id is not None:
             found = self._rejections.pop(request_id, None)
         else:  # a listing without a ticket: the latest rejection of that method
-            for key in reversed(list(self._rejections)):
-                if method is None or self._rejections[key][0] == method:
-                    found = self._rejections.pop(key)
-                    break
+            found = self._pop(self._rejections, None, method)
         if found is None:
             return None
         _, status, why = found
@@ -492,6 +342,17 @@ class AuthState:
                 "headers": "; the credentials in its headers were not accepted"}.get(self.kind, "")
         return Refused(f"{where} refused the {action} with HTTP {status}{at}"
                        f"{': ' + why if why else ''}{hint}", tool=tool)
+
+
+def _rpc_id(request: httpx2.Request) -> tuple[str, str] | None:
+    """``(id, method)`` of a JSON-RPC request to the MCP server; None for anything else."""
+    try:
+        body = json.loads(request.content) if request.method == "POST" else None
+    except (ValueError, httpx2.RequestNotRead):
+        return None
+    if not isinstance(body, dict) or "id" not in body or "method" not in body:
+        return None
+    return str(body["id"]), str(body["method"])
 
 
 def _challenge(header: str) -> str:
@@ -523,155 +384,3 @@ def _kind(option: AuthOption | None, has_headers: bool) -> AuthKind:
     return "custom"
 
 
-class _PersonStep:
-    """The SDK's ``redirect_handler`` and ``callback_handler``, around the ``authorize`` step."""
-
-    def __init__(self, state: AuthState, option: OAuth, redirect_uri: str) -> None:
-        self.state = state
-        self.option = option
-        self.redirect_uri = redirect_uri
-        self.provider: OAuthClientProvider | None = None
-        self._url: str | None = None
-
-    async def redirect(self, authorization_url: str) -> None:
-        check_endpoint(authorization_url, "authorization endpoint")
-        metadata = self.provider.context.oauth_metadata if self.provider is not None else None
-        if metadata is not None and metadata.token_endpoint is not None:
-            check_endpoint(str(metadata.token_endpoint), "token endpoint")
-        self._url = authorization_url
-
-    async def callback(self) -> AuthorizationCodeResult:
-        url, self._url = self._url, None
-        if url is None:
-            raise SignInError("no authorization URL was made")
-        sent_state = parse_qs(urlsplit(url).query).get("state", [None])[0]
-        returned = await self._ask(url)
-        if not isinstance(returned, str) or not returned.strip():
-            raise SignInError("the authorize step returned no address")
-        query = parse_qs(urlsplit(returned.strip()).query)
-        if "error" in query:
-            detail = query.get("error_description", [""])[0]
-            raise SignInError(f"the authorization server answered {query['error'][0]!r}"
-                              f"{': ' + _html.shorten(detail, 200) if detail else ''}")
-        code = query.get("code", [None])[0]
-        state = query.get("state", [None])[0]
-        if not code:
-            raise SignInError("the address the browser came back to has no code (paste the "
-                              "whole address from the browser's address bar)")
-        self.state._hide([code])
-        if state != sent_state:
-            raise SignInError("the address's state does not match this sign-in (an address "
-                              "from another sign-in, or an old tab?); nothing was used")
-        return AuthorizationCodeResult(code=code, state=state, iss=query.get("iss", [None])[0])
-
-    async def _ask(self, url: str) -> str:
-        fn = self.option.authorize
-        timeout = self.option.timeout
-        self.state.signing_in = True
-        try:
-            with self.state.pause():
-                try:
-                    with anyio.fail_after(timeout):
-                        if fn is not None:
-                            answer = fn(url)
-                            if inspect.isawaitable(answer):
-                                answer = await answer
-                            return str(answer)
-                        if _authorizer is None:
-                            raise SignInError(
-                                "no way to ask a person: pass OAuth(authorize=...) (a function "
-                                "from the authorization URL to the address the browser came "
-                                "back to), or sign in from a notebook or `toolbench auth login`")
-                        return await _authorizer(url, self.redirect_uri, timeout)
-                except TimeoutError:
-                    raise SignInError(f"no sign-in within timeout={timeout:g} s") from None
-        finally:
-            self.state.signing_in = False
-
-
-class _Guarded(httpx2.Auth):
-    """The provider's flow, with what stops it answered locally instead of raised.
-
-    Raised inside the HTTP transport's task, a flow error would end the transport and leave
-    the request waiting until its timeout (then ``TimedOut``). Instead the reason is kept in
-    the ``AuthState`` and the request is answered with a local 401 that never leaves this
-    process (:class:`LocalAnswers`), so the request fails at once and is explained.
-    """
-
-    requires_request_body = True
-    requires_response_body = True
-
-    def __init__(self, inner: httpx2.Auth, state: AuthState) -> None:
-        self.inner = inner
-        self.state = state
-
-    async def async_auth_flow(
-        self, request: httpx2.Request
-    ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
-        flow = self.inner.async_auth_flow(request)
-        try:
-            outgoing = await flow.__anext__()
-            while True:
-                response = yield outgoing
-                outgoing = await flow.asend(response)
-        except StopAsyncIteration:
-            return
-        except Exception as exc:
-            self.state.failure = _reason(exc)
-            logger.debug("sign-in for %s stopped: %s", self.state.server, self.state.failure)
-            yield local_answer(request, self.state.failure)
-        finally:
-            with contextlib.suppress(Exception):
-                await flow.aclose()
-
-
-def _reason(exc: BaseException) -> str:
-    text = str(exc).strip().replace("\n", " ") or type(exc).__name__
-    if isinstance(exc, httpx2.TimeoutException):
-        text = f"the authorization server did not answer in time ({type(exc).__name__})"
-    elif isinstance(exc, httpx2.TransportError):
-        text = f"the authorization server could not be reached ({type(exc).__name__}: {text})"
-    elif not isinstance(exc, SignInError | TokenStoreError):
-        text = f"{type(exc).__name__}: {text}"
-    return _html.shorten(text, 400)
-
-
-def local_answer(request: httpx2.Request, reason: str) -> httpx2.Request:
-    """A copy of ``request`` that :class:`LocalAnswers` answers with a 401 itself."""
-    copy = httpx2.Request(request.method, request.url, headers={"content-type": "x"},
-                          content=request.content)
-    copy.extensions = {**request.extensions, LOCAL_ANSWER: reason}
-    return copy
-
-
-class LocalAnswers(httpx2.AsyncBaseTransport):
-    """A transport that answers ``local_answer`` requests itself; the rest go on."""
-
-    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
-        self._inner = inner
-
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        reason = request.extensions.get(LOCAL_ANSWER)
-        if reason is not None:
-            body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {
-                "code": -32001, "message": "toolbench: sign-in stopped; nothing was sent"}})
-            return httpx2.Response(401, headers={"content-type": "application/json"},
-                                   content=body.encode(), request=request)
-        return await self._inner.handle_async_request(request)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-
-@contextlib.contextmanager
-def paused(scope: anyio.CancelScope | None) -> Iterator[None]:
-    """Stop ``scope``'s deadline while a person signs in, and give back what was left."""
-    if scope is None or not math.isfinite(scope.deadline):
-        yield
-        return
-    left = scope.deadline - anyio.current_time()
-    scope.deadline = math.inf
-    try:
-        yield
-    finally:
-        scope.deadline = anyio.current_time() + max(left, 0.0)

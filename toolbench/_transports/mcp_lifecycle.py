@@ -257,6 +257,8 @@ class Lifecycle:
             reason = f"no protocol answer within {GARBAGE_GRACE_S:g} s of unreadable output"
         elif timed_out:
             reason = f"no answer within connect_timeout={self._connect_timeout:g} s"
+            if self._auth is not None and (held := self._auth.stalled()) is not None:
+                reason += f": its sign-in held the handshake back ({held})"
         elif self._auth is not None and (
             denied := self._auth.explain(None, None, None, "handshake")) is not None:
             reason = self._redact(denied.detail)

@@ -13,11 +13,19 @@ first one wins:
 
 :func:`terminal_authorizer` is the terminal's face: it prints the link and what to do, and
 reads pasted lines from stdin when stdin is a terminal. Every wait is bounded by ``timeout``.
+
+**What became of it.** The redirect is not the end of a sign-in: the flow still checks it and
+exchanges its code for tokens, and either can fail. While an authorizer runs,
+:func:`current_outcome` is that sign-in's :class:`SignInOutcome`; whoever showed "received"
+(the notebook card) listens on it, and hears ``None`` once the tokens came, or the reason
+the sign-in failed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import logging
 import sys
 from collections.abc import Awaitable, Callable
 from typing import TextIO
@@ -27,9 +35,49 @@ import anyio
 from toolbench._transports.callback import CallbackRefused, callback_error, check_callback
 from toolbench._transports.loopback import Loopback, LoopbackError
 
+logger = logging.getLogger(__name__)
+
 Paste = Callable[[], Awaitable[str]]
 """Returns one pasted text each time it is awaited (a refused one is asked for again)."""
 Note = Callable[[str], None]
+
+
+class SignInOutcome:
+    """How one sign-in ended after its redirect came back: ``settle(None)`` once its tokens
+    came, ``settle(reason)`` when it failed; each listener hears it once (on the shared
+    loop, so a listener hands widget work to the main thread)."""
+
+    def __init__(self) -> None:
+        self.error: str | None = None
+        self.settled = False
+        self._listeners: list[Callable[[str | None], None]] = []
+
+    def listen(self, fn: Callable[[str | None], None]) -> None:
+        """Call ``fn(error_or_None)`` when the sign-in settles (at once if it has)."""
+        if self.settled:
+            fn(self.error)
+        else:
+            self._listeners.append(fn)
+
+    def settle(self, error: str | None) -> None:
+        if self.settled:
+            return
+        self.settled, self.error = True, error
+        listeners, self._listeners = self._listeners, []
+        for fn in listeners:
+            try:
+                fn(error)
+            except Exception:  # a listener's failure is not the sign-in's
+                logger.debug("a sign-in outcome listener failed", exc_info=True)
+
+
+OUTCOME: contextvars.ContextVar[SignInOutcome | None] = contextvars.ContextVar(
+    "toolbench_sign_in_outcome", default=None)
+
+
+def current_outcome() -> SignInOutcome | None:
+    """The outcome of the sign-in whose authorizer is running (None outside one)."""
+    return OUTCOME.get()
 
 
 class SignInTimeout(TimeoutError):
