@@ -268,8 +268,8 @@ def describe(recording: Recording) -> Mapping[str, Any]:
 
 
 SERVE_HELP = ("serve a journal's recording of a server as an MCP server (stdio; --http PORT "
-              "for streamable HTTP at /mcp): its recorded tools, answering recorded "
-              "argument sets with the recorded results")
+              "for streamable HTTP at /mcp): its recorded tools, resources and prompts, "
+              "answering recorded argument sets, reads and fetches with the recorded results")
 
 
 def add_cli(sub: Any) -> None:
