@@ -56,6 +56,7 @@ class Peer:
     """The client side of every server-to-client exchange, recording what the server sent."""
 
     elicit_action: Literal["accept", "decline", "cancel"] = "accept"
+    extra: dict[str, Any] = field(default_factory=dict)  # added to an accepted answer
     roots: list[t.Root] = field(default_factory=list)
     sampled: list[t.CreateMessageRequestParams] = field(default_factory=list)
     elicited: list[t.ElicitRequestFormParams] = field(default_factory=list)
@@ -79,7 +80,7 @@ class Peer:
         assert isinstance(params, t.ElicitRequestFormParams)
         self.elicited.append(params)
         if self.elicit_action == "accept":
-            return t.ElicitResult(action="accept", content=dict(TRIP))
+            return t.ElicitResult(action="accept", content={**TRIP, **self.extra})
         return t.ElicitResult(action=self.elicit_action)
 
     async def list_roots(self, context: ClientRequestContext) -> t.ListRootsResult:
@@ -250,9 +251,23 @@ async def check_elicitation(client: Client, peer: Peer) -> None:
     schema = request.requested_schema
     kinds = {name: prop.get("type") for name, prop in schema["properties"].items()}
     assert kinds == {"destination": "string", "nights": "integer", "budget": "number",
-                     "travel_class": "string", "insurance": "boolean"}
+                     "travel_class": "string", "insurance": "boolean", "activities": "array"}
     assert schema["properties"]["travel_class"]["enum"] == ["economy", "business", "first"]
+    # MCP's titled multi-select: the titles shown, the values sent, 1 to 3 of them.
+    activities = schema["properties"]["activities"]
+    assert [(o["const"], o["title"]) for o in activities["items"]["anyOf"]] == list(
+        beyond.ACTIVITIES.items())
+    assert (activities["minItems"], activities["maxItems"]) == (1, 3)
     assert set(schema["required"]) == {"destination", "nights", "budget"}
+    # Several chosen reach the tool; more than three is the server's refusal, not an answer.
+    peer.extra = {"activities": ["food", "hiking"]}
+    result = await client.call_tool("ask_user", {})
+    assert result.structured_content == {"action": "accept", "content": {
+        **TRIP, "activities": ["food", "hiking"]}}
+    peer.extra = {"activities": ["food", "hiking", "beaches", "museums"]}
+    result = await client.call_tool("ask_user", {})
+    assert result.is_error and "does not match the requested schema" in text_of(result)
+    peer.extra = {}
 
     for action in ("decline", "cancel"):
         peer.elicit_action = action
@@ -358,7 +373,7 @@ def test_sampling_elicitation_and_roots_reach_the_client_callbacks(mode: str) ->
             await check_roots(client, peer)
 
     run(body)
-    assert len(peer.sampled) == 1 and len(peer.elicited) == 3
+    assert len(peer.sampled) == 1 and len(peer.elicited) == 5  # 3 accepts, decline, cancel
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -354,3 +354,49 @@ def test_a_schema_with_thousands_of_properties_gets_one_json_box() -> None:
     with pytest.raises(FormError) as broken:
         form.values()
     assert WHOLE in broken.value.errors and "not valid JSON" in broken.value.errors[WHOLE]
+
+
+def test_titled_choices_and_multi_selects_as_mcp_elicitation_sends_them() -> None:
+    """MCP's elicitation enums: titled single-select (``oneOf`` consts), legacy
+    ``enumNames``, untitled and titled multi-selects (arrays of choices)."""
+    schema = {"type": "object", "required": ["cls", "acts"], "properties": {
+        "cls": {"type": "string", "oneOf": [{"const": "e", "title": "Economy"},
+                                             {"const": "f", "title": "First"}]},
+        "old": {"type": "string", "enum": ["x", "y"], "enumNames": ["Ex", "Why"]},
+        "acts": {"type": "array", "minItems": 1, "maxItems": 2, "items": {"anyOf": [
+            {"const": "hike", "title": "Hiking"}, {"const": "food", "title": "Food tours"},
+            {"const": "sea", "title": "<b>Beaches</b>"}]}},
+        "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b", "c"]},
+                 "default": ["c", "a"]},
+        "mixed": {"type": "array", "items": {"type": "string"}},  # free list: JSON box
+    }}
+    form = build_form(schema)
+    kinds = {name: f.kind for name, f in form.fields.items()}
+    assert kinds == {"cls": "enum", "old": "enum", "acts": "multi", "tags": "multi",
+                     "mixed": "json"}
+    # The titles are shown, the values sent; a required choice starts on its first value.
+    assert [label for label, _ in form["cls"].options] == ["—", "Economy", "First"]
+    assert form["cls"].label == "Economy"
+    assert [label for label, _ in form["old"].options] == ["—", "Ex", "Why"]
+    assert isinstance(form["acts"], widgets.SelectMultiple)
+    assert [label for label, _ in form["acts"].options] == ["Hiking", "Food tours",
+                                                            "<b>Beaches</b>"]
+    assert "pick 1–2 (Ctrl/⌘-click for several)" in form.fields["acts"].row.children[0].value
+    assert form["tags"].value == (0, 2)  # the schema's default, chosen
+    # Nothing chosen in a required multi-select sends [] and the schema's minimum flags it.
+    with pytest.raises(FormError) as info:
+        form.values()
+    assert set(info.value.errors) == {"acts"}
+    assert "[] should be non-empty" in form.fields["acts"].error.value
+    form["acts"].value = (2, 0, 1)  # three of at most two: refused, nothing sent
+    with pytest.raises(FormError):
+        form.values()
+    assert "too long" in form.fields["acts"].error.value
+    form["acts"].value = (2, 0)  # sent in the order listed, not clicked
+    form["old"].label = "Why"
+    form["cls"].label = "First"
+    assert form.values() == {"cls": "f", "old": "y", "acts": ["hike", "sea"],
+                             "tags": ["a", "c"]}
+    # An optional multi-select with nothing chosen is not sent.
+    form["tags"].value = ()
+    assert "tags" not in form.values()

@@ -12,9 +12,8 @@ what the far side received is counted by the server itself.
 
 from __future__ import annotations
 
-import json
+import contextlib
 import logging
-import random
 import socket
 import statistics
 import subprocess
@@ -23,7 +22,6 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from loop_client import LoopClient
@@ -32,8 +30,7 @@ import toolbench as tb
 from toolbench._core.errors import Malformed, TimedOut, ToolError, Unreachable
 from toolbench._core.ids import ToolId
 from toolbench._loop import get_loop
-from toolbench._transports import limits
-from toolbench._transports.limits import TAG, listed_tools_bound, oversize, too_large_message
+from toolbench._transports.limits import TAG, oversize, too_large_message
 from toolbench._transports.stdio import sniff_head, sniff_tail
 
 SERVERS = Path(__file__).parent / "servers"
@@ -375,35 +372,7 @@ def test_5000_list_changed_cost_a_few_relists() -> None:
         assert bench.call("flood-ok").text == "fine"
 
 
-# -- a huge page is counted before it is parsed ---------------------------------------------
-def _page(tools: list[Any], **extra: Any) -> bytes:
-    return json.dumps({"jsonrpc": "2.0", "id": 7, "result": {"tools": tools, **extra}}).encode()
-
-
-@pytest.mark.parametrize("chunk", [3, 7, 64, 1 << 20])
-def test_the_tool_count_before_parsing_matches_the_parse(
-        chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(limits, "PRECOUNT_CHUNK", chunk)
-    rng = random.Random(chunk)
-    nasty = ['"', "\\", "\\\\", "\\\"", "{", "}", "[", "]", "[{", "a"]
-    for _ in range(200):
-        tools = [{"name": "t" + "".join(rng.choices(nasty, k=rng.randint(0, 4))),
-                  "inputSchema": {"type": "object", "items": [{"x": ["{"]}]}}
-                 for _ in range(rng.randint(0, 8))]
-        extra = {"_meta": {"list": [{"not": "a tool"}]}, "nextCursor": "[{"}
-        raw = _page(tools, **extra)
-        assert listed_tools_bound(raw) == len(json.loads(raw)["result"]["tools"]), raw
-
-
-def test_the_count_never_undercounts_a_page_in_any_layout() -> None:
-    spaced = b'{ "id" : 7 , "result" : { "tools" : [ { "name" : "a" } , {"name":"b"} ] } ,' \
-             b' "jsonrpc" : "2.0" }'
-    assert listed_tools_bound(spaced) == 2
-    escaped = b'{"jsonrpc":"2.0","id":7,"result":{"\\u0074ools":[{"name":"a\\"}{"}]}}'
-    assert listed_tools_bound(escaped) == 1
-    assert listed_tools_bound(b"not json at all {[") == 0
-
-
+# -- a huge page is counted before it is parsed (the counter: test_precount.py) ----------
 @pytest.mark.slow
 def test_a_page_of_100000_tools_is_refused_without_being_parsed() -> None:
     with tb.Bench(connect_timeout=60) as bench:
@@ -412,3 +381,53 @@ def test_a_page_of_100000_tools_is_refused_without_being_parsed() -> None:
             bench.connect("many", catalog("--tools", "100000"))
         row = bench.servers.set_index("name").loc["many"]
         assert row["status"] == "failed" and "max_tools" in row["error"]
+
+
+@contextlib.contextmanager
+def _catalog_http(*args: str) -> Iterator[str]:
+    """The URL of tests/servers/big_catalog_http.py serving on a free loopback port."""
+    proc = subprocess.Popen([sys.executable, str(SERVERS / "big_catalog_http.py"), "0", *args],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # printed once it listens; bounded by the kill below
+        assert line.startswith("http://127.0.0.1:"), line
+        yield line.strip()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sse", [False, True], ids=["json", "event-stream"])
+def test_an_http_page_of_100000_tools_is_refused_without_being_parsed(sse: bool) -> None:
+    """Streamable HTTP, a JSON body or an event stream (with an ``id:`` line and a comment
+    full of quotes and brackets, which the count must not read): refused as over stdio,
+    before the SDK parses the page, and the row kept."""
+    with _catalog_http("--tools", "100000", *(["--sse"] if sse else [])) as url, \
+            tb.Bench(connect_timeout=60) as bench:
+        with pytest.raises(Unreachable, match=r"more than max_tools=10,000 tools \([\d,]+ in "
+                                              r"its first [\d,]+ bytes\).*without being parsed"):
+            bench.connect("many", url)
+        row = bench.servers.set_index("name").loc["many"]
+        assert row["status"] == "failed" and "max_tools" in row["error"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sse", [False, True], ids=["json", "event-stream"])
+def test_an_http_page_under_max_tools_is_counted_and_kept(sse: bool) -> None:
+    """A page large enough to be counted (above PRECOUNT_MIN_BYTES) but under the cap is
+    delivered whole; over a lowered cap, the same page is refused."""
+    flags = ["--tools", "6000", *(["--sse"] if sse else [])]
+    with _catalog_http(*flags) as url, tb.Bench(connect_timeout=60) as bench:
+        bench.connect("many", url)
+        assert len([t for t in bench.tools if t.startswith("many")]) == 6000
+        assert bench.call("many-t0").text == "1"
+        with pytest.raises(Unreachable, match="more than max_tools=5,999 tools"):
+            bench.connect("fewer", url, max_tools=5999)

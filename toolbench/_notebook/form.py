@@ -44,6 +44,8 @@ MAX_FIELDS = 200
 """More properties than this get one JSON box for the whole arguments, not a row each."""
 WHOLE = "(arguments)"
 MAX_HELP = 300
+MAX_ROWS = 8
+"""A multi-select's visible rows at most (it scrolls beyond)."""
 _CLASS_SAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -119,8 +121,54 @@ def _resolve(schema: Any, root: Mapping[str, Any], depth: int = 0) -> dict[str, 
     return dict(schema)
 
 
+CHOICES = "x-toolbench-choices"
+"""Where ``_classify`` puts a choice field's ``(value, label)`` pairs in its sub-schema."""
+_PRIMITIVE = (str, int, float, bool)
+
+
+def _label(value: Any, option: Mapping[str, Any] | None = None) -> str:
+    """An option's label: its ``title`` when it is a non-empty string, else its value."""
+    title = option.get("title") if option is not None else None
+    return title if isinstance(title, str) and title.strip() else str(value)
+
+
+def _titled(options: list[dict[str, Any]]) -> list[tuple[Any, str]] | None:
+    """``[{"const": v, "title": t}, ...]`` (MCP's titled options) as choices, or None."""
+    if not options or not all("const" in o and isinstance(o["const"], _PRIMITIVE)
+                              for o in options):
+        return None
+    return [(o["const"], _label(o["const"], o)) for o in options]
+
+
+def _choices(sub: Mapping[str, Any], root: Mapping[str, Any]) -> list[tuple[Any, str]] | None:
+    """A schema's choices as ``(value, label)`` pairs: an ``enum`` of primitives (labelled by
+    the legacy ``enumNames`` when it fits), or ``anyOf``/``oneOf`` of titled consts; None
+    when it is neither. ``null`` is not a choice (an empty field stands for it)."""
+    enum = sub.get("enum")
+    if isinstance(enum, list) and enum:
+        values = [v for v in enum if v is not None]
+        if not values or not all(isinstance(v, _PRIMITIVE) for v in values):
+            return None
+        names = sub.get("enumNames")
+        if isinstance(names, list) and len(names) == len(enum) \
+                and all(isinstance(n, str) for n in names):
+            labels = {i: n for i, n in enumerate(names)}
+            return [(v, _label(v, {"title": labels[i]})) for i, v in enumerate(enum)
+                    if v is not None]
+        return [(v, str(v)) for v in values]
+    for key in ("anyOf", "oneOf"):
+        options = sub.get(key)
+        if isinstance(options, list):
+            return _titled([_resolve(o, root) for o in options])
+    return None
+
+
 def _classify(prop: Mapping[str, Any], root: Mapping[str, Any]) -> tuple[str, bool, dict[str, Any]]:
-    """(kind, nullable, the non-null sub-schema) for one property."""
+    """(kind, nullable, the non-null sub-schema) for one property.
+
+    An ``enum`` sub-schema carries its choices as ``(value, label)`` pairs under
+    ``CHOICES``; a ``multi`` one (an array of such choices) carries its items' choices.
+    """
     sub = _resolve(prop, root)
     nullable = False
     for key in ("anyOf", "oneOf"):
@@ -130,19 +178,29 @@ def _classify(prop: Mapping[str, Any], root: Mapping[str, Any]) -> tuple[str, bo
             nulls = [o for o in real if o.get("type") == "null"]
             rest = [o for o in real if o.get("type") != "null"]
             nullable = nullable or bool(nulls)
+            titled = _titled(rest)
+            if titled is not None and len(rest) > 1:  # MCP's titled single-select
+                merged = {k: v for k, v in sub.items() if k != key}
+                return "enum", nullable, {**merged, CHOICES: titled}
             if len(rest) == 1:
                 merged = {k: v for k, v in sub.items() if k != key}
                 sub = {**rest[0], **merged}
             elif rest:
                 return "json", nullable, sub
+    if sub.get("type") == "array" or (sub.get("type") is None and "items" in sub):
+        choices = _choices(_resolve(sub.get("items"), root), root)
+        if choices is not None:  # MCP's multi-select (its options titled or not)
+            return "multi", nullable, {**sub, CHOICES: choices}
     enum = sub.get("enum")
     if isinstance(enum, list) and enum:
         if None in enum:
             nullable = True
-        if all(isinstance(v, (str, int, float, bool)) for v in enum if v is not None):
-            return "enum", nullable, sub
+        choices = _choices(sub, root)
+        if choices is not None:
+            return "enum", nullable, {**sub, CHOICES: choices}
     if "const" in sub:
-        return "enum", nullable, {**sub, "enum": [sub["const"]]}
+        return "enum", nullable, {**sub, "enum": [sub["const"]],
+                                  CHOICES: [(sub["const"], str(sub["const"]))]}
     kind = sub.get("type")
     if isinstance(kind, list):
         types = [t for t in kind if t != "null"]
@@ -182,6 +240,11 @@ class Field:
             if index is None or (self.options and self.options[index] is _Blank):
                 return self._empty()
             return True, self.options[index]
+        if kind == "multi":  # the chosen options, in the order they are listed
+            chosen = sorted(self.input.index or ())
+            if not chosen and not self.required:
+                return False, None
+            return True, [self.options[i] for i in chosen]
         if kind == "string":
             return (True, value) if value != "" else self._empty()
         if kind in ("integer", "number"):
@@ -307,16 +370,25 @@ def _make_field(name: str, prop: Any, required: bool, root: Mapping[str, Any]) -
     include = None
     options: list[Any] = []
     if kind == "enum":
-        values = [v for v in sub["enum"] if v is not None]
-        options = list(values)
+        choices: list[tuple[Any, str]] = sub[CHOICES]
+        options = [value for value, _ in choices]
+        names = [label for _, label in choices]
         if not required or nullable or not has_default:
-            options = [_Blank, *options]
-        labels = [(_BLANK if o is _Blank else _html.shorten(str(o), MAX_LABEL), i)
-                  for i, o in enumerate(options)]
+            options, names = [_Blank, *options], [_BLANK, *names]
+        labels = [(_html.shorten(n, MAX_LABEL), i) for i, n in enumerate(names)]
         index = options.index(default) if has_default and default in options else 0
         if required and not nullable and not has_default and len(options) > 1:
             index = 1  # a required choice starts on the first real value
         box: Any = widgets.Dropdown(options=labels, value=index, layout=layout)
+    elif kind == "multi":  # a list box: click one, Ctrl/⌘-click (or Shift) for several
+        choices = sub[CHOICES]
+        options = [value for value, _ in choices]
+        chosen = tuple(i for i, v in enumerate(options)
+                       if isinstance(default, list) and v in default)
+        box = widgets.SelectMultiple(
+            options=[(_html.shorten(label, MAX_LABEL), i) for i, (_, label) in
+                     enumerate(choices)], value=chosen, rows=min(len(options), MAX_ROWS),
+            layout=layout)
     elif kind == "string":
         box = widgets.Text(value=str(default) if has_default else "", layout=layout,
                            continuous_update=True,
@@ -347,6 +419,8 @@ def _make_field(name: str, prop: Any, required: bool, root: Mapping[str, Any]) -
     help_text = sub.get("description")
     title = _html.escape(_html.shorten(str(help_text), MAX_HELP)) if help_text else ""
     type_note = kind if kind != "json" else str(sub.get("type") or "JSON")
+    if kind == "multi":
+        type_note = _multi_hint(sub, required)
     label = widgets.HTML(
         f"<span title='{title}'><code>{_html.escape(_html.shorten(name, MAX_LABEL))}</code>"
         f"{mark} <small style='color:#666'>{_html.escape(type_note)}"
@@ -358,6 +432,19 @@ def _make_field(name: str, prop: Any, required: bool, root: Mapping[str, Any]) -
     row.add_class("toolbench-field")
     row.add_class(css_class("toolbench-field-", name))
     return Field(name, kind, required, nullable, sub, box, error, include, row, options)
+
+
+def _multi_hint(sub: Mapping[str, Any], required: bool) -> str:
+    """A multi-select's note: how many to pick, and how to pick several."""
+    low, high = sub.get("minItems"), sub.get("maxItems")
+    low = low if isinstance(low, int) and not isinstance(low, bool) and low > 0 else None
+    high = high if isinstance(high, int) and not isinstance(high, bool) else None
+    many = (f"{low}–{high}" if low is not None and high is not None and low != high
+            else str(low) if low is not None and low == high
+            else f"at least {low}" if low is not None
+            else f"up to {high}" if high is not None else "any")
+    return (f"pick {many} (Ctrl/⌘-click for several)"
+            + ("" if required else "; none: not sent"))
 
 
 def _number_text(value: float) -> str:

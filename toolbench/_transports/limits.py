@@ -14,14 +14,18 @@ error. A per-process random tag in the message does: no server can guess it.
 
 from __future__ import annotations
 
+import json
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx2
 
 from toolbench._core.checks import whole
 from toolbench._transports.mcp_errors import leaves
+from toolbench._transports.precount import PRECOUNT_MIN_BYTES as PRECOUNT_MIN_BYTES
+from toolbench._transports.precount import PageCount
+from toolbench._transports.precount import listed_tools_bound as listed_tools_bound
 
 DEFAULT_MAX_MESSAGE_BYTES = 32 * 2**20
 """32 MiB: far above any real tool result, far below what stalls a notebook."""
@@ -77,10 +81,12 @@ class MessageTooLarge(httpx2.StreamError, httpx2.SSEError):
 class _CappedStream(httpx2.AsyncByteStream):
     """A response body that raises once one message (JSON body or SSE event) is too big."""
 
-    def __init__(self, inner: Any, limit: int, events: bool) -> None:
+    def __init__(self, inner: Any, limit: int, events: bool,
+                 count: PageCount | None = None) -> None:
         self._inner = inner
         self._limit = limit
         self._events = events
+        self._count = count
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         since = 0  # bytes since the message began (the body, or the current SSE event)
@@ -97,7 +103,11 @@ class _CappedStream(httpx2.AsyncByteStream):
             if since > self._limit:
                 what = "event" if self._events else "reply"
                 raise MessageTooLarge(too_large_message(since, self._limit, what))
+            if self._count is not None:
+                await self._count.feed(chunk)
             yield chunk
+        if self._count is not None:
+            await self._count.end()
 
     async def aclose(self) -> None:
         close = getattr(self._inner, "aclose", None)
@@ -106,20 +116,35 @@ class _CappedStream(httpx2.AsyncByteStream):
 
 
 class CappedTransport(httpx2.AsyncBaseTransport):
-    """An httpx transport whose response bodies stop at ``limit`` bytes per message."""
+    """An httpx transport whose response bodies stop at ``limit`` bytes per message.
 
-    def __init__(self, limit: int, inner: httpx2.AsyncBaseTransport | None = None) -> None:
+    With ``max_tools``, the reply to a ``tools/list`` POST (streamable HTTP: a JSON body or
+    an event stream) is also counted as it arrives (:class:`PageCount`) and refused past
+    ``max_tools`` before the SDK parses it, as the stdio reader does. Legacy SSE answers on
+    its GET stream, where the reply cannot be told from the rest: not counted there.
+    """
+
+    def __init__(self, limit: int, inner: httpx2.AsyncBaseTransport | None = None,
+                 max_tools: int | None = None) -> None:
         self._limit = limit
         self._inner = inner if inner is not None else httpx2.AsyncHTTPTransport()
+        self._max_tools = max_tools
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await self._inner.handle_async_request(request)
-        kind = response.headers.get("content-type", "").lower()
+        headers = response.headers
+        kind = headers.get("content-type", "").lower()
         events = kind.startswith("text/event-stream")
+        count = None
+        if self._max_tools is not None and _lists_tools(request):
+            count = PageCount(self._max_tools, events, _too_many_tools(self._max_tools))
+            if events and "charset" in kind:  # always UTF-8 (the SSE spec), as counted
+                headers = headers.copy()
+                headers["content-type"] = "text/event-stream"
         return httpx2.Response(
             response.status_code,
-            headers=response.headers,
-            stream=_CappedStream(response.stream, self._limit, events),
+            headers=headers,
+            stream=_CappedStream(response.stream, self._limit, events, count),
             extensions=response.extensions,
             request=request,
         )
@@ -135,117 +160,37 @@ class CappedTransport(httpx2.AsyncBaseTransport):
         await self._inner.__aexit__(*exc)
 
 
-# -- counting a tools/list page before it is parsed ------------------------------------------
-PRECOUNT_MIN_BYTES = 256 * 1024
-"""A smaller page cannot hold enough tools to matter: it is parsed as it is."""
-_KINDS = bytes(1 if b == ord("{") else 2 if b == ord("[") else 3 if b == ord("}")
-               else 4 if b == ord("]") else 5 if b == ord('"') else 6 if b == ord("\\")
-               else 0 for b in range(256))
-_OBJECT, _ARRAY, _QUOTE, _BACKSLASH = 1, 2, 5, 6
+def too_many_tools_message(count: int, limit: int, arrived: int | None = None) -> str:
+    """The synthesised error for a ``tools/list`` page that lists more than ``max_tools``.
 
-
-PRECOUNT_CHUNK = 1 << 20
-"""Bytes counted at a time: the counter's memory stays about this big whatever the page."""
-
-
-def listed_tools_bound(raw: bytes) -> int:
-    """At least as many as the tools in a ``tools/list`` reply, counted without parsing it.
-
-    Vectorised (numpy, no Python step per byte or token; numpy releases the GIL, so this
-    can run in a worker thread without stalling the event loop), one chunk at a time: find
-    the quotes that are not escaped, keep the brackets outside strings, track the depth,
-    and count the objects directly inside an array at the depth of ``result.tools``. Every
-    tool is such an object, so this never undercounts; only objects a server puts in other
-    arrays at that depth (none in a valid reply) could make it overcount, and that server
-    only fails its own discovery. Linear time; memory about ``PRECOUNT_CHUNK`` bytes times
-    a small factor, not the page's.
+    ``arrived``: the page was cut off after that many bytes, so ``count`` is a lower bound.
     """
-    counter = _Counter()
-    view = memoryview(raw)
-    for at in range(0, len(raw), PRECOUNT_CHUNK):
-        counter.feed(view[at:at + PRECOUNT_CHUNK])
-    return counter.count
+    if arrived is None:
+        return (f"{TAG} the server's tools/list reply lists {count:,} tools, more than "
+                f"max_tools={limit:,}; it was discarded without being parsed")
+    return (f"{TAG} the server's tools/list reply lists more than max_tools={limit:,} tools "
+            f"({count:,} in its first {arrived:,} bytes); it was discarded without being "
+            f"parsed and the connection restarted")
 
 
-class _Counter:
-    """The state carried from one chunk to the next."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.depth = 0
-        self.in_string = False
-        self.slashes = 0  # backslashes ending the previous chunk
-        self.parent_is_array = False  # the last opener that brought the depth to 3
-
-    def feed(self, chunk: memoryview) -> None:
-        import numpy as np
-
-        data = np.frombuffer(chunk, dtype=np.uint8)
-        kinds_all = np.frombuffer(_KINDS, dtype=np.uint8)[data]
-        where = np.flatnonzero(kinds_all)
-        kinds = kinds_all[where]
-        del kinds_all
-        is_quote = kinds == _QUOTE
-        quote_at = where[is_quote]
-        slash_at = where[kinds == _BACKSLASH]
-        # A quote is escaped when an odd run of backslashes comes right before it (a run may
-        # begin in the previous chunk).
-        real = np.ones(len(quote_at), dtype=bool)
-        carried = self.slashes
-        if len(quote_at) and (len(slash_at) or carried):
-            suspects = np.flatnonzero(
-                ((quote_at > 0) & (data[np.maximum(quote_at - 1, 0)] == _BACKSLASH_BYTE))
-                | ((quote_at == 0) & (carried > 0)))
-            if len(suspects):
-                q = quote_at[suspects]
-                run = _run_lengths(slash_at, q, carried)
-                real[suspects] = run % 2 == 0
-        ends = _run_lengths(slash_at, np.array([len(data)]), carried)[0]
-        self.slashes = int(ends) if len(data) and data[-1] == _BACKSLASH_BYTE else 0
-        flags = np.zeros(len(kinds), dtype=np.int8)
-        flags[np.flatnonzero(is_quote)[real]] = 1
-        parity = np.cumsum(flags, dtype=np.int32) + int(self.in_string)
-        self.in_string = bool(parity[-1] & 1) if len(parity) else self.in_string
-        codes = kinds[((parity & 1) == 0) & (kinds >= 1) & (kinds <= 4)]
-        if not len(codes):
-            return
-        opens = codes <= 2
-        depth = np.cumsum(np.where(opens, 1, -1).astype(np.int32), dtype=np.int32) + self.depth
-        self.depth = int(depth[-1])
-        # {"result": {"tools": [ {tool}, ... ]}}: a tool's "{" brings the depth to 4, and the
-        # container it opens in is the last opener that brought the depth to 3.
-        at3 = np.flatnonzero(opens & (depth == 3))
-        tools = np.flatnonzero((codes == _OBJECT) & (depth == 4))
-        if len(tools):
-            parent = np.searchsorted(at3, tools, side="right") - 1
-            inside = parent >= 0
-            self.count += int(np.count_nonzero(codes[at3[parent[inside]]] == _ARRAY))
-            if self.parent_is_array:  # tools before this chunk's first opener at depth 3
-                self.count += int(np.count_nonzero(~inside))
-        if len(at3):
-            self.parent_is_array = bool(codes[at3[-1]] == _ARRAY)
+def _too_many_tools(limit: int) -> Callable[[int, int], BaseException]:
+    def refuse(count: int, arrived: int) -> BaseException:
+        return MessageTooLarge(too_many_tools_message(count, limit, arrived))
+    return refuse
 
 
-_BACKSLASH_BYTE = ord("\\")
-
-
-def _run_lengths(slash_at: Any, before: Any, carried: int) -> Any:
-    """For each position in ``before``, how many backslashes come right before it."""
-    import numpy as np
-
-    if not len(slash_at):
-        return np.where(before == 0, carried, 0)
-    starts = slash_at[np.concatenate(([True], np.diff(slash_at) != 1))]
-    stops = np.concatenate((slash_at[np.flatnonzero(np.diff(slash_at) != 1)],
-                            slash_at[-1:])) + 1  # one past each run
-    run = np.searchsorted(starts, before - 1, side="right") - 1
-    found = (run >= 0) & (stops[np.maximum(run, 0)] == before)
-    length = np.where(found, before - starts[np.maximum(run, 0)], 0)
-    joined = (np.where(found, starts[np.maximum(run, 0)], before) == 0)
-    return length + np.where(joined, carried, 0)
-
-
-def too_many_tools_message(count: int, limit: int) -> str:
-    """The synthesised error for a ``tools/list`` page that lists more than ``max_tools``."""
-    return (f"{TAG} the server's tools/list reply lists {count:,} tools, more than "
-            f"max_tools={limit:,}; it was discarded without being parsed")
+def _lists_tools(request: httpx2.Request) -> bool:
+    """Whether ``request`` is a ``tools/list`` (its reply is counted before it is parsed)."""
+    if request.method != "POST":
+        return False
+    try:
+        body = request.content
+    except httpx2.RequestNotRead:
+        return False
+    if b'"tools/list"' not in body:
+        return False
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(message, dict) and message.get("method") == "tools/list"

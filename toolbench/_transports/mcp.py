@@ -696,7 +696,8 @@ class McpClient:
             timeout = httpx2.Timeout(HTTP_TIMEOUT_S, read=HTTP_READ_TIMEOUT_S)
         hooks = {"response": [self._auth.on_response]} if self._auth is not None else None
         return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth, event_hooks=hooks,
-                                  transport=LocalAnswers(CappedTransport(self._max_message_bytes)))
+                                  transport=LocalAnswers(CappedTransport(
+                                      self._max_message_bytes, max_tools=self._max_tools)))
 
     def _lost(self, conn: _Conn, why: str) -> None:
         if self._conn is conn and self._status is Status.CONNECTED:

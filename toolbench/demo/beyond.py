@@ -113,10 +113,16 @@ def city_json(name: str) -> str:
     return json.dumps(city(name), sort_keys=True)
 
 
+ACTIVITIES = {"hiking": "Hiking", "museums": "Museums", "food": "Food and markets",
+              "beaches": "Beaches", "nightlife": "Nightlife"}
+"""The trip form's activities: value → the title a client shows."""
+
+
 class Trip(BaseModel):
     """A trip to plan."""  # sent to the client as the form's description
 
-    # One field of each primitive kind elicitation allows: string, integer, number, enum, boolean.
+    # One field of each kind elicitation allows: string, integer, number, enum (a single
+    # choice), boolean, and a multi-select (an array of titled choices).
 
     destination: str = Field(description="Where to go.", max_length=100)
     nights: int = Field(description="How many nights.", ge=1, le=30)
@@ -125,6 +131,15 @@ class Trip(BaseModel):
         default="economy", description="Class of travel."
     )
     insurance: bool = Field(default=False, description="Buy travel insurance?")
+    # Optional, and left out of the answer when not given (the answers of clients that do
+    # not know the field stay as they were). MCP's titled multi-select: the client shows the
+    # titles and sends the values.
+    activities: list[Literal["hiking", "museums", "food", "beaches", "nightlife"]] | None = Field(
+        default=None, min_length=1, max_length=3, description="What to do there (1 to 3).",
+        exclude_if=lambda value: value is None,
+        json_schema_extra={"items": {"anyOf": [
+            {"const": value, "title": title} for value, title in ACTIVITIES.items()]}},
+    )
 
 
 class Answer(BaseModel):
@@ -308,7 +323,8 @@ def create() -> MCPServer:
         answer: Annotated[ElicitationResult[Trip], Resolve(_ask_trip)],
         destination_hint: Annotated[str, Field(max_length=100)] = "",
     ) -> Answer:
-        """Ask the user (elicitation) for a trip: destination, nights, budget, class, insurance.
+        """Ask the user (elicitation) for a trip: destination, nights, budget, class, insurance
+        and activities (several of a list).
 
         Returns what the user did: accepted (with the answers), declined or cancelled.
         Needs a client that supports elicitation.
