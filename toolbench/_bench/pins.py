@@ -299,7 +299,8 @@ def changed_key(changes: Mapping[Key, Any], server: str, kind: str, name: str,
     if kind != "resource":
         return None
     for other in changes:
-        if other[0] == server and other[1] == "resource_template":
+        if (other[0] == server and other[1] == "resource_template"
+                and name.startswith(other[2].split("{", 1)[0])):  # the literal head: cheap
             regex = template_regex(other[2])
             if regex is not None and regex.fullmatch(name) is not None:
                 return other, name
