@@ -301,8 +301,9 @@ class OverTime(CatalogKinds):
     @property
     def pins(self) -> pd.DataFrame:
         """One row per pinned item: ``server``, ``kind``, ``name``, ``fingerprint``,
-        ``pinned`` (when), ``state`` (``ok``, ``changed``: its calls are refused until
-        approved, ``removed``: the server no longer lists it). Empty without ``pins=``."""
+        ``pinned`` (when), ``state`` (``ok``, ``changed``: its calls, reads or fetches are
+        refused until approved, ``removed``: the server no longer lists it). Empty without
+        ``pins=``."""
         import pandas as pd
 
         rows = []

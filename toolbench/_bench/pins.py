@@ -46,7 +46,8 @@ Key = tuple[str, str, str]
 
 
 class PinWarning(UserWarning):
-    """A pinned item changed (its calls are refused until approved), or items came or went.
+    """A pinned item changed (its calls, reads or fetches are refused until approved), or
+    items came or went.
 
     ``.diff`` holds the change as a diff frame (``tb.diff``'s columns), when there is one.
     """
