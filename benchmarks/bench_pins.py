@@ -13,6 +13,11 @@ Measured here, as medians of several rounds:
   pins file in which another tool is blocked (so every call does the lookup). CPU time is
   reported beside wall time: on a shared machine, wall time mostly measures the wait for a core.
 
+Reads and prompt fetches are gated too (``overtime_kinds._pin_gated``): without pins that is
+one truth test; with pins, ``pins.changed_key``: a dict lookup, plus one re2 match per
+changed resource template of the server (none, usually). Measured alone (timeit) for a read
+with no changes, 1 changed resource, and 100 changed templates of the same server.
+
     python -m benchmarks.bench_pins            # 20,000 calls x 5 rounds
     python -m benchmarks.bench_pins --quick    # 2,000 calls x 2 rounds
 """
@@ -37,6 +42,15 @@ from toolbench._loop import get_loop
 def _check_ns(blocked: frozenset[ToolId], tid: ToolId, number: int) -> float:
     def check() -> bool:
         return bool(blocked and tid in blocked)
+
+    return min(timeit.repeat(check, number=number, repeat=5)) / number * 1e9
+
+
+def _gate_ns(changes: dict[Any, Any], number: int) -> float:
+    from toolbench._bench.pins import changed_key
+
+    def check() -> object:
+        return changed_key(changes, "s", "resource", "city://paris")
 
     return min(timeit.repeat(check, number=number, repeat=5)) / number * 1e9
 
@@ -75,6 +89,11 @@ def run(quick: bool = False) -> dict[str, Any]:
     out["check_no_pins_ns"] = _check_ns(frozenset(), tid, 1_000_000)
     out["check_1_blocked_ns"] = _check_ns(frozenset({ToolId("calc", "other")}), tid, 1_000_000)
     out["check_10000_blocked_ns"] = _check_ns(many, tid, 1_000_000)
+    out["read_gate_no_changes_ns"] = _gate_ns({}, 200_000)
+    out["read_gate_1_changed_resource_ns"] = _gate_ns({("s", "resource", "note://a"): 1},
+                                                      200_000)
+    out["read_gate_100_changed_templates_ns"] = _gate_ns(
+        {("s", "resource_template", f"t{i}://{{x}}/{{+rest}}"): 1 for i in range(100)}, 2_000)
     with tempfile.TemporaryDirectory() as folder:
         pins = Path(folder) / "pins.json"
         with tb.Bench(pins=pins) as first:

@@ -284,9 +284,9 @@ def test_changed_resources_templates_and_prompts_are_refused_until_approved(
     with tb.Bench(pins=path) as bench:  # the server changed meanwhile
         _, told = _caught(lambda: bench.connect("res", _resource_server("second")))
         text = "\n".join(str(w.message) for w in told)
-        assert "1 pinned resource changed ('note://a')" in text
+        assert "1 pinned resource changed ('note://a'); reads of it are refused" in text
         assert "1 pinned resource template changed ('city://{name}')" in text
-        assert "1 pinned prompt changed ('greet')" in text
+        assert "1 pinned prompt changed ('greet'); fetches of it are refused" in text
         with pytest.raises(tb.Refused, match=r"^not sent: resource res/note://a changed since "
                                              r"it was pinned \(description\); bench.approve") \
                 as refused:

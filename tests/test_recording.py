@@ -216,10 +216,15 @@ def test_server_everything_recorded_and_served_back_offline(tmp_path: Path) -> N
              ("everything-get-sum", {"a": 2, "b": 40}),
              ("everything-get-structured-content", {"location": "New York"}),
              ("everything-get-tiny-image", {})]
-    with tb.Bench(journal=path) as live:
+    with tb.Bench(journal=path, timeout=30, connect_timeout=60) as live:
         live.connect("everything", everything.stdio_command())
         originals = [live.call(name, args) for name, args in asked]
         live_catalog = live.catalog()
+        live_resources, live_prompts = live.resources(), live.prompts()
+        live_templates = live.resource_templates()
+        features = next(u for u in live_resources["uri"] if u.endswith("/features.md"))
+        read = live.read("everything", features)
+        transcript = live.prompt("everything-args-prompt", {"city": "Paris"})
     with tb.Bench() as offline:
         offline.connect("everything", [sys.executable, "-m", "toolbench", "serve-recording",
                                        str(path)], env=_env())
@@ -233,6 +238,92 @@ def test_server_everything_recorded_and_served_back_offline(tmp_path: Path) -> N
             assert again.structured == original.structured
         with pytest.raises(tb.Refused, match="not recorded"):
             offline.call("everything-echo", message="something new")
+        # its resources, templates and prompts, as listed, and what was read and fetched
+        assert offline.resources()["uri"].tolist() == live_resources["uri"].tolist()
+        assert offline.resource_templates()["uri"].tolist() == live_templates["uri"].tolist()
+        assert offline.prompts()["name"].tolist() == live_prompts["name"].tolist()
+        again = offline.read("everything", features)
+        assert again.contents == read.contents and "features" in again.text.lower()
+        fetched = offline.prompt("everything-args-prompt", {"city": "Paris"})
+        assert fetched.messages == transcript.messages
+        with pytest.raises(tb.Refused, match=r"not recorded: resource .* was never read"):
+            offline.read("everything", live_resources["uri"].iloc[0]
+                         if live_resources["uri"].iloc[0] != features
+                         else live_resources["uri"].iloc[1])
+        with pytest.raises(tb.Refused, match="not recorded: prompt args-prompt was never "
+                                             "fetched"):
+            offline.prompt("everything-args-prompt", {"city": "Lima"})
         replayed = offline.replay(path, against="everything", progress=False)
         assert not replayed["changed"].any()
         assert recording_mod.MAX_REPLAYED_BYTES > 0
+
+
+def test_resources_and_prompts_are_recorded_and_served_back(tmp_path: Path) -> None:
+    from toolbench.demo import beyond
+
+    path = tmp_path / "beyond.sqlite"
+    with tb.Bench(journal=path) as live:
+        live.connect("beyond", beyond.create())
+        read = live.read("beyond", "beyond://cities.json")
+        city = live.read("beyond", "city://paris")  # through the template
+        blob = live.read("beyond", "beyond://bytes.bin")
+        welcome = live.prompt("beyond-welcome")
+        plan = live.prompt("beyond-plan_trip", from_city="Paris", to_city="Lima")
+        resources, templates = live.resources(), live.resource_templates()
+        prompts = live.prompts()
+    with tb.Bench() as offline:
+        offline.connect("beyond", tb.serve_recording(path))
+        assert offline.resources()["uri"].tolist() == resources["uri"].tolist()
+        assert offline.resources()["description"].tolist() == \
+            resources["description"].tolist()
+        assert offline.resource_templates()["uri"].tolist() == templates["uri"].tolist()
+        assert offline.prompts()[["name", "description", "arguments"]].equals(
+            prompts[["name", "description", "arguments"]])
+        assert offline.read("beyond", "beyond://cities.json").data == read.data
+        assert offline.read("beyond", "city://paris").text == city.text
+        assert offline.read("beyond", "beyond://bytes.bin").blob() == blob.blob()
+        assert offline.prompt("beyond-welcome").messages == welcome.messages
+        again = offline.prompt("beyond-plan_trip", from_city="Paris", to_city="Lima")
+        assert again.messages == plan.messages and again.text == plan.text
+        with pytest.raises(tb.Refused, match=r"not recorded: resource 'beyond://readme' was "
+                                             r"never read .it holds 3 recorded reads"):
+            offline.read("beyond", "beyond://readme")  # listed, never read
+        with pytest.raises(tb.Refused, match=r"not recorded: prompt plan_trip was never "
+                                             r"fetched with .* 1 recorded argument sets"):
+            offline.prompt("beyond-plan_trip", from_city="Lima", to_city="Paris")
+
+
+def test_a_tools_only_recording_offers_no_resources(tmp_path: Path) -> None:
+    path = tmp_path / "calls.sqlite"
+    _record_geo(path)
+    with tb.Bench() as bench:
+        bench.connect("rec", tb.serve_recording(path))
+        with pytest.raises(tb.Refused, match="does not offer resources"):
+            bench.resources("rec")
+        assert recording_mod.describe(recording_mod.read_recording(path))["reads"] == 0
+
+
+def test_hostile_recorded_reads_are_refused_not_served(tmp_path: Path) -> None:
+    from toolbench.demo import beyond
+
+    path = tmp_path / "beyond.sqlite"
+    with tb.Bench(journal=path) as live:
+        live.connect("beyond", beyond.create())
+        live.read("beyond", "beyond://readme")
+        live.prompt("beyond-welcome")
+    db = sqlite3.connect(path)
+    db.execute("UPDATE calls SET content = ? WHERE kind = 'resource'",
+               (json.dumps([{"type": "resource", "resource": {"no": "uri"}}]),))
+    db.execute("UPDATE calls SET content = ? WHERE kind = 'prompt'",
+               (json.dumps([{"role": "user", "content": {"type": "text",
+                                                         "text": "<script>x</script>"}}]),))
+    db.commit()
+    db.close()
+    with tb.Bench() as offline:
+        offline.connect("beyond", tb.serve_recording(path))
+        with pytest.raises(tb.Refused, match="the recorded read of 'beyond://readme' in the "
+                                             "recording of 'beyond' is not valid"):
+            offline.read("beyond", "beyond://readme")
+        shown = offline.prompt("beyond-welcome")  # markup comes back as recorded: data
+        assert shown.text is not None and "<script>x</script>" in shown.text
+        assert "&lt;script&gt;" in shown._repr_html_()

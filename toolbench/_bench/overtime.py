@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger("toolbench.overtime")
 _SHOWN = 8
+_USES = {"tool": "calls to", "resource": "reads of", "resource_template": "reads through",
+         "prompt": "fetches of"}
 
 
 def _now() -> datetime:
@@ -183,9 +185,9 @@ class OverTime(CatalogKinds):
         if changed:
             names = ", ".join(repr(new["name"]) for _, new in changed[:_SHOWN])
             parts.append(f"{len(changed)} pinned {what}{'s' * (len(changed) != 1)} changed "
-                         f"({names})" + ("; calls to " + ("them" if len(changed) > 1 else "it")
-                                         + " are refused until bench.approve(name)"
-                                         if kind == "tool" else ""))
+                         f"({names}); {_USES[kind]} "
+                         f"{'them' if len(changed) > 1 else 'it'} are refused until "
+                         "bench.approve(name)")
             frame = _diff(snapshot_frame((server, _now(), old) for old, _ in changed),
                           snapshot_frame((server, _now(), new) for _, new in changed))
             for row in frame.itertuples():
@@ -299,8 +301,9 @@ class OverTime(CatalogKinds):
     @property
     def pins(self) -> pd.DataFrame:
         """One row per pinned item: ``server``, ``kind``, ``name``, ``fingerprint``,
-        ``pinned`` (when), ``state`` (``ok``, ``changed``: its calls are refused until
-        approved, ``removed``: the server no longer lists it). Empty without ``pins=``."""
+        ``pinned`` (when), ``state`` (``ok``, ``changed``: its calls, reads or fetches are
+        refused until approved, ``removed``: the server no longer lists it). Empty without
+        ``pins=``."""
         import pandas as pd
 
         rows = []

@@ -52,7 +52,8 @@ Key = tuple[str, str, str]
 
 
 class PinWarning(UserWarning):
-    """A pinned item changed (its calls are refused until approved), or items came or went.
+    """A pinned item changed (its calls, reads or fetches are refused until approved), or
+    items came or went.
 
     ``.diff`` holds the change as a diff frame (``tb.diff``'s columns), when there is one.
     """
@@ -282,7 +283,8 @@ def changed_key(changes: Mapping[Key, Any], server: str, kind: str, name: str,
     if kind != "resource":
         return None
     for other in changes:
-        if other[0] == server and other[1] == "resource_template":
+        if (other[0] == server and other[1] == "resource_template"
+                and name.startswith(other[2].split("{", 1)[0])):  # the literal head: cheap
             regex = template_regex(other[2])
             if regex is not None and regex.fullmatch(name) is not None:
                 return other, name

@@ -10,6 +10,14 @@ recorded, or a tool not in the recording, is refused (``INVALID_PARAMS``, so a c
 ``Refused``) with a message saying so. Use it in process (``bench.connect(name, server)``),
 or over stdio or streamable HTTP with ``run_recording`` (``toolbench serve-recording``).
 
+**Resources and prompts too.** The journal records reads (``kind="resource"``) and prompt
+fetches (``kind="prompt"``) like calls, and a bench with a journal snapshots resources,
+templates and prompts at connect. So the served recording lists the recorded resources,
+templates and prompts, answers ``resources/read`` of a URI that was read with the recorded
+contents, and ``prompts/get`` of a recorded argument set with the recorded messages; any other
+URI or argument set is refused (``INVALID_PARAMS``) with a message that says it was not
+recorded. A recorded read or fetch that will not validate is refused likewise, saying so.
+
 **What was recorded is replayed, not trusted.** A recorded result is the server's data: it
 goes back as it was recorded (markup and control characters included; the bench escapes them
 when it shows them). A recorded result that is not a valid tool result (a journal edited or
@@ -26,12 +34,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from toolbench._bench.recording_kinds import (
+    MAX_REPLAYED_BYTES,
+    SHOWN_ARGS,
+    prompt_handlers,
+    resource_handlers,
+)
 from toolbench._bench.records import arguments_key
 from toolbench._bench.snapshot_store import check_regular_file, read_snapshot
-
-MAX_REPLAYED_BYTES = 16 * 1024 * 1024
-"""The largest recorded result the server sends back (a client's default cap is 32 MiB)."""
-_SHOWN_ARGS = 300
 
 
 @dataclass
@@ -43,6 +53,13 @@ class Recording:
     tools: list[dict[str, Any]]
     answers: dict[tuple[str, str], Any] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
+    resources: list[dict[str, Any]] = field(default_factory=list)
+    templates: list[dict[str, Any]] = field(default_factory=list)
+    prompts: list[dict[str, Any]] = field(default_factory=list)
+    reads: dict[str, Any] = field(default_factory=dict)
+    """URI: the last recorded read of it that succeeded."""
+    fetches: dict[tuple[str, str], Any] = field(default_factory=dict)
+    """(prompt, canonical arguments): the last recorded fetch that succeeded."""
 
 
 def read_recording(journal: str | os.PathLike[str], server: str | None = None) -> Recording:
@@ -62,13 +79,15 @@ def read_recording(journal: str | os.PathLike[str], server: str | None = None) -
                       "argument sets are not served", JournalWarning, stacklevel=3)
     calls = [r for r in found.records if r.kind == "tool"
              and (r.ok or r.error_type == "ToolFailed")]
+    others = [r for r in found.records if r.kind in ("resource", "prompt") and r.ok]
     try:
         snapshot = read_snapshot(path)
     except ValueError as exc:
         if "holds no catalog snapshots" not in str(exc):
             raise
         snapshot = []
-    servers = sorted({r.server for r in calls} | {s for s, _, _ in snapshot})
+    servers = sorted({r.server for r in calls} | {r.server for r in others}
+                     | {s for s, _, _ in snapshot})
     if server is None:
         if len(servers) != 1:
             raise ValueError(f"journal {path!r} records {len(servers)} servers "
@@ -88,6 +107,17 @@ def read_recording(journal: str | os.PathLike[str], server: str | None = None) -
             continue
         recording.answers[(record.tool, arguments_key(record.arguments))] = record
         recording.counts[record.tool] = recording.counts.get(record.tool, 0) + 1
+    for kind, kept in (("resource", recording.resources),
+                       ("resource_template", recording.templates),
+                       ("prompt", recording.prompts)):
+        kept.extend(item for s, _, item in snapshot if s == server and item.get("kind") == kind)
+    for record in others:
+        if record.server != server:
+            continue
+        if record.kind == "resource":
+            recording.reads[record.tool] = record
+        else:
+            recording.fetches[(record.tool, arguments_key(record.arguments))] = record
     return recording
 
 
@@ -153,8 +183,8 @@ def build_server(recording: Recording) -> Any:
         record = recording.answers.get((params.name, arguments_key(arguments)))
         if record is None:
             shown = arguments_key(arguments)
-            if len(shown) > _SHOWN_ARGS:
-                shown = shown[:_SHOWN_ARGS] + "..."
+            if len(shown) > SHOWN_ARGS:
+                shown = shown[:SHOWN_ARGS] + "..."
             raise MCPError(types.INVALID_PARAMS,
                            f"not recorded: {params.name} was never called with {shown} in "
                            f"this recording of {recording.server!r} (it holds "
@@ -163,11 +193,15 @@ def build_server(recording: Recording) -> Any:
         result: types.CallToolResult = _result(record)
         return result
 
+    offered = resource_handlers(recording) if (recording.resources or recording.templates
+                                               or recording.reads) else {}
+    if recording.prompts or recording.fetches:
+        offered.update(prompt_handlers(recording))
     return Server(f"recording of {recording.server}", version="recorded",
                   instructions=f"A recording of server {recording.server!r}, served from "
                                f"{os.path.basename(recording.path)!r}: recorded arguments "
                                "only.",
-                  on_list_tools=list_tools, on_call_tool=call_tool)
+                  on_list_tools=list_tools, on_call_tool=call_tool, **offered)
 
 
 def serve_recording(journal: str | os.PathLike[str], server: str | None = None) -> Any:
@@ -182,8 +216,9 @@ def serve_recording(journal: str | os.PathLike[str], server: str | None = None) 
         ``bench.connect("name", server)``; ``toolbench serve-recording calls.sqlite``
         serves one over stdio (``--http PORT`` for streamable HTTP). It lists the tools of
         the journal's latest snapshot of the server, and answers each recorded argument set
-        with its recorded result; anything else is refused with a message that says it was
-        not recorded.
+        with its recorded result; likewise its resources, templates and prompts (each
+        recorded read and prompt fetch answered as recorded). Anything else is refused with
+        a message that says it was not recorded.
 
     Raises:
         ValueError: the journal is missing, a symlink, not a journal, or from a newer
@@ -227,12 +262,14 @@ def run_recording(journal: str | os.PathLike[str], server: str | None = None,
 
 def describe(recording: Recording) -> Mapping[str, Any]:
     return {"server": recording.server, "tools": len(recording.tools),
-            "answers": len(recording.answers)}
+            "answers": len(recording.answers), "resources": len(recording.resources),
+            "templates": len(recording.templates), "prompts": len(recording.prompts),
+            "reads": len(recording.reads), "fetches": len(recording.fetches)}
 
 
 SERVE_HELP = ("serve a journal's recording of a server as an MCP server (stdio; --http PORT "
-              "for streamable HTTP at /mcp): its recorded tools, answering recorded "
-              "argument sets with the recorded results")
+              "for streamable HTTP at /mcp): its recorded tools, resources and prompts, "
+              "answering recorded argument sets, reads and fetches with the recorded results")
 
 
 def add_cli(sub: Any) -> None:
