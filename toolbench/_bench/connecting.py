@@ -37,7 +37,7 @@ from toolbench._transports.toolbox import ToolBox
 if TYPE_CHECKING:
     import pandas as pd
 
-    from toolbench._bench.follow import ListingKind, Why
+    from toolbench._bench.follow import ItemKind, Items, ListingKind, Why
     from toolbench._routing.pegboard import PegBoard
     from toolbench._routing.router import ToolRouter
     from toolbench._transports.notifications import Notifications
@@ -92,8 +92,8 @@ class Connecting:
 
         def _follow(self, name: str, connection: Connection) -> None: ...
 
-        def _apply_listing(self, server: str, kinds: tuple[ListingKind, ...],
-                           why: Why) -> None: ...
+        def _apply_listing(self, server: str, kinds: tuple[ListingKind, ...], why: Why,
+                           found: dict[ItemKind, Items] | None = None) -> None: ...
 
         def _servers_frame(self) -> pd.DataFrame: ...
 
