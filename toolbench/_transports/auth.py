@@ -56,6 +56,7 @@ from toolbench._core.ids import ToolId
 from toolbench._transports.auth_flow import (
     LOCAL_ANSWER,
     PERSON,
+    UNDER_WAY,
     Guarded,
     PersonStep,
 )
@@ -296,6 +297,17 @@ class AuthState:
             return "nobody finished signing in before it gave up"
         return f"it was still waiting for {what}"
 
+    def _behind(self, what: str) -> str:
+        """``_waited``, and for a request queued behind another one's sign-in (a listing in
+        the background may have started it), what that sign-in itself was waiting for."""
+        if what != UNDER_WAY:
+            return self._waited(what)
+        owner = next((note for _, note in reversed(self._held.values()) if note != UNDER_WAY),
+                     None)
+        if owner is None:
+            return self._waited(what)
+        return f"it was queued behind {UNDER_WAY}, and {self._waited(owner)}"
+
     def stalled(self) -> str | None:
         """Why a request given up on (a handshake past ``connect_timeout``) was held back by
         its sign-in, if it was; consumed once."""
@@ -328,7 +340,7 @@ class AuthState:
         held = self._pop(self._held, request_id, method, HANDSHAKE if action == "handshake"
                          else None)
         if held is not None:
-            return Unreachable(f"{where}: the {action} was not sent: {self._waited(held[1])}"
+            return Unreachable(f"{where}: the {action} was not sent: {self._behind(held[1])}"
                                f"{at}", tool=tool)
         found = None
         if request_id is not None:

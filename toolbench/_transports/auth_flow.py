@@ -61,6 +61,8 @@ AS_TIMEOUT_S = 20.0
 """How long one request to an authorization server may take (the flow then stops)."""
 AS_TIMEOUT = httpx2.Timeout(AS_TIMEOUT_S)
 PERSON = "the sign-in (the authorization server, or the person's step)"
+UNDER_WAY = "a sign-in already under way"
+"""What a request waits for while another request's sign-in runs (the SDK's flow lock)."""
 
 _authorizer: DefaultAuthorizer | None = None
 
@@ -234,7 +236,7 @@ class Guarded(httpx2.Auth):
             return owned
 
         try:
-            state.hold(request, "a sign-in already under way")
+            state.hold(request, UNDER_WAY)
             outgoing = await flow.__anext__()
             while True:
                 if outgoing is request or outgoing.url == request.url:
