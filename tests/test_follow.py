@@ -115,3 +115,54 @@ def test_a_restarted_server_with_a_changed_resource_and_prompt_is_followed(
     snap = tb.load_snapshot(journal)
     assert set(snap.loc[snap["kind"] == "resource", "name"]) == {"note://fixed", "note://v2"}
     assert set(snap.loc[snap["kind"] == "prompt", "name"]) == {"greet_v2"}
+
+
+def _restarted_changed(tmp_path: Path, bench: tb.Bench) -> Path:
+    """Connect the pinned-change server, kill it and have it come back at version 2; the
+    returned file lists what reached the server (``VERSION what`` per line)."""
+    version = tmp_path / "version"
+    version.write_text("1")
+    bench.connect("pc", [sys.executable, str(SERVERS / "pinned_change_server.py"),
+                         str(version)])
+    assert bench.call("pc-echo", text="hi").text == "hi (version 1)"
+    assert bench.read("pc", "note://a").text == "note a, version 1"
+    pid = int(bench.call("pc-pid").text)
+    version.write_text("2")
+    os.kill(pid, signal.SIGKILL)
+    assert _wait_for(lambda: bench.servers.set_index("name").loc["pc", "status"] == "lost")
+    return Path(f"{version}.sent")
+
+
+@pytest.mark.parametrize("first", ["call", "read", "prompt"])
+def test_the_first_request_after_a_restart_with_a_changed_pin_is_refused(
+        tmp_path: Path, first: str) -> None:
+    """Issue 26: the request that reconnects is checked against the re-listed catalog, not
+    the one from before the restart (the re-list is applied before it is sent)."""
+    with tb.Bench(pins=tmp_path / "pins.json", timeout=20) as bench:
+        sent = _restarted_changed(tmp_path, bench)
+        before = sent.read_text()
+        with warnings.catch_warnings():  # the PinWarning of the re-list
+            warnings.simplefilter("ignore", tb.PinWarning)
+            if first == "call":
+                with pytest.raises(tb.Refused, match="tool pc/echo changed since it was pinned"):
+                    bench.call("pc-echo", text="hi")
+            elif first == "read":
+                with pytest.raises(tb.Refused, match="resource pc/note://a changed since it "
+                                                     "was pinned"):
+                    bench.read("pc", "note://a")
+            else:
+                with pytest.raises(tb.Refused, match="prompt pc/greet changed since it was "
+                                                     "pinned"):
+                    bench.prompt("pc-greet", who="Ada")
+        assert sent.read_text() == before  # nothing reached the restarted server
+        refused = bench.records[bench.records["error_type"] == "Refused"]
+        assert list(refused["disposition"]) == ["did_not_happen"]
+        state = bench.pins.set_index(["kind", "name"])["state"]
+        assert state[("tool", "echo")] == "changed"
+        assert state[("resource", "note://a")] == "changed"
+        assert state[("prompt", "greet")] == "changed"
+        assert state[("tool", "pid")] == "ok"
+        # unchanged items are served on the new connection; approving lets the changed through
+        assert bench.read("pc", "note://same").text == "the same note"
+        bench.approve("pc-echo")
+        assert bench.call("pc-echo", text="hi").text == "hi (version 2)"

@@ -82,6 +82,9 @@ class Calling:
 
         def _pin_refusal(self, tool: ToolId) -> ToolError: ...
 
+        def _pin_rechecked(self, tool: ToolId, call: Awaitable[Result]
+                           ) -> Awaitable[Result]: ...  # overtime_kinds
+
     def _resolve(self, name: object) -> _Target:
         if not isinstance(name, str):
             raise TypeError(f"a tool name is a str, not {type(name).__name__} {name!r}")
@@ -199,9 +202,9 @@ class Calling:
             # call has one timeout scope (each costs ~10 µs).
             on_progress = self._notifications.progress(target.tool.server, call_id, progress)
 
-            def run() -> Awaitable[Result]:
-                return self.router.call(target.tool, args, provenance, timeout=remaining,
-                                        progress=on_progress)
+            def run() -> Awaitable[Result]:  # with pins, checked again at the session (#26)
+                return self._pin_rechecked(target.tool, self.router.call(
+                    target.tool, args, provenance, timeout=remaining, progress=on_progress))
 
             bound = (None if self.router.bounds_itself(target.tool)
                      else remaining + TIMEOUT_BACKSTOP_S)

@@ -9,6 +9,10 @@ hooks the connection's events (``toolbench._transports.mcp_events``):
   (a restarted stdio server, an HTTP server that came back). Tools, resources, resource
   templates and prompts are all listed again, exactly as after a ``list_changed``: a server
   that came back with a renamed tool, resource or prompt has the new one in the catalog.
+  The connection waits (within ``connect_timeout``) for this round before the request that
+  reconnected is sent (``toolbench._transports.mcp_lifecycle``, "Settling"): the tools, and
+  with pins every kind, are applied first, so that request is checked against them. Without
+  pins, the other kinds are listed again in the background.
 
 Each event is coalesced by the connection (one round in flight plus one pending), and every
 round ends in :meth:`FollowServers._apply_listing`, **the one place where a server's listing
@@ -113,6 +117,12 @@ class FollowServers:
                 row = self._rows.get(name)
                 if row is None or row.connection is not connection:
                     return  # disconnected or replaced since
+                if why == "reconnect" and self._pin_file is None:
+                    # awaited: the tools only; the other kinds in the background
+                    self._in_background(name, lambda server: self._relist(
+                        server, ("resources", "prompts"), why))
+                    await self._relist(name, ("tools",), why)
+                    return
                 await self._relist(name, kinds, why)
             return listener
 
@@ -123,9 +133,12 @@ class FollowServers:
         self._kept().setdefault(name, {})["tool"] = self._listed_tools(name)
         if self._snapshots is not None or self._pin_file is not None:
             return  # overtime_kinds lists the other kinds at connect: that is the baseline
-        baseline = on(("resources", "prompts"), "connect")
-        task = asyncio.get_running_loop().create_task(baseline(name),
-                                                      name=f"toolbench-baseline-{name}")
+        self._in_background(name, on(("resources", "prompts"), "connect"))
+
+    def _in_background(self, name: str, listener: Any) -> None:
+        """Run ``listener(name)`` in a task of its own (a listing nothing waits for)."""
+        task = asyncio.get_running_loop().create_task(listener(name),
+                                                      name=f"toolbench-relist-{name}")
         tasks: set[asyncio.Task[None]] = getattr(self, "_baselines", set())
         self._baselines = tasks
         tasks.add(task)  # asyncio keeps only weak references to tasks

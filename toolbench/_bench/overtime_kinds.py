@@ -16,6 +16,13 @@ that server's listing still in flight (bounded by the request's timeout), then r
 read of a changed pinned resource, of a URI a changed pinned template produces, or a fetch of
 a changed pinned prompt, with ``pins.refusal``: ``Refused`` (``did_not_happen``), recorded
 like any other failure, until ``bench.approve(name)``. Without pins it is one truth test.
+
+**Checked again at the session.** A request may pass the gate and then reconnect (the server
+was restarted, changed): the reconnect's re-list is applied before the request is sent
+(``toolbench._transports.mcp_lifecycle``, "Settling"), and the same check runs again there,
+as the transport's ``SEND_CHECK``, so the request that reconnected is refused if what it
+names changed (:meth:`CatalogKinds._pin_rechecked` does it for a tool call, in
+``calling.py``).
 """
 
 from __future__ import annotations
@@ -30,10 +37,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from toolbench._bench.pins import Key, PinFile, changed_key, refusal
 from toolbench._bench.snapshots import item_from_row
 from toolbench._core.errors import Refused, ToolError
+from toolbench._transports.mcp_lifecycle import SEND_CHECK
 
 if TYPE_CHECKING:
     from toolbench._bench.snapshot_store import SnapshotWriter
-    from toolbench._core.client import ResourceClient
+    from toolbench._core.client import ResourceClient, Result
+    from toolbench._core.ids import ToolId
 
 T = TypeVar("T")
 _log = logging.getLogger("toolbench.overtime")
@@ -57,6 +66,9 @@ class CatalogKinds:
         _pin_file: PinFile | None
         _snapshots: SnapshotWriter | None
         _pin_changes: dict[Key, tuple[dict[str, Any] | None, dict[str, Any]]]
+        _pin_blocked: frozenset[ToolId]
+
+        def _pin_refusal(self, tool: ToolId) -> ToolError: ...
 
         def _limit(self, server: str, timeout: float | None) -> float: ...
 
@@ -169,14 +181,40 @@ class CatalogKinds:
                          run: Callable[[float], Awaitable[T]]) -> T:
         """``run(limit)``, unless ``name`` (a URI, or a prompt's own name) is a changed pin:
         then ``Refused`` and nothing is sent (see the module docstring)."""
-        if self._pin_file is not None:
-            pending = self._kind_pending.get(server)
-            if pending is not None and not pending.done():
-                with contextlib.suppress(TimeoutError, Exception):
-                    await asyncio.wait_for(asyncio.shield(pending), limit)
+        if self._pin_file is None:
+            return await run(limit)
+        pending = self._kind_pending.get(server)
+        if pending is not None and not pending.done():
+            with contextlib.suppress(TimeoutError, Exception):
+                await asyncio.wait_for(asyncio.shield(pending), limit)
+
+        def check() -> None:
             found = changed_key(self._pin_changes, server, kind, name)
             if found is not None:
                 key, through = found
                 old, new = self._pin_changes[key]
                 raise refusal(key[1], f"{server}/{key[2]}", old, new, through=through)
-        return await run(limit)
+
+        check()
+        return await _checked(check, run(limit))  # again once it has a session
+
+    def _pin_rechecked(self, tool: ToolId, call: Awaitable[Result]) -> Awaitable[Result]:
+        """A tool call that, with pins, is checked again once the transport has its session
+        (after a reconnect's re-list), before it is sent; without pins, ``call`` itself."""
+        if self._pin_file is None:
+            return call
+
+        def check() -> None:
+            if tool in self._pin_blocked:
+                raise self._pin_refusal(tool)
+
+        return _checked(check, call)
+
+
+async def _checked(check: Callable[[], None], request: Awaitable[T]) -> T:
+    """``request`` with the transport's ``SEND_CHECK`` set to ``check``."""
+    token = SEND_CHECK.set(check)
+    try:
+        return await request
+    finally:
+        SEND_CHECK.reset(token)

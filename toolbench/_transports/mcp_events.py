@@ -16,7 +16,9 @@ Firing is coalesced per kind (DESIGN.md, "The trust boundary"): while a round of
 listeners runs, further fires only mark one more round as due, so a burst of notifications
 costs at most one round in flight plus one pending. Rounds run in the connection's task
 group (a listener typically lists again, which needs the loop), and a listener's exception is
-logged, never raised into the transport.
+logged, never raised into the transport. ``fire`` returns an event that is set once a round
+that started after it has ended (or the rounds were cut short): the lifecycle awaits the
+``connected`` one, bounded, before the request that reconnected is sent.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class Events:
         self._listeners: dict[EventKind, list[Listener]] = {kind: [] for kind in EVENT_KINDS}
         self._running: set[EventKind] = set()
         self._pending: set[EventKind] = set()
+        self._waiting: dict[EventKind, list[anyio.Event]] = {kind: [] for kind in EVENT_KINDS}
         self.rounds: dict[EventKind, int] = dict.fromkeys(EVENT_KINDS, 0)
         """How many rounds of each kind have started (for tests and benchmarks)."""
 
@@ -61,28 +64,45 @@ class Events:
 
         return remove
 
-    def fire(self, kind: EventKind, task_group: anyio.abc.TaskGroup | None) -> None:
-        """Run ``kind``'s listeners in ``task_group``, coalesced (see the module docstring)."""
+    def fire(self, kind: EventKind, task_group: anyio.abc.TaskGroup | None
+             ) -> anyio.Event | None:
+        """Run ``kind``'s listeners in ``task_group``, coalesced (see the module docstring).
+
+        Returns an event set once a round that started after this call has ended (None when
+        there is nothing to run): whoever must not go on before the listeners have, waits on
+        it (bounded).
+        """
         if task_group is None or not self._listeners[kind]:
-            return
+            return None
+        done = anyio.Event()
+        self._waiting[kind].append(done)
         if kind in self._running:
             self._pending.add(kind)
-            return
+            return done
         self._running.add(kind)
         task_group.start_soon(self._rounds, kind)
+        return done
 
     async def _rounds(self, kind: EventKind) -> None:
+        covered: list[anyio.Event] = []
         try:
             while True:
                 self._pending.discard(kind)
+                covered, self._waiting[kind] = self._waiting[kind], []
                 self.rounds[kind] += 1
                 async with anyio.create_task_group() as round_group:
                     for callback in list(self._listeners[kind]):
                         round_group.start_soon(self._run, kind, callback)
+                for done in covered:
+                    done.set()
+                covered = []
                 if kind not in self._pending:
                     return
         finally:
             self._running.discard(kind)
+            for done in covered + self._waiting[kind]:  # cut short: no round is left
+                done.set()
+            self._waiting[kind] = []
 
     async def _run(self, kind: EventKind, callback: Listener) -> None:
         try:

@@ -19,15 +19,26 @@ server's lists (the pegboard, the bench's follow layer) lists again on it. The U
 subscribed to are subscribed again before the reconnect counts as done
 (:meth:`Lifecycle._resubscribed`), so the request that reconnected is answered on a
 connection whose subscriptions are in force.
+
+**Settling.** A connection that became ready is not used until it has *settled*
+(:meth:`Lifecycle._settle`, bounded by ``connect_timeout``): the ``connected`` round (the
+re-list) has ended and the subscriptions are in force. The request that reconnected, every
+request waiting on that attempt, and any that arrives meanwhile (:meth:`Lifecycle._session`)
+wait for it, so each is checked against the listing of the server it is sent to (issue 26:
+a pinned tool that changed across a restart). The re-list's own requests run in a context
+marked :data:`_SETTLING` and pass; they never start a reconnect of their own. Once a request
+has its session, the caller's :data:`SEND_CHECK` (the bench's pin check) runs, last, before
+anything is sent.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import enum
 import logging
 import math
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, Literal, cast
 
@@ -76,6 +87,16 @@ BACKOFF_FIRST_S = 0.5
 BACKOFF_MAX_S = 30.0
 """...and the wait doubles with each failure up to this (a server that is back is found)."""
 
+SEND_CHECK: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
+    "toolbench_send_check", default=None)
+"""Set by a caller (the bench's pin gate) around one request: called once the request has its
+session, after any reconnect and its re-list, and before anything is sent; what it raises
+(a ``ToolError``) is the request's error, and nothing is sent."""
+_SETTLING: contextvars.ContextVar[bool] = contextvars.ContextVar("toolbench_settling",
+                                                                 default=False)
+"""True in the tasks of a ``connected`` round: their requests use the connection that is
+settling, and never wait on it or reconnect it."""
+
 
 class Status(enum.StrEnum):
     """Where a connection stands; the values are what ``status`` and ``bench.servers`` show."""
@@ -111,6 +132,7 @@ class _Conn:
         self.tracker = Tracker()  # what each call's request went through
         self.task: asyncio.Task[None] | None = None  # the owner task
         self.listening: _subs.Listening | None = None  # a 2026 subscriptions/listen stream
+        self.settling: anyio.Event | None = None  # set once settled (None: nothing to wait for)
 
     def on_eof(self) -> None:
         if not self.closing and self.ready:
@@ -247,8 +269,7 @@ class Lifecycle:
             self._status = Status.CONNECTED
             self._last_error = None
             self._backoff = self._retry_at = 0.0
-            self._on_ready(conn)
-            await self._resubscribed(conn)
+            await self._settle(conn)
             return
         # Not awaited: stopping a hung child takes the SDK seconds, and the caller was promised
         # an answer within connect_timeout. _retire (next connect, or close) waits for it.
@@ -278,45 +299,66 @@ class Lifecycle:
         self._note_failure()
         raise Unreachable(message) from conn.error
 
-    def _on_ready(self, conn: _Conn) -> None:
+    async def _settle(self, conn: _Conn) -> None:
+        """Wait, within ``connect_timeout``, until a connection that just became ready has
+        been listed again (the ``connected`` round) and subscribed again; meanwhile other
+        requests wait in :meth:`_session`. The work goes on past the bound."""
+        settling = conn.settling = anyio.Event()
+        try:
+            waits = [done for done in (self._on_ready(conn), self._resubscribed(conn))
+                     if done is not None]
+            with anyio.move_on_after(self._connect_timeout):
+                for done in waits:
+                    await done.wait()
+        finally:
+            conn.settling = None
+            settling.set()
+
+    def _on_ready(self, conn: _Conn) -> anyio.Event | None:
         """A connection is up (the first time, or again): count it, ask for the log level
         (handshake era), and fire the one ``connected`` event, whose listeners (the pegboard,
-        the bench's follow layer) list the server again. Subscriptions: :meth:`_resubscribed`."""
+        the bench's follow layer) list the server again; returns the event set when they
+        have. Their tasks run marked :data:`_SETTLING`, without the caller's
+        :data:`SEND_CHECK`."""
         self.connects += 1
         group, client = conn.task_group, conn.client
         if group is None or client is None:
-            return
+            return None
         if self._notifications is not None and self._notifications.log_level is not None:
             group.start_soon(send_log_level, client, self._notifications.log_level,
                              self._timeout, self.name)
-        self._events.fire("connected", group)
+        settling, check = _SETTLING.set(True), SEND_CHECK.set(None)
+        try:  # the round's tasks copy this context when they start
+            return self._events.fire("connected", group)
+        finally:
+            SEND_CHECK.reset(check)
+            _SETTLING.reset(settling)
 
-    async def _resubscribed(self, conn: _Conn) -> None:
-        """After a reconnect, wait (bounded) until every URI subscribed to is subscribed
-        again, so the request that reconnected, and every one after it, is answered on a
-        connection whose subscriptions are in force (else an update it causes is lost).
+    def _resubscribed(self, conn: _Conn) -> anyio.Event | None:
+        """After a reconnect, subscribe every URI subscribed to again; returns the event set
+        once they are, which :meth:`_settle` waits for (bounded), so the request that
+        reconnected, and every one after it, is answered on a connection whose subscriptions
+        are in force (else an update it causes is lost).
 
         2026-07-28: the connection's ``subscriptions/listen`` stream names them all; wait for
-        its acknowledgment. Handshake era: ``resources/subscribe`` each again. The work goes
-        on past the bound (``connect_timeout``); a URI refused is logged, never raised.
+        its acknowledgment. Handshake era: ``resources/subscribe`` each again. A URI refused
+        is logged, never raised.
         """
         group, client = conn.task_group, conn.client
         if not self._subscribed or group is None or client is None:
-            return
+            return None
         if conn.listening is not None:
-            done = conn.listening.changed
-        else:
-            done = anyio.Event()
+            return conn.listening.changed
+        done = anyio.Event()
 
-            async def again() -> None:
-                try:
-                    await _subs.resubscribe(self._mcp, client)
-                finally:
-                    done.set()
+        async def again() -> None:
+            try:
+                await _subs.resubscribe(self._mcp, client)
+            finally:
+                done.set()
 
-            group.start_soon(again)
-        with anyio.move_on_after(self._connect_timeout):
-            await done.wait()
+        group.start_soon(again)
+        return done
 
     def _note_failure(self) -> None:
         """Open the retry window: 0.5 s after the first failure, doubling up to 30 s."""
@@ -459,14 +501,37 @@ class Lifecycle:
         says when the next attempt is due. The attempt runs on the shared loop, bounded by
         ``connect_timeout``, so a caller whose ``deadline`` passes first gives up waiting
         (nothing was sent) while the attempt goes on for the next call.
+
+        A connection still settling (see the module docstring) is waited for, within the
+        same ``deadline``; then the caller's :data:`SEND_CHECK` runs.
         """
         if self._status in _RECONNECTABLE:
+            if _SETTLING.get():  # the re-list of a connection lost again: no reconnect here
+                raise Unreachable(f"server {self.name!r} was lost again while it was being "
+                                  "listed after connecting; nothing was sent", tool=tool)
             await self._recover(tool, deadline, limit)
         conn = self._conn
+        if conn is not None and conn.settling is not None and not _SETTLING.get():
+            await self._wait_settled(conn.settling, tool, deadline, limit)
+            conn = self._conn
         if self._status is not Status.CONNECTED or conn is None or conn.client is None:
             why = self._last_error or "it is not connected"
             raise Unreachable(f"server {self.name!r} is {self._status}: {why}", tool=tool)
+        check = SEND_CHECK.get()
+        if check is not None:
+            check()
         return conn, conn.client
+
+    async def _wait_settled(self, settling: anyio.Event, tool: ToolId | None, deadline: float,
+                       limit: float | None) -> None:
+        """Wait for a connection to settle (it does within ``connect_timeout``), or until
+        the request's ``deadline``: then nothing was sent."""
+        with anyio.move_on_at(deadline):
+            await settling.wait()
+        if not settling.is_set():
+            raise Unreachable(
+                f"server {self.name!r} was still being listed after connecting when the "
+                f"call's timeout of {limit:g} s ran out; nothing was sent", tool=tool)
 
     async def _recover(self, tool: ToolId | None, deadline: float, limit: float | None) -> None:
         attempt = self._attempt
@@ -550,9 +615,14 @@ def _spawn(coroutine: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None
     Plain asyncio, not a task group: the caller may be a notebook cell's task, which ends long
     before the connection does. The core needs no loop thread of its own (DESIGN.md,
     "Layers"); whoever opens a client closes it (a Bench does, for its connections). asyncio
-    keeps only weak references to tasks, so the caller keeps the one returned.
+    keeps only weak references to tasks, so the caller keeps the one returned. It does not
+    inherit the caller's :data:`SEND_CHECK` or :data:`_SETTLING` (a connection's requests of
+    its own, a re-list say, are not the caller's request).
     """
-    return asyncio.get_running_loop().create_task(coroutine, name=name)
+    context = contextvars.copy_context()
+    context.run(SEND_CHECK.set, None)
+    context.run(_SETTLING.set, False)
+    return asyncio.get_running_loop().create_task(coroutine, name=name, context=context)
 
 
 def _abandon(conn: _Conn) -> None:
