@@ -94,3 +94,37 @@ def test_prompts_and_resources_list_changed_re_list() -> None:
         assert _wait_for(lambda: bench._relists().get("ch", {}).get("resources", 0) >= 1)
         assert "ch-fresh" in bench._prompt_index()  # re-listed, not only when asked
         assert bench.prompt("ch-fresh").text == "user: hi"
+
+
+def test_fire_returns_an_event_set_when_a_later_round_has_ended() -> None:
+    calls: list[str] = []
+
+    async def slow(server: str) -> None:
+        calls.append("start")
+        await anyio.sleep(0.2)
+        calls.append("end")
+
+    async def body() -> None:
+        events = Events("s")
+        assert events.fire("tools", None) is None
+        async with anyio.create_task_group() as group:
+            assert events.fire("tools", group) is None  # no listener: nothing to wait for
+            events.add("tools", slow)
+            first = events.fire("tools", group)
+            assert first is not None
+            await anyio.sleep(0.05)
+            second = events.fire("tools", group)  # during round 1: covered by round 2
+            assert second is not None
+            with anyio.fail_after(5):
+                await first.wait()
+            assert calls == ["start", "end"] and not second.is_set()
+            with anyio.fail_after(5):
+                await second.wait()
+            assert calls == ["start", "end", "start", "end"]
+            cut = events.fire("tools", group)
+            assert cut is not None
+            await anyio.sleep(0.05)
+            group.cancel_scope.cancel()  # a round cut short still sets its event
+        assert cut.is_set()
+
+    anyio.run(body)
