@@ -147,3 +147,26 @@ def test_send_check_runs_at_the_session_and_refuses_before_sending() -> None:
     anyio.run(_bounded, body)
     assert checked == [1] and listed == [1]
     assert sent == ["echo y"]
+
+
+def test_closing_does_not_wait_out_a_hanging_round() -> None:
+    client = McpClient(_server([]), name="s", connect_timeout=30)
+    never = anyio.Event()
+
+    async def hangs(server: str) -> None:
+        await never.wait()
+
+    client.add_listener("connected", hangs)
+
+    async def body() -> float:
+        async with anyio.create_task_group() as group:
+            group.start_soon(client.aconnect)
+            while client.connects == 0:
+                await anyio.sleep(0.005)
+            started = time.monotonic()
+            await client.aclose()
+        return time.monotonic() - started
+
+    took = anyio.run(_bounded, body)
+    assert took < 10, took  # not connect_timeout (30 s)
+    assert client.status == "closed"

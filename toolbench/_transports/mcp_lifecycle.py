@@ -476,8 +476,8 @@ class Lifecycle:
     async def aclose(self) -> None:
         """Close the connection and end a stdio child (bounded); safe to call twice."""
         conn = self._conn
-        if conn is not None and not conn.ready:
-            conn.scope.cancel()  # a close must not wait out a hanging connect
+        if conn is not None and (not conn.ready or conn.settling is not None):
+            conn.scope.cancel()  # a close must not wait out a hanging connect or re-list
         async with self._primitives():
             await self._retire()
             self._status = Status.CLOSED
@@ -531,7 +531,7 @@ class Lifecycle:
         if not settling.is_set():
             raise Unreachable(
                 f"server {self.name!r} was still being listed after connecting when the "
-                f"call's timeout of {limit:g} s ran out; nothing was sent", tool=tool)
+                f"call's timeout of {limit or 0:g} s ran out; nothing was sent", tool=tool)
 
     async def _recover(self, tool: ToolId | None, deadline: float, limit: float | None) -> None:
         attempt = self._attempt
