@@ -131,7 +131,7 @@ class Connecting:
                 raise Unreachable(self.egress.refusal(connection.destination))
             await connection.open()
             # An MCP connection is followed by the bench (follow.py: list changes and
-            # reconnects, one path); any other client by the pegboard, as before.
+            # reconnects, one path); any other client by the pegboard itself.
             followed = getattr(connection, "mcp", None) is not None
             count = await self.pegboard.add_service(name, connection.client,
                                                     namespace=namespace, follow=not followed)
