@@ -29,12 +29,12 @@ from mcp import Client
 
 from benchmarks import common
 from toolbench import Bench
-from toolbench._bench.journal import Journal
-from toolbench._bench.records import RecordStore, frame, make_record
+from toolbench._bench.journal.journal import Journal
+from toolbench._bench.journal.records import RecordStore, frame, make_record
 from toolbench._core.client import Result, ToolSpec
 from toolbench._core.ids import Destination, Provenance, ToolId
-from toolbench._notebook.display import html_table
-from toolbench._transports.mcp import McpClient
+from toolbench._notebook.views.display import html_table
+from toolbench._transports.mcp.client import McpClient
 
 W_CALL = "Bench.call vs mcp.Client.call_tool, in process ({mode})"
 W_CPU = "CPU time per call (all threads), in process ({mode})"

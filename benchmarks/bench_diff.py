@@ -26,10 +26,10 @@ from typing import Any
 
 import pandas as pd
 
-from toolbench._bench.diff import diff, schema_diff
-from toolbench._bench.snapshots import fingerprint_tools, snapshot_frame
+from toolbench._bench.overtime.diff import diff, schema_diff
+from toolbench._bench.overtime.snapshots import fingerprint_tools, snapshot_frame
 from toolbench._core.client import ToolSpec
-from toolbench._notebook.display import frame_html
+from toolbench._notebook.views.display import frame_html
 
 
 def _spec(i: int, *, rename: bool = False, reword: bool = False) -> ToolSpec:

@@ -21,7 +21,7 @@ from mcp.server.mcpserver import MCPServer
 
 from toolbench._core.ids import ToolId
 from toolbench._loop import get_loop
-from toolbench._transports.mcp import McpClient
+from toolbench._transports.mcp.client import McpClient
 
 TARGET_RATIO = 1.15
 

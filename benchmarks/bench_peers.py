@@ -37,7 +37,7 @@ from benchmarks import common
 from toolbench import Bench
 from toolbench._core.ids import ToolId
 from toolbench._loop import get_loop
-from toolbench._transports.mcp import McpClient
+from toolbench._transports.mcp.client import McpClient
 
 LATENCIES = (50, 100, 150, 200, 250)
 CAP = 8

@@ -47,7 +47,7 @@ def _check_ns(blocked: frozenset[ToolId], tid: ToolId, number: int) -> float:
 
 
 def _gate_ns(changes: dict[Any, Any], number: int) -> float:
-    from toolbench._bench.pins import changed_key
+    from toolbench._bench.overtime.pins import changed_key
 
     def check() -> object:
         return changed_key(changes, "s", "resource", "city://paris")

@@ -47,7 +47,7 @@ from toolbench import Bench
 from toolbench._core.ids import ToolId
 from toolbench._loop import get_loop
 from toolbench._transports.toolbox import ToolBox
-from toolbench._transports.toolset import Toolset
+from toolbench._transports.toolset.toolset import Toolset
 
 FAST_SERVER = common.BENCH_DIR / "servers" / "fast_server.py"
 CAP = 8
@@ -296,7 +296,7 @@ def one_stdio(figures: common.Figures, quick: bool, fm: Any, errlog: TextIO) -> 
         bench.connect("s", argv)
         protocol = bench.servers.set_index("name").loc["s", "protocol"]
         try:  # the other protocol, for comparison (toolbench picks one by default)
-            from toolbench._transports.mcp import McpClient
+            from toolbench._transports.mcp.client import McpClient
 
             other: Any = McpClient(argv, name="a", protocol_mode="auto")
             bench.connect("a", other)

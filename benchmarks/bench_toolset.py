@@ -21,7 +21,7 @@ from typing import Any
 import anyio
 
 from toolbench._core.ids import ToolId
-from toolbench._transports.toolset import Toolset
+from toolbench._transports.toolset.toolset import Toolset
 
 
 def _noop_toolset() -> Toolset:

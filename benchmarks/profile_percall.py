@@ -38,7 +38,7 @@ RULES = [  # (layer, regex on "function (file"), checked from the leaf up; the f
     ("resolve the name (pegboard)", r"Bench\._resolve|PegBoard"),
     ("result conversion (McpClient._result)", r"McpClient\._result"),
     ("toolbench stdio transport + tracked streams",
-     r"toolbench/_transports/stdio|toolbench/_transports/mcp_errors|_Watched|_TrackedRead|_TrackedSend|ReadWrapper"),
+     r"toolbench/_transports/wire/stdio|toolbench/_transports/mcp/errors|_Watched|_TrackedRead|_TrackedSend|ReadWrapper"),
     ("CapacityLimiter (the SDK peer pays it too)", r"CapacityLimiter"),
     ("SDK client (Client/ClientSession/dispatcher, pydantic)",
      r"Client\.call_tool|ClientSession\.|DirectDispatcher|send_request|mcp/client|mcp/shared|"

@@ -26,7 +26,7 @@ from benchmarks import common
 from toolbench import Bench
 from toolbench._core.ids import ToolId
 from toolbench._loop import get_loop
-from toolbench._transports.mcp import McpClient
+from toolbench._transports.mcp.client import McpClient
 
 
 def main() -> None:

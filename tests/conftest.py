@@ -45,9 +45,10 @@ def no_leaked_children() -> Iterator[None]:
 @pytest.fixture(scope="session", autouse=True)
 def jsonschema_imported() -> None:
     """Import jsonschema once, before any test: seconds on a busy machine (see
-    toolbench._core.preload), which would otherwise land in whichever test calls first, and make
+    toolbench._core.schema.preload), which would otherwise land in whichever test calls first, and
+    make
     its timing depend on test order. tests/test_preload.py covers a fresh process."""
-    from toolbench._core import preload as _preload
+    from toolbench._core.schema import preload as _preload
 
     _preload.start().result(timeout=_preload.WAIT_S)
 

@@ -13,7 +13,7 @@ from typing import Any
 from toolbench._core.client import Result, ToolSpec
 from toolbench._core.ids import Provenance, ToolId
 from toolbench._loop import get_loop
-from toolbench._transports.mcp import McpClient
+from toolbench._transports.mcp.client import McpClient
 
 
 class LoopClient(McpClient):

@@ -25,11 +25,11 @@ import pytest
 
 import toolbench as tb
 from toolbench import _loop
-from toolbench._core import preload as _preload
+from toolbench._core.schema import preload as _preload
 from toolbench._loop import get_loop
-from toolbench._notebook import ask as ask_mod
-from toolbench._notebook import pump
-from toolbench._notebook.ask import ElicitationAsk, NotebookAsker, SamplingAsk, wait_answered
+from toolbench._notebook.ask import ask as ask_mod
+from toolbench._notebook.ask import pump
+from toolbench._notebook.ask.ask import ElicitationAsk, NotebookAsker, SamplingAsk, wait_answered
 from toolbench._transports import server_requests as sr
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -439,7 +439,7 @@ def test_the_explorers_call_shows_its_form_in_the_explorer(
 ) -> None:
     """Started from the explorer's Call button, the form goes to the Call tab (not under
     whatever cell ran last); it is gone once the result shows; a cell's asks are unaffected."""
-    from toolbench._notebook.widgets import Explorer
+    from toolbench._notebook.explorer.explorer import Explorer
     from toolbench.demo import beyond
 
     made, shown = asker

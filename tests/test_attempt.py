@@ -12,8 +12,8 @@ import pytest
 from mcp.server.mcpserver import MCPServer
 
 import toolbench as tb
-from toolbench._bench import calling as calling_module
-from toolbench._bench.attempt import attempt
+from toolbench._bench.calls import calling as calling_module
+from toolbench._bench.calls.attempt import attempt
 from toolbench._core.errors import TimedOut, Unreachable, mark_unsent
 
 

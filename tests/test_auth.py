@@ -1,4 +1,5 @@
-"""Signing in (toolbench/_transports/auth.py) against a real authorization server and protected
+"""Signing in (toolbench/_transports/auth/state.py) against a real authorization server and
+protected
 MCP server built from the SDK's server-side auth (tests/servers/oauth_server.py, in a thread).
 
 The ``authorize`` hook plays the person's browser: it fetches the authorization URL without
@@ -20,7 +21,7 @@ import pytest
 from servers.oauth_server import Provider, serve
 
 import toolbench as tb
-from toolbench._transports import auth as _auth
+from toolbench._transports.auth import state as _auth
 
 
 @pytest.fixture
@@ -279,7 +280,7 @@ def test_no_token_code_or_secret_on_any_surface(server: tuple[str, Provider], tm
 
 def test_a_server_that_signs_in_cannot_travel_to_a_cluster(server: tuple[str, Provider]) -> None:
     pytest.importorskip("distributed")
-    from toolbench._bench.cluster import _spec
+    from toolbench._bench.many.cluster import _spec
 
     url, _ = server
     with tb.Bench() as bench:

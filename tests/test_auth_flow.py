@@ -1,4 +1,4 @@
-"""The sign-in flow (toolbench/_transports/auth_flow.py) against a hostile authorization server,
+"""The sign-in flow (toolbench/_transports/auth/flow.py) against a hostile authorization server,
 end to end (issue 24, "Bad input, each with a test").
 
 The real protected MCP server of tests/servers/oauth_server.py, its authorization server made
@@ -32,9 +32,9 @@ import pytest
 from servers.oauth_server import Provider, serve
 
 import toolbench as tb
-from toolbench._transports import auth as _auth
-from toolbench._transports import auth_flow
-from toolbench._transports.signin import terminal_authorizer
+from toolbench._transports.auth import flow as auth_flow
+from toolbench._transports.auth import state as _auth
+from toolbench._transports.auth.signin import terminal_authorizer
 
 AS_METADATA = "/.well-known/oauth-authorization-server"
 

@@ -1,4 +1,4 @@
-"""The auth= option's values (toolbench/_transports/auth_options.py): checked where they are
+"""The auth= option's values (toolbench/_transports/auth/options.py): checked where they are
 made, secrets never in a repr; a config file's "auth" is in test_config.py and, end to end,
 test_auth_config.py."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import toolbench as tb
-from toolbench._transports.token_store import FileStore
+from toolbench._transports.auth.tokens import FileStore
 
 
 def test_the_options_check_their_values_and_hide_secrets() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolbench._transports.callback import (
+from toolbench._transports.auth.callback import (
     CallbackRefused,
     callback_error,
     check_callback,

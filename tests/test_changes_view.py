@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import toolbench as tb
-from toolbench._notebook.changes_view import ChangesView
-from toolbench._notebook.widgets import SECTIONS
+from toolbench._notebook.explorer.changes import ChangesView
+from toolbench._notebook.explorer.explorer import SECTIONS
 from toolbench.demo import geo_precise, geo_precise_v2
 
 

@@ -82,7 +82,7 @@ def _wait_for(predicate: Any, bound: float, what: str) -> None:
 
 def test_import_toolbench_does_not_import_dask() -> None:
     code = "import sys, toolbench; print(sorted(m for m in sys.modules if m.split('.')[0] in " \
-           "('dask', 'distributed', 'toolbench._bench.cluster')))"
+           "('dask', 'distributed', 'toolbench._bench.many.cluster')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True).stdout
     assert out.strip() == "[]"
@@ -156,7 +156,7 @@ def _server_pids(df: Any) -> set[int]:
 @pytest.mark.timeout(600)
 def test_a_killed_worker_leaves_only_its_unreported_calls_in_doubt(
         client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from toolbench._bench import cluster as _cluster
+    from toolbench._bench.many import cluster as _cluster
 
     # One partition per worker: the victim is surely mid-partition when it dies.
     monkeypatch.setattr(_cluster, "PARTITIONS_PER_THREAD", 1)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from toolbench._bench.config import ConfigError, ConfigWarning, parse, read
+from toolbench._bench.servers.config import ConfigError, ConfigWarning, parse, read
 
 
 def test_mcp_servers_format_with_expansion() -> None:

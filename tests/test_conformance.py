@@ -6,7 +6,7 @@ Every client scenario that ``--requirements 2025-11-25`` (18) and ``--requiremen
 tests/conformance/client.py, the runner tests/conformance/run.py (a few at a time).
 
 All 50 pass, ``sep-2322-client-request-state`` included, which mcp 2.3.0's own client fails (it
-rejects a 2026-07-28 result without ``resultType``; see toolbench/_transports/mcp_compat.py).
+rejects a 2026-07-28 result without ``resultType``; see toolbench/_transports/mcp/compat.py).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import pytest
 from mcp.server.mcpserver import MCPServer
 
 import toolbench as tb
-from toolbench._bench.connected import Connected
+from toolbench._bench.servers.connected import Connected
 
 
 def test_an_int_with_a_repr_that_names_the_server_and_transport() -> None:

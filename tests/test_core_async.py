@@ -22,7 +22,7 @@ from servers.memory import make_mem_server
 
 from toolbench._core.client import Result
 from toolbench._core.ids import ToolId
-from toolbench._transports.mcp import McpClient
+from toolbench._transports.mcp.client import McpClient
 
 ROOT = Path(__file__).parent.parent
 ECHO = [sys.executable, str(ROOT / "tests" / "servers" / "echo_server.py")]
@@ -33,12 +33,12 @@ def test_mcp_round_trip_in_anyio_run_starts_no_loop_thread() -> None:
     code = textwrap.dedent(f"""
         import sys, threading
         import anyio
-        import toolbench._transports.mcp
+        import toolbench._transports.mcp.client
         from toolbench._core.ids import ToolId
         from toolbench._routing.router import ToolRouter
 
         async def main():
-            async with toolbench._transports.mcp.McpClient({ECHO!r}, name="echo") as client:
+            async with toolbench._transports.mcp.client.McpClient({ECHO!r}, name="echo") as client:
                 router = ToolRouter()
                 router.server("echo", client)
                 specs = await router.list_tools("echo")
@@ -91,7 +91,7 @@ def _toolbench_imports(module: str) -> set[str]:
 def test_transports_and_routing_never_import_the_loop_or_above() -> None:
     """DESIGN.md, "Layers": lower layers never import higher ones, not even lazily."""
     seen: set[str] = set()
-    todo = ["_transports.mcp", "_routing.router"]
+    todo = ["_transports.mcp.client", "_routing.router"]
     while todo:
         module = todo.pop()
         if module in seen:
@@ -99,7 +99,7 @@ def test_transports_and_routing_never_import_the_loop_or_above() -> None:
         seen.add(module)
         todo.extend(m for m in _toolbench_imports(module)
                     if (ROOT / "toolbench" / (m.replace(".", "/") + ".py")).exists())
-    assert {"_transports.mcp", "_transports.stdio", "_transports.mcp_errors"} <= seen
+    assert {"_transports.mcp.client", "_transports.wire.stdio", "_transports.mcp.errors"} <= seen
     above = {m for m in seen if m.split(".")[0] in ABOVE_THE_CORE}
     assert not above, sorted(above)
 

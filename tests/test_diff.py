@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 import toolbench as tb
-from toolbench._bench.diff import DIFF_COLUMNS, SCHEMA_DIFF_COLUMNS, word_diff
-from toolbench._bench.snapshots import item_from_spec, snapshot_frame
+from toolbench._bench.overtime.diff import DIFF_COLUMNS, SCHEMA_DIFF_COLUMNS, word_diff
+from toolbench._bench.overtime.snapshots import item_from_spec, snapshot_frame
 from toolbench._core.client import ToolSpec
 from toolbench.demo import geo, geo_precise, geo_precise_v2
 

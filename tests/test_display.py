@@ -14,8 +14,8 @@ from mcp.server.mcpserver import Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError as ServerToolError
 
 import toolbench as tb
-from toolbench._notebook.compare_view import DIFFER, compare_html, disagreements
-from toolbench._notebook.display import (
+from toolbench._notebook.views.compare import DIFFER, compare_html, disagreements
+from toolbench._notebook.views.display import (
     bundle,
     error_html,
     frame_html,
@@ -467,7 +467,7 @@ def test_descriptions_in_the_catalog_and_on_handles_show_code_and_stay_inert() -
 
 
 def test_history_is_newest_first_by_start_not_by_completion() -> None:
-    from toolbench._notebook.display import newest_first
+    from toolbench._notebook.views.display import newest_first
 
     t0 = pd.Timestamp("2026-01-01T00:00:00Z")
     # records are kept as calls end: the slow call started first and ended last

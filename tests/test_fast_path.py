@@ -25,12 +25,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toolbench as tb
-from toolbench._bench.records import new_call_id
-from toolbench._core import validate as _validate
+from toolbench._bench.journal.records import new_call_id
 from toolbench._core.ids import ToolId
-from toolbench._core.validate import field_errors, validate_arguments
+from toolbench._core.schema import validate as _validate
+from toolbench._core.schema.validate import field_errors, validate_arguments
 from toolbench._loop import get_loop
-from toolbench._transports.mcp import McpClient
+from toolbench._transports.mcp.client import McpClient
 
 TID = ToolId("s", "t")
 _TYPES = ["string", "integer", "number", "boolean", "null", "object", "array"]

@@ -1,4 +1,4 @@
-"""The catalog follows its servers (toolbench/_bench/follow.py): a stdio server killed
+"""The catalog follows its servers (toolbench/_bench/catalog/follow.py): a stdio server killed
 mid-session comes back (reconnect on the next call) with a renamed tool, and the catalog has
 the new name and not the old one, as after a ``tools/list_changed``; its resources and prompts
 are listed again too and applied as a ``list_changed`` would be (kept, logged, stored as a

@@ -11,7 +11,7 @@ import pytest
 from mcp.server.mcpserver import MCPServer
 
 import toolbench as tb
-from toolbench._notebook.form import FormError, NumberText, build_form, parse_number
+from toolbench._notebook.ask.form import FormError, NumberText, build_form, parse_number
 
 
 class Color(enum.Enum):
@@ -330,7 +330,7 @@ def test_local_refs_resolve_as_json_pointers_and_stop_on_cycles() -> None:
 def test_a_schema_with_thousands_of_properties_gets_one_json_box() -> None:
     """Thousands of widget rows would keep the kernel thread (and the page) busy; past
     MAX_FIELDS the form asks for one JSON object and still checks it against the schema."""
-    from toolbench._notebook.form import MAX_FIELDS, WHOLE
+    from toolbench._notebook.ask.form import MAX_FIELDS, WHOLE
 
     schema = {"type": "object", "required": ["p0"],
               "properties": {f"p{i}": {"type": "string", "maxLength": 3} for i in range(5000)}}

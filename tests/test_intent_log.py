@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 import toolbench as tb
-from toolbench._bench import intent_log
-from toolbench._bench.intent_log import IntentLog, dead_logs, intent_line, started_text
+from toolbench._bench.journal import intent_log
+from toolbench._bench.journal.intent_log import IntentLog, dead_logs, intent_line, started_text
 
 
 def test_a_line_round_trips_any_value_as_ascii(tmp_path: Path) -> None:

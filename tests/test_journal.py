@@ -23,9 +23,9 @@ import anyio
 import pytest
 
 import toolbench as tb
-from toolbench._bench import journal_file as _journal_file
-from toolbench._bench import journal_writer as _journal_writer
-from toolbench._bench.records import COLUMNS
+from toolbench._bench.journal import file as _journal_file
+from toolbench._bench.journal import writer as _journal_writer
+from toolbench._bench.journal.records import COLUMNS
 
 
 def _digest(path: Path) -> str:

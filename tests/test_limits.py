@@ -32,9 +32,9 @@ import toolbench as tb
 from toolbench._core.errors import Malformed, TimedOut, ToolError, Unreachable
 from toolbench._core.ids import ToolId
 from toolbench._loop import get_loop
-from toolbench._transports import limits
-from toolbench._transports.limits import TAG, oversize, too_large_message
-from toolbench._transports.stdio import sniff_head, sniff_tail
+from toolbench._transports.wire import limits
+from toolbench._transports.wire.limits import TAG, oversize, too_large_message
+from toolbench._transports.wire.stdio import sniff_head, sniff_tail
 
 SERVERS = Path(__file__).parent / "servers"
 BIG = [sys.executable, str(SERVERS / "big_reply_server.py")]
@@ -145,7 +145,7 @@ def test_reply_under_the_cap_is_read_in_linear_time() -> None:
 @pytest.mark.slow
 def test_id_at_the_end_finds_its_call_among_several(caplog: pytest.LogCaptureFixture) -> None:
     """TypeScript servers write the id last; with two calls waiting, the tail decides."""
-    caplog.set_level(logging.INFO, logger="toolbench._transports.stdio")
+    caplog.set_level(logging.INFO, logger="toolbench._transports.wire.stdio")
     with LoopClient(BIG, name="big", timeout=30, max_message_bytes=MB) as big:
         outcomes: dict[str, BaseException | str] = {}
 
@@ -479,7 +479,7 @@ def _read_stdout(data: bytes, listing: set[int]) -> list[Any]:
     """What the stdio reader delivers for ``data`` while tools/list ``listing`` waits."""
     import anyio
 
-    from toolbench._transports.stdio import _Flow, _Reader
+    from toolbench._transports.wire.stdio import _Flow, _Reader
 
     async def run() -> list[Any]:
         send, receive = anyio.create_memory_object_stream[Any](100)

@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from toolbench._transports.loopback import Loopback, LoopbackError, loopback_address
+from toolbench._transports.auth.loopback import Loopback, LoopbackError, loopback_address
 
 CODE = "SECRET-CODE-123"
 

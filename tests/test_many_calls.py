@@ -1,4 +1,4 @@
-"""``map`` and ``compare`` (``toolbench._bench.many_calls``): resume of a tool named after a
+"""``map`` and ``compare`` (``toolbench._bench.many.many_calls``): resume of a tool named after a
 secret, with a real journal reopened by a new bench, as after a restart.
 
 A server may name a tool after one of its secrets (an env or header value); records, the

@@ -24,7 +24,6 @@ from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 from servers.memory import make_mem_server
 
-from toolbench._core import preload as _preload
 from toolbench._core.client import ToolClient
 from toolbench._core.errors import (
     Disposition,
@@ -35,7 +34,8 @@ from toolbench._core.errors import (
     Unreachable,
 )
 from toolbench._core.ids import Destination, Provenance, ToolId
-from toolbench._transports.mcp import McpClient
+from toolbench._core.schema import preload as _preload
+from toolbench._transports.mcp.client import McpClient
 
 SERVERS = Path(__file__).parent / "servers"
 ECHO = [sys.executable, str(SERVERS / "echo_server.py")]

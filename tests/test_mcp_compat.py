@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import toolbench as tb
-from toolbench._transports.mcp_compat import complete_by_default
+from toolbench._transports.mcp.compat import complete_by_default
 
 
 def test_a_result_without_result_type_is_complete_and_nothing_else_changes() -> None:

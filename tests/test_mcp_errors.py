@@ -31,7 +31,7 @@ from toolbench._core.client import Result, ToolSpec
 from toolbench._core.errors import Malformed, Refused, TimedOut, Unreachable, is_unsent
 from toolbench._core.ids import Destination, Provenance, ToolId
 from toolbench._routing.router import ToolRouter, takes_timeout
-from toolbench._transports.mcp_errors import (
+from toolbench._transports.mcp.errors import (
     TICKET,
     CallTicket,
     Redactor,

@@ -1,7 +1,7 @@
-"""A connection's events (toolbench/_transports/mcp_events.py): listeners per kind, rounds
+"""A connection's events (toolbench/_transports/mcp/events.py): listeners per kind, rounds
 coalesced (a burst costs one round in flight plus one pending), a raising listener logged;
 and through a Bench, ``prompts/list_changed`` and ``resources/list_changed`` re-list
-(toolbench/_bench/follow.py) on a 2026 in-process server."""
+(toolbench/_bench/catalog/follow.py) on a 2026 in-process server."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.prompts.base import Prompt
 
 import toolbench as tb
-from toolbench._transports.mcp_events import Events
+from toolbench._transports.mcp.events import Events
 
 
 def test_a_burst_is_one_round_in_flight_plus_one_pending() -> None:

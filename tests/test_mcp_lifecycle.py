@@ -1,4 +1,4 @@
-"""A connection settles before it is used (toolbench/_transports/mcp_lifecycle.py, issue 26):
+"""A connection settles before it is used (toolbench/_transports/mcp/lifecycle.py, issue 26):
 the ``connected`` round (a re-list) ends before the request that connected is sent, and
 before any request that arrives meanwhile; the round's own requests pass without waiting;
 a round that hangs holds requests back only for ``connect_timeout``; and the caller's
@@ -16,8 +16,8 @@ from mcp.server.mcpserver import MCPServer
 
 from toolbench import Refused
 from toolbench._core.ids import ToolId
-from toolbench._transports.mcp import McpClient
-from toolbench._transports.mcp_lifecycle import SEND_CHECK
+from toolbench._transports.mcp.client import McpClient
+from toolbench._transports.mcp.lifecycle import SEND_CHECK
 
 
 def _server(sent: list[str]) -> MCPServer:

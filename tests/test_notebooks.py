@@ -394,7 +394,7 @@ def test_05_beyond_tools() -> None:
 
 def test_05_progress_bar_shows_under_its_cell() -> None:
     """The bar is made on the loop thread, yet shows under the cell that called: it is made in
-    the call's captured context (toolbench/_bench/progress.py), not the SDK task's."""
+    the call's captured context (toolbench/_bench/progress/progress.py), not the SDK task's."""
     nb, _, _ = run("05_beyond_tools")
     shown = outputs(nb, 'bench.call("beyond-countdown", steps=10')
     assert "application/vnd.jupyter.widget-view+json" in shown

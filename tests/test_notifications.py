@@ -145,7 +145,7 @@ def test_logs_and_progress_arrive_from_a_stdio_child() -> None:
 
 
 def test_a_calls_bar_is_made_on_the_first_update_and_follows_the_server() -> None:
-    from toolbench._bench.progress import BAR_INTERVAL_S, ProgressBar, progress_shown
+    from toolbench._bench.progress.progress import BAR_INTERVAL_S, ProgressBar, progress_shown
 
     bar = ProgressBar("call beyond-countdown")
     bar.close()  # never updated: nothing was made, nothing to close
@@ -167,7 +167,7 @@ def test_a_calls_bar_is_made_on_the_first_update_and_follows_the_server() -> Non
 def test_a_calls_bar_shows_steps_and_time_but_no_rate(capsys: pytest.CaptureFixture[str],
                                                       total: int | None) -> None:
     # One call's steps are the server's units: a rate of them ("2.5 it/s") says nothing.
-    from toolbench._bench.progress import ProgressBar
+    from toolbench._bench.progress.progress import ProgressBar
 
     bar = ProgressBar("call beyond-countdown")
     for step in range(1, 5):

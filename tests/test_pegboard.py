@@ -255,7 +255,7 @@ def test_works_with_a_toolbox_serving_several_servers() -> None:
 
 
 def test_works_with_toolsets_in_process() -> None:
-    from toolbench._transports.toolset import Toolset
+    from toolbench._transports.toolset.toolset import Toolset
 
     docs, code = Toolset("docs"), Toolset("code")
 
@@ -807,7 +807,7 @@ WHOAMI = Path(__file__).parent / "servers" / "whoami_server.py"
 
 @pytest.mark.slow
 def test_two_processes_of_one_server_each_reached_by_its_own_name() -> None:
-    from toolbench._transports.mcp import McpClient
+    from toolbench._transports.mcp.client import McpClient
 
     async def main() -> dict[str, Any]:
         pb = PegBoard()
@@ -849,7 +849,7 @@ def test_the_board_re_lists_on_every_connected_event(tmp_path: Path) -> None:
     with a renamed tool is followed without a ``tools/list_changed``."""
     import signal
 
-    from toolbench._transports.mcp import McpClient
+    from toolbench._transports.mcp.client import McpClient
 
     async def main() -> tuple[list[str], list[str], int]:
         pb = PegBoard()

@@ -16,8 +16,8 @@ import pytest
 
 import toolbench as tb
 from toolbench import demo
-from toolbench._bench import pins as pins_mod
-from toolbench._bench.pins import PinFile
+from toolbench._bench.overtime import pins as pins_mod
+from toolbench._bench.overtime.pins import PinFile
 from toolbench.demo import geo_precise, geo_precise_v2
 
 
@@ -198,7 +198,7 @@ def test_two_benches_pinning_at_once_lose_nothing(tmp_path: Path) -> None:
 
 _WRITER = """
 import sys
-from toolbench._bench.pins import PinFile
+from toolbench._bench.overtime.pins import PinFile
 f = PinFile(sys.argv[1])
 for i in range(60):
     f.save({(sys.argv[2], "tool", f"t{i}"): {"fingerprint": str(i)}})
@@ -336,7 +336,7 @@ def test_pin_approves_changed_resources_too(tmp_path: Path) -> None:
 
 
 def test_a_template_refuses_only_the_uris_it_makes() -> None:
-    from toolbench._bench.pins import changed_key, template_regex
+    from toolbench._bench.overtime.pins import changed_key, template_regex
 
     changes = {("s", "resource_template", "city://{name}"): None,
                ("s", "resource_template", "file:///{+path}"): None,

@@ -1,4 +1,4 @@
-"""The tool count taken before a tools/list reply is parsed (toolbench._transports.precount).
+"""The tool count taken before a tools/list reply is parsed (toolbench._transports.wire.precount).
 
 The end-to-end refusals (stdio and HTTP) are in test_limits.py.
 """
@@ -12,8 +12,8 @@ from typing import Any
 import anyio
 import pytest
 
-from toolbench._transports import precount
-from toolbench._transports.precount import PageCount, listed_tools_bound
+from toolbench._transports.wire import precount
+from toolbench._transports.wire.precount import PageCount, listed_tools_bound
 
 
 def _page(tools: list[Any], **extra: Any) -> bytes:

@@ -25,7 +25,7 @@ assert "jsonschema" not in sys.modules  # importing toolbench does not pay for i
 bench = tb.Bench()
 # The kernel's thread needs jsonschema while the preload thread is importing it: it waits
 # (two threads importing it at once get "partially initialized module" errors).
-from toolbench._core.validate import schema_problems
+from toolbench._core.schema.validate import schema_problems
 assert schema_problems({"type": "object", "properties": {"n": {"type": "integer"}}},
                        check_metaschema=True) == []
 bench.connect("s", srv)

@@ -19,7 +19,7 @@ from servers import everything
 
 import toolbench as tb
 from toolbench import demo
-from toolbench._bench import recording as recording_mod
+from toolbench._bench.replay import recording as recording_mod
 from toolbench.demo import geo
 
 CASES = [{"from_city": "London", "to_city": c} for c in ("Paris", "Tokyo")]

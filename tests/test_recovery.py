@@ -27,7 +27,7 @@ from mcp.shared.exceptions import MCPError
 import toolbench as tb
 from toolbench._core.errors import Disposition, Malformed, Refused, TimedOut, Unreachable
 from toolbench._core.ids import ToolId
-from toolbench._transports.mcp_lifecycle import BACKOFF_FIRST_S
+from toolbench._transports.mcp.lifecycle import BACKOFF_FIRST_S
 
 pytestmark = pytest.mark.slow
 
@@ -350,7 +350,7 @@ def test_call_timeout_during_a_slow_reconnect_did_not_happen(tmp_path: Path) -> 
 def _stdio_reports_unwritten() -> bool:
     """Whether the stdio transport tells the tracker about a request it failed to write."""
     try:
-        from toolbench._transports.stdio import bounded_stdio_client
+        from toolbench._transports.wire.stdio import bounded_stdio_client
     except ImportError:
         return False
     import inspect

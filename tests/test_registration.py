@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 import toolbench as tb
-from toolbench._bench import connecting as _connecting
-from toolbench._bench.config import ConfigWarning
+from toolbench._bench.servers import connecting as _connecting
+from toolbench._bench.servers.config import ConfigWarning
 
 SERVERS = Path(__file__).parent / "servers"
 ECHO = SERVERS / "echo_server.py"
@@ -200,7 +200,7 @@ def _schema_server() -> Any:
 
 
 def test_catalog_warnings_say_why_local_checking_is_skipped(bench: tb.Bench) -> None:
-    from toolbench._core import validate as _validate
+    from toolbench._core.schema import validate as _validate
 
     bench.connect("refs", _schema_server())
     catalog = bench.catalog().set_index("name")

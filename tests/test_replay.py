@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import toolbench as tb
-from toolbench._bench.replay import answers_differ
+from toolbench._bench.replay.replay import answers_differ
 from toolbench.demo import geo, geo_precise
 
 CASES = [{"from_city": "London", "to_city": c} for c in ("Paris", "Tokyo", "Sydney", "Lima")]

@@ -24,8 +24,8 @@ from mcp.server.mcpserver.resources.types import BinaryResource, TextResource
 from servers import everything
 
 import toolbench as tb
-from toolbench._bench import journal_file
-from toolbench._transports import mcp_listing
+from toolbench._bench.journal import file as journal_file
+from toolbench._transports.mcp import listing as mcp_listing
 from toolbench.demo import beyond
 
 HOSTILE = "<script>alert('x')</script><img src=x onerror=alert(1)>"

@@ -25,8 +25,8 @@ import anyio
 import pytest
 
 import toolbench as tb
-from toolbench._bench.config import parse
-from toolbench._transports.toolset_serve import check_target, is_loopback
+from toolbench._bench.servers.config import parse
+from toolbench._transports.toolset.serve import check_target, is_loopback
 
 BOUND = 60.0
 
@@ -419,8 +419,8 @@ SECRET32 = "S3cr3tT0ken-0123456789abcdefghij"
 
 
 def test_garbage_is_redacted_before_it_is_cut() -> None:
-    from toolbench._transports.mcp_errors import Redactor
-    from toolbench._transports.stdio import GARBAGE_QUOTE, _Flow, _Reader
+    from toolbench._transports.mcp.errors import Redactor
+    from toolbench._transports.wire.stdio import GARBAGE_QUOTE, _Flow, _Reader
 
     reader = _Reader(None, None, 1 << 20, _Flow(), redact=Redactor([SECRET32]))  # type: ignore[arg-type]
     line = ("x" * 185 + SECRET32 + "y" * GARBAGE_QUOTE).encode()  # the cut at 200 splits it
@@ -430,7 +430,7 @@ def test_garbage_is_redacted_before_it_is_cut() -> None:
 
 
 def test_a_stderr_window_never_starts_mid_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    from toolbench._transports import stderr as _stderr
+    from toolbench._transports.wire import stderr as _stderr
 
     log = _stderr.StderrLog("t")
     try:
@@ -446,7 +446,7 @@ def test_a_stderr_window_never_starts_mid_line(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_a_secret_in_a_url_host_is_redacted_whatever_its_case() -> None:
-    from toolbench._transports.mcp_errors import Redactor
+    from toolbench._transports.mcp.errors import Redactor
 
     redact = Redactor(["MixedCaseTenant42"])
     assert redact("https://mixedcasetenant42.example.com/x") == "https://[redacted].example.com/x"

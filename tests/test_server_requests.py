@@ -25,10 +25,10 @@ from mcp.server.mcpserver.resolve import Elicit, Resolve, Sample
 from pydantic import BaseModel, Field
 
 import toolbench as tb
-from toolbench._core import preload as _preload
+from toolbench._core.schema import preload as _preload
 from toolbench._loop import get_loop
 from toolbench._transports import server_requests as sr
-from toolbench._transports.mcp import McpClient
+from toolbench._transports.mcp.client import McpClient
 from toolbench.demo import beyond
 
 ROOT = Path(__file__).resolve().parents[1]

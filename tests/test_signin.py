@@ -13,7 +13,7 @@ import httpx
 import pytest
 from oauth_glue import afollow, protected_server, signed_in_client
 
-from toolbench._transports.signin import (
+from toolbench._transports.auth.signin import (
     SignInTimeout,
     SignInUnavailable,
     terminal_authorizer,

@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from toolbench._loop import get_loop
-from toolbench._notebook.ask import NotebookAsker, wait_answered
-from toolbench._notebook.signin import SignInCard, notebook_authorizer
+from toolbench._notebook.ask.ask import NotebookAsker, wait_answered
+from toolbench._notebook.ask.signin import SignInCard, notebook_authorizer
 
 CODE = "CODE-never-shown-42"
 
@@ -151,7 +151,7 @@ def test_the_card_says_signed_in_only_once_the_tokens_came(
     from servers.oauth_server import serve
 
     import toolbench as tb
-    from toolbench._transports.auth import register_authorizer
+    from toolbench._transports.auth.state import register_authorizer
 
     monkeypatch.setenv("TOOLBENCH_DATA_DIR", str(tmp_path))
     made, _shown = asker

@@ -17,7 +17,7 @@ import pytest
 from oauth_glue import follow, protected_server
 
 from toolbench._bench.signin_commands import describe
-from toolbench._transports.token_store import Record
+from toolbench._transports.auth.tokens import Record
 
 pytestmark = pytest.mark.slow  # every test starts processes
 

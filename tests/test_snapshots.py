@@ -17,8 +17,8 @@ import pytest
 
 import toolbench as tb
 from toolbench import demo
-from toolbench._bench import snapshot_store
-from toolbench._bench.snapshots import SNAPSHOT_COLUMNS, canonical_json, fingerprint
+from toolbench._bench.overtime import snapshot_store
+from toolbench._bench.overtime.snapshots import SNAPSHOT_COLUMNS, canonical_json, fingerprint
 from toolbench._loop import get_loop
 from toolbench.demo import geo, geo_precise, geo_precise_v2
 

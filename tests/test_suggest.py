@@ -1,5 +1,5 @@
 """The explorer's prompt form offers the server's completions as one types
-(toolbench/_notebook/suggest.py): debounced (a burst of keystrokes is one or two requests),
+(toolbench/_notebook/explorer/suggest.py): debounced (a burst of keystrokes is one or two requests),
 with the other fields as context, bounded, and a failure is a note, never an exception."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from mcp.server.mcpserver import MCPServer
 from test_widgets import PROMPTS, choose, open_section
 
 import toolbench as tb
-from toolbench._notebook.widgets import explorer
+from toolbench._notebook.explorer.explorer import explorer
 
 TEAMS = {"Engineering": ["Alice", "Bob", "Charlie"], "Sales": ["David", "Eve"]}
 asked: list[tuple[str, str, dict[str, str]]] = []
@@ -115,7 +115,7 @@ def test_a_failed_completion_is_a_note(bench: tb.Bench) -> None:
 def test_a_template_form_offers_completions_and_fills_the_uri(bench: tb.Bench) -> None:
     from test_widgets import RESOURCES
 
-    from toolbench._notebook.template_form import fill, variables
+    from toolbench._notebook.explorer.template_form import fill, variables
 
     assert variables("a://{x}/{+y}/{x}") == ["x", "y"]
     assert fill("a://{x}/{+y}", {"x": "a b", "y": "c/d"}) == "a://a%20b/c/d"

@@ -23,12 +23,12 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
-from toolbench._core import preload as _preload
 from toolbench._core.client import Result, ToolClient
 from toolbench._core.errors import Malformed, Refused, ToolFailed, Unreachable
 from toolbench._core.ids import Destination, Provenance, ToolId
+from toolbench._core.schema import preload as _preload
 from toolbench._routing.router import ToolRouter
-from toolbench._transports.toolset import ToolContext, Toolset
+from toolbench._transports.toolset.toolset import ToolContext, Toolset
 
 pytestmark = pytest.mark.anyio
 

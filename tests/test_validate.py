@@ -24,11 +24,11 @@ import pytest
 from mcp.server import Server
 
 import toolbench as tb
-from toolbench._core import preload as _preload
-from toolbench._core import validate as _validate
 from toolbench._core.client import check_arguments
-from toolbench._core.validate import field_errors, schema_problems, validate_arguments
-from toolbench._notebook.form import FormError, build_form
+from toolbench._core.schema import preload as _preload
+from toolbench._core.schema import validate as _validate
+from toolbench._core.schema.validate import field_errors, schema_problems, validate_arguments
+from toolbench._notebook.ask.form import FormError, build_form
 
 TID = tb.ToolId("s", "t")
 

@@ -25,7 +25,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from test_display import BIG, HOSTILE, IMG, SCRIPT, hostile_server, no_live_markup
 
 import toolbench as tb
-from toolbench._notebook.widgets import (
+from toolbench._notebook.explorer.explorer import (
     BUSY_HTML,
     CLOSED_HTML,
     LIST_WIDTH,

@@ -1,13 +1,13 @@
 """toolbench: explore, call, record and compare tools from many MCP servers, in Jupyter."""
 
-from toolbench._bench.config import ConfigError, ConfigWarning
-from toolbench._bench.diff import diff
-from toolbench._bench.handles import ToolHandle
-from toolbench._bench.journal import JournalWarning
-from toolbench._bench.pins import PinWarning
-from toolbench._bench.recording import serve_recording
-from toolbench._bench.resources import ListingWarning
-from toolbench._bench.snapshot_store import load_snapshot
+from toolbench._bench.calls.resources import ListingWarning
+from toolbench._bench.catalog.handles import ToolHandle
+from toolbench._bench.journal.journal import JournalWarning
+from toolbench._bench.overtime.diff import diff
+from toolbench._bench.overtime.pins import PinWarning
+from toolbench._bench.overtime.snapshot_store import load_snapshot
+from toolbench._bench.replay.recording import serve_recording
+from toolbench._bench.servers.config import ConfigError, ConfigWarning
 from toolbench._core.client import Result, ToolClient, ToolSpec
 from toolbench._core.contents import PromptResult, ReadResult
 from toolbench._core.errors import (
@@ -23,16 +23,16 @@ from toolbench._core.errors import (
 from toolbench._core.ids import Destination, Egress, Provenance, ToolId
 from toolbench._core.version import __version__ as __version__
 from toolbench._notebook import accessor as _accessor
-from toolbench._notebook import ask as _ask  # noqa: F401 - registers "ask" (sampling, elicitation)
-from toolbench._notebook import signin as _signin  # noqa: F401 - the default sign-in (a card)
+from toolbench._notebook.ask import ask as _ask  # noqa: F401 - registers "ask" (sampling, elicitation)
+from toolbench._notebook.ask import signin as _signin  # noqa: F401 - the default sign-in (a card)
 from toolbench._notebook.bench import Bench
-from toolbench._notebook.display import show
+from toolbench._notebook.views.display import show
 from toolbench._routing.pegboard import PegBoard
 from toolbench._routing.router import ToolRouter
-from toolbench._transports.auth import ClientCredentials, OAuth
-from toolbench._transports.mcp import McpClient
+from toolbench._transports.auth.state import ClientCredentials, OAuth
+from toolbench._transports.mcp.client import McpClient
 from toolbench._transports.toolbox import ToolBox, tool
-from toolbench._transports.toolset import ToolContext, Toolset
+from toolbench._transports.toolset.toolset import ToolContext, Toolset
 
 __all__ = [
     "Bench",

@@ -204,7 +204,7 @@ class _Source:
 
 def _source(config: str | None, use_demo: bool) -> _Source:
     """The demo servers, ``--config``, or ``./mcp.json``; a bad file is a usage error."""
-    from toolbench._bench import config as _config
+    from toolbench._bench.servers import config as _config
 
     if use_demo and config is not None:
         raise UsageError("--demo and --config exclude each other; give one")
@@ -564,7 +564,7 @@ def _parser() -> argparse.ArgumentParser:
     lab = sub.add_parser("lab", help=lab_help, description=lab_help)
     lab.add_argument("lab_args", nargs=argparse.REMAINDER, metavar="JUPYTER_LAB_ARGS",
                      help="passed on to jupyter lab as they are (--no-browser, --port 8899)")
-    from toolbench._bench.recording import add_cli
+    from toolbench._bench.replay.recording import add_cli
 
     add_cli(sub)
     return parser
@@ -583,7 +583,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         _err("error: a command is required (catalog, call, compare, demo or lab)")
         return EXIT_USAGE
     if args.command == "serve-recording":
-        from toolbench._bench.recording import run_cli
+        from toolbench._bench.replay.recording import run_cli
 
         return run_cli(args)
     config: str | None = getattr(args, "config", None)
@@ -611,7 +611,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     except KeyboardInterrupt:
         code = 130
     except Exception as exc:
-        from toolbench._transports.mcp_errors import leaves
+        from toolbench._transports.mcp.errors import leaves
 
         errors = leaves(exc)
         code = max(_status(error) for error in errors)

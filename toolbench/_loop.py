@@ -274,7 +274,7 @@ def set_wait_hook(hook: WaitHook | None) -> None:
 
     The hook must return once it has acquired the lock, bound every slice of its own work,
     and let ``KeyboardInterrupt`` through (the caller then cancels the call). The notebook
-    layer installs one (``toolbench._notebook.ask``) so that a person can answer a server's
+    layer installs one (``toolbench._notebook.ask.ask``) so that a person can answer a server's
     question in a widget while a cell blocks in ``bench.call``; this layer cannot import it.
     """
     global _wait_hook

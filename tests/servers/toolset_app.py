@@ -15,7 +15,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from a checkout
 
-from toolbench._transports.toolset import ToolContext, Toolset
+from toolbench._transports.toolset.toolset import ToolContext, Toolset
 
 ADD_SCHEMA: dict[str, Any] = {
     "type": "object",

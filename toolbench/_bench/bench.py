@@ -24,21 +24,21 @@ from typing import Any, Self
 
 import anyio
 
-from toolbench._bench.client_rest import RestOfClient
-from toolbench._bench.connecting import CLOSE_BOUND_S, Connecting, _Row
-from toolbench._bench.fetch_many import ResourcesAndPrompts
-from toolbench._bench.follow import FollowServers
-from toolbench._bench.handles import ToolHandles
-from toolbench._bench.journal import Journal, warn_unwritten
-from toolbench._bench.many_calls import ManyCalls
-from toolbench._bench.overtime import OverTime
-from toolbench._bench.records import RecordStore
-from toolbench._bench.replay import Replays
+from toolbench._bench.catalog.follow import FollowServers
+from toolbench._bench.catalog.handles import ToolHandles
+from toolbench._bench.journal.journal import Journal, warn_unwritten
+from toolbench._bench.journal.records import RecordStore
+from toolbench._bench.many.fetch_many import ResourcesAndPrompts
+from toolbench._bench.many.many_calls import ManyCalls
+from toolbench._bench.overtime.overtime import OverTime
+from toolbench._bench.replay.replay import Replays
+from toolbench._bench.servers.client_rest import RestOfClient
+from toolbench._bench.servers.connecting import CLOSE_BOUND_S, Connecting, _Row
 from toolbench._bench.tables import Tables
-from toolbench._core import preload as _preload
 from toolbench._core.checks import seconds
 from toolbench._core.html import counted
 from toolbench._core.ids import Egress
+from toolbench._core.schema import preload as _preload
 from toolbench._loop import get_loop
 from toolbench._routing.connections import Connection
 from toolbench._routing.pegboard import PegBoard

@@ -2,7 +2,7 @@
 
 - ``login URL`` connects to the server with ``auth=OAuth(...)``: the sign-in's link is
   printed, the loopback listener waits for the browser's redirect, and an address pasted on
-  stdin works too (:func:`toolbench._transports.signin.terminal_authorizer`); bounded by
+  stdin works too (:func:`toolbench._transports.auth.signin.terminal_authorizer`); bounded by
   ``--timeout``. The tokens go to the token store, so later connects need no sign-in.
 - ``logout URL`` forgets the server's stored registration and tokens (every issuer).
 - ``list`` shows what the store holds: issuer, resource, kind, state, expiry. Never a token.
@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
-from toolbench._transports.auth import OAuth, register_authorizer
-from toolbench._transports.signin import terminal_authorizer
-from toolbench._transports.token_store import FileStore, Record, TokenStoreError
+from toolbench._transports.auth.signin import terminal_authorizer
+from toolbench._transports.auth.state import OAuth, register_authorizer
+from toolbench._transports.auth.tokens import FileStore, Record, TokenStoreError
 
 DEFAULT_TIMEOUT_S = 300.0
 LOGIN_NAME = "server"

@@ -9,18 +9,18 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from toolbench._bench.progress import logs_frame
-from toolbench._bench.records import frame
-from toolbench._bench.scrub import redacted_data
-from toolbench._core import validate as _validate
+from toolbench._bench.journal.records import frame
+from toolbench._bench.progress.progress import logs_frame
+from toolbench._bench.servers.scrub import redacted_data
+from toolbench._core.schema import validate as _validate
 from toolbench._routing.pegboard import describe_skipped
-from toolbench._transports.mcp_errors import Redactor
+from toolbench._transports.mcp.errors import Redactor
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from toolbench._bench.connecting import _Row
-    from toolbench._bench.records import RecordStore
+    from toolbench._bench.journal.records import RecordStore
+    from toolbench._bench.servers.connecting import _Row
     from toolbench._core.ids import ToolId
     from toolbench._routing.pegboard import PegBoard
     from toolbench._routing.router import ToolRouter

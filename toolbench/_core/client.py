@@ -151,7 +151,7 @@ class ResourceClient(Protocol):
 
     A ``ToolClient`` need not implement it (a ``ToolBox`` or ``Toolset`` serves tools only);
     the bench checks for it and says plainly when a server offers no resources or prompts.
-    Listings are row dicts (see ``toolbench._transports.mcp_resources``); a read returns a
+    Listings are row dicts (see ``toolbench._transports.mcp.resources``); a read returns a
     ``ReadResult``, a prompt fetch a ``PromptResult`` (``toolbench._core.contents``).
     """
 

@@ -33,8 +33,8 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from toolbench._notebook.cells import MAX_ROWS
-from toolbench._notebook.display import Shown, kind_of
+from toolbench._notebook.views.cells import MAX_ROWS
+from toolbench._notebook.views.display import Shown, kind_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -220,8 +220,9 @@ class TableAccessor:
         """For a catalog (``bench.catalog()``): the parameters of tools that two or more
         servers offer under the same name, one row per (tool, parameter), with ``differs``
         naming what the servers disagree on (``present``, ``type``, ``required``, ``enum``,
-        ``default``). ``.tb.show()`` marks the differences. See ``toolbench._bench.diff``."""
-        from toolbench._bench.diff import schema_diff
+        ``default``). ``.tb.show()`` marks the differences. See
+        ``toolbench._bench.overtime.diff``."""
+        from toolbench._bench.overtime.diff import schema_diff
 
         return schema_diff(self._df)
 

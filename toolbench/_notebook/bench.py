@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from toolbench._core.ids import Egress
-    from toolbench._notebook.widgets import Explorer
+    from toolbench._notebook.explorer.explorer import Explorer
     from toolbench._transports.notifications import LogLevel
     from toolbench._transports.server_requests import Handler
 
@@ -80,11 +80,11 @@ class Bench(BaseBench):
         Returns:
             An ``Explorer``; display it as a cell's last expression.
         """
-        from toolbench._notebook.widgets import explorer
+        from toolbench._notebook.explorer.explorer import explorer
 
         return explorer(self)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        from toolbench._notebook.display import bench_bundle
+        from toolbench._notebook.views.display import bench_bundle
 
         return bench_bundle(self)

@@ -14,8 +14,8 @@ from typing import Any, TypedDict
 from toolbench._core.client import Result, ToolClient, ToolSpec
 from toolbench._core.ids import Destination, Provenance, ToolId
 from toolbench._routing.router import call_client
-from toolbench._transports.auth import AuthOption
-from toolbench._transports.mcp import ProtocolMode, TransportName
+from toolbench._transports.auth.state import AuthOption
+from toolbench._transports.mcp.client import ProtocolMode, TransportName
 from toolbench._transports.notifications import Notifications
 from toolbench._transports.server_requests import ServerRequests
 
@@ -51,10 +51,10 @@ class ConnectOptions(TypedDict, total=False):
     """The most tools the server may list; more fails the connect."""
     protocol_mode: ProtocolMode
     """``"fast"`` (the 2025 handshake first), ``"auto"`` or ``"legacy"``; see
-    ``toolbench._transports.mcp.PROTOCOL_MODES``. ``servers`` shows the outcome."""
+    ``toolbench._transports.mcp.client.PROTOCOL_MODES``. ``servers`` shows the outcome."""
     auth: AuthOption | str
     """An http(s) server's sign-in: ``"oauth"``, ``tb.OAuth(...)``,
-    ``tb.ClientCredentials(...)`` or an ``httpx2.Auth``; see toolbench/_transports/auth.py."""
+    ``tb.ClientCredentials(...)`` or an ``httpx2.Auth``; see toolbench/_transports/auth/state.py."""
     roots: Iterable[str | os.PathLike[str]]
     """This server's own roots (paths or ``file://`` URIs); the bench's ``roots`` is only the
     default for servers without their own. No server ever sees another server's roots."""
@@ -165,9 +165,9 @@ def open_connection(name: str, target: Any, options: Mapping[str, Any],
     ``notifications`` (its bounded log book) go to an MCP connection the bench creates; an
     ``McpClient`` given as the target keeps its own.
     """
-    from toolbench._transports.mcp import McpClient
+    from toolbench._transports.mcp.client import McpClient
     from toolbench._transports.toolbox import ToolBox
-    from toolbench._transports.toolset import Toolset
+    from toolbench._transports.toolset.toolset import Toolset
 
     # ``secrets`` only hides text; a client that shows no target has nothing to hide.
     given = {k for k in options if k not in ("timeout", "connect_timeout", "secrets")}

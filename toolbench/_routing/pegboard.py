@@ -239,7 +239,7 @@ class PegBoard:
         elif callable(remove_listener):
             unsubscribe = functools.partial(remove_listener, on_tools_changed)
         # A client with the one "connected" event (McpClient): a reconnect re-lists too, so a
-        # server restarted with other tools is followed (toolbench._transports.mcp_events).
+        # server restarted with other tools is followed (toolbench._transports.mcp.events).
         add_kind = getattr(client, "add_listener", None)
         if unsubscribe is not None and callable(add_kind):
             on_connected = add_kind("connected", on_tools_changed)

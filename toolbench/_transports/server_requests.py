@@ -10,7 +10,7 @@ that capability and a server never asks.
 A handler is a function (sync or async) of the SDK's request parameters, or ``"ask"``: a
 person answers in a notebook widget. The widgets live in the notebook layer, which this layer
 must not import, so ``"ask"`` is resolved when a request arrives, through the :class:`Asker`
-that ``toolbench._notebook.ask`` registers (:func:`register_asker`). Outside a kernel nothing
+that ``toolbench._notebook.ask.ask`` registers (:func:`register_asker`). Outside a kernel nothing
 is registered, and the server gets an error reply that says so.
 
 What a handler does is untrusted too, from the server's point of view, and from ours: it may
@@ -20,7 +20,7 @@ specification suggests), never an exception inside the SDK's dispatcher. Every w
 bound: ``function_timeout`` for a function, ``ask_timeout`` for a person, and the call's own
 timeout around both. A sync function runs in a worker thread so it cannot stall the shared
 loop. An elicitation answer is checked against the requested schema with the bounded
-validator (``toolbench._core.validate``: no ``$ref`` fetched, linear-time patterns) before
+validator (``toolbench._core.schema.validate``: no ``$ref`` fetched, linear-time patterns) before
 the server sees it. At most ``MAX_OPEN_ASKS`` asks wait at once per bench; a server that
 floods the notebook with forms gets error replies beyond that.
 
@@ -49,7 +49,7 @@ import pydantic
 
 from toolbench._core import html as _html
 from toolbench._core.errors import Malformed, Refused, TimedOut, ToolError, ToolFailed, Unreachable
-from toolbench._core.validate import field_errors, schema_problems
+from toolbench._core.schema.validate import field_errors, schema_problems
 
 ASK: Final = "ask"
 """The handler value that asks a person in a notebook widget."""
@@ -81,7 +81,7 @@ class HandlerError(Exception):
 
 
 class Asker(Protocol):
-    """What answers ``"ask"``: a person, through widgets (``toolbench._notebook.ask``).
+    """What answers ``"ask"``: a person, through widgets (``toolbench._notebook.ask.ask``).
 
     Each method returns what a handler function would (an ``ElicitResult``, a
     ``CreateMessageResult``, a str), or raises :class:`HandlerError`. The caller bounds the

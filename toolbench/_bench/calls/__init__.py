@@ -1,0 +1,1 @@
+"""One call, read or prompt fetch through the bench."""

@@ -1,0 +1,1 @@
+"""The catalog following its servers, and ``bench.tools`` handles."""

@@ -1,0 +1,1 @@
+"""Many calls at once: ``compare``, ``map``, reads and fetches in bulk, Dask clusters."""

@@ -1,0 +1,575 @@
+"""``Bench.map(name, cases, cluster=client)``: the same map on a Dask cluster's workers.
+
+Only this module imports ``distributed`` (the ``dask`` extra), and only ``map(..., cluster=)``
+imports this module: the core never pays for Dask.
+
+**Workers.** A :class:`BenchPlugin` (a Dask ``WorkerPlugin``, registered with
+``client.register_plugin``, idempotent) keeps one ``Bench`` per server configuration per
+worker, built on first use from what the driver's ``connect``/``load_config`` was given
+(:class:`ServerSpec`: a stdio command or an http(s) URL, with its env, headers and options),
+reused by every later task, and closed in the plugin's ``teardown`` when the worker shuts
+down: its stdio children end with it (a worker killed outright closes their stdin, and a
+server exits on end of input). ``concurrency`` caps the calls in flight to that server *per
+worker* (one limiter per configuration, shared by the worker's threads), so a job has up to
+``concurrency`` x workers calls in flight per server.
+
+**Partitions.** The cases travel in partitions (about four per worker thread, at most
+``MAX_PARTITION`` cases each), one Dask task each, under an explicit key built from the tool
+name, the partition number and the job (``toolbench-map-echo-3-1a2b3c4d``). Records come back
+as partitions finish, into the driver's ``records`` and journal; the progress bar counts calls.
+
+**Grants: what makes a lost worker exact.** A worker sends no call before the driver has
+granted it: the worker asks (a Dask event on topic ``toolbench-grants``, batching whatever
+calls are waiting), the driver writes each granted call's *intent* into its own journal
+(``RecordStore.intent``, committed before the answer, exactly as a local call does before it
+is sent), then answers on a Dask queue private to that task run. The driver grants each case
+at most once, ever. So:
+
+- *A worker killed mid-partition*: Dask runs the task again elsewhere; the new run asks
+  for every case of the partition and is granted only those never granted before. A case
+  granted to the dead run without a reported record becomes ``in_doubt`` (``TimedOut``: it
+  may have run); a case never granted runs on the new worker. Nothing that may have landed
+  runs twice, and nothing that never started is left out. If Dask gives up on the task
+  (``KilledWorker``), its never-granted cases are ``Unreachable`` (did not happen).
+- *The driver killed*: every call a worker may have sent has a committed intent in the
+  journal, which reopening turns into ``in_doubt``; ``resume=True`` skips those and runs the
+  rest. A worker that outlives its driver gets no more grants, so it sends nothing more.
+- *An interrupt in the driver*: tasks not started are cancelled, no grant is given after
+  it, and calls granted but not reported are recorded ``in_doubt``.
+- *A grant that does not come* within the call's timeout (bounded by ``GRANT_WAIT_S``): the
+  call is not sent (``Unreachable``).
+
+**Secrets.** env and header values travel only inside Dask's messages (the task's
+arguments, pickled), never in a task key, a queue or topic name, an event, or a log line:
+:class:`ServerSpec`'s repr (which Dask logs when a task fails) names the server only. A tool
+named after a secret travels by its real name in the task's arguments (the worker calls it);
+its key, and the driver's intents and records, use the name redacted (``Bench._shown``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import hashlib
+import math
+import pickle
+import re
+import threading
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.to_thread
+from distributed import Client, Queue, WorkerPlugin, as_completed, get_client, get_worker
+
+from toolbench._bench.journal.journal import warn_not_durable
+from toolbench._bench.journal.records import Record, make_record, new_call_id, utcnow
+from toolbench._bench.many.batch import progress_bar
+from toolbench._bench.servers.scrub import redacted_failure
+from toolbench._core.errors import TimedOut, ToolError, Unreachable
+from toolbench._core.ids import Provenance
+from toolbench._loop import get_loop
+
+if TYPE_CHECKING:
+    from distributed import Future, Worker
+
+    from toolbench._bench.bench import BaseBench as Bench
+    from toolbench._bench.calls.calling import _Target
+
+PLUGIN_NAME = "toolbench-benches"
+TOPIC = "toolbench-grants"
+"""The Dask event topic on which workers ask the driver for grants (ids only, no data)."""
+GRANT_WAIT_S = 60.0
+"""The most a worker waits for a grant (and never longer than the call's own timeout)."""
+PARTITIONS_PER_THREAD = 4
+MAX_PARTITION = 500
+CANCEL_BOUND_S = 15.0
+"""How long cleaning up after an interrupt may take (cancelling futures, recording)."""
+LOST_ERROR = ("the Dask worker running it was lost before reporting (the call was granted "
+              "and may have run)")
+_KEY_SAFE = re.compile(r"[^A-Za-z0-9_.]+")
+
+
+@dataclass(frozen=True, repr=False)
+class ServerSpec:
+    """What a worker needs to connect a server as the driver did; it holds secrets.
+
+    Its repr names the server only: Dask logs a failed task's arguments.
+    """
+
+    name: str
+    target: str | list[str]
+    options: dict[str, Any]
+    namespace: Any
+    bench_options: dict[str, Any]
+    bench_type: type[Bench]
+    """The driver's bench class: pickled by reference, so the worker builds the same kind
+    without this module importing the class (the bench layer imports this one)."""
+    key: str = field(default="")
+    """A digest of everything above: the worker's cache key (not secret-bearing text)."""
+
+    def __repr__(self) -> str:
+        return f"ServerSpec({self.name!r})"
+
+
+def _spec(bench: Bench, server: str) -> ServerSpec:
+    row = bench._rows.get(server)
+    given = row.given if row is not None else None
+    if row is None or given is None or not isinstance(given[0], (str, list, tuple)):
+        transport = row.transport if row is not None else "unknown"
+        raise ValueError(
+            f"server {server!r} ({transport}) cannot run on a Dask cluster: a worker rebuilds a "
+            "server from a stdio command or an http(s) URL, and an in-process server, a "
+            "ToolBox, a Toolset or a client object cannot travel; call map() without "
+            "cluster= for it")
+    target, options, namespace = given
+    if options.get("auth") is not None:
+        raise ValueError(
+            f"server {server!r} signs in (auth={type(options['auth']).__name__}): its sign-in "
+            "and tokens stay in this process and cannot travel to Dask workers; only static "
+            "headers can. Call map() without cluster= for it")
+    bench_options = {"timeout": bench.timeout, "connect_timeout": bench.connect_timeout,
+                     "separator": bench.pegboard.separator,
+                     "egress": None if bench.egress is None else sorted(bench.egress.hosts)}
+    spec = ServerSpec(server, list(target) if isinstance(target, tuple) else target,
+                      dict(options), namespace, bench_options, type(bench))
+    digest = hashlib.sha256(pickle.dumps((spec.name, spec.target, sorted(
+        (k, repr(v)) for k, v in spec.options.items()), spec.namespace,
+        sorted(bench_options.items()), spec.bench_type.__qualname__))).hexdigest()
+    return dataclasses.replace(spec, key=digest)
+
+
+def check_cluster(bench: Bench, cluster: Any, server: str) -> None:
+    """Refuse, before anything runs, what cannot work: not a Client, or a server that
+    cannot travel."""
+    if not isinstance(cluster, Client):
+        raise TypeError(f"cluster must be a dask.distributed.Client, not "
+                        f"{type(cluster).__name__} {cluster!r:.80}")
+    if cluster.asynchronous:
+        raise ValueError("cluster must be a synchronous dask.distributed.Client (this one was "
+                         "made with asynchronous=True)")
+    if cluster.status != "running":
+        raise ValueError(f"the dask.distributed.Client is {cluster.status}, not running")
+    _spec(bench, server)
+
+
+# -- the worker's side ------------------------------------------------------------------------
+class BenchPlugin(WorkerPlugin):
+    """One Bench per server configuration per worker, closed when the worker shuts down."""
+
+    idempotent = True
+    name = PLUGIN_NAME
+
+    def setup(self, worker: Worker) -> None:
+        self._lock = threading.Lock()
+        self._benches: dict[str, Bench] = {}
+        self.limiters: dict[str, anyio.CapacityLimiter] = {}  # touched on the loop only
+
+    async def teardown(self, worker: Worker) -> None:
+        await asyncio.to_thread(self.close_all)
+
+    def close_all(self) -> None:
+        with self._lock:
+            benches, self._benches = list(self._benches.values()), {}
+        for bench in benches:
+            with contextlib.suppress(Exception):
+                bench.close()
+
+    def bench(self, spec: ServerSpec) -> Bench:
+        """This worker's bench for ``spec``, connected (again, if its server failed)."""
+        with self._lock:  # one connect at a time per worker: tasks share what it makes
+            bench = self._benches.get(spec.key)
+            if bench is None:
+                opts = spec.bench_options
+                bench = spec.bench_type(timeout=opts["timeout"],
+                                        connect_timeout=opts["connect_timeout"],
+                                        separator=opts["separator"], egress=opts["egress"])
+                self._benches[spec.key] = bench
+            status = bench._rows[spec.name].current_status() if spec.name in bench._rows \
+                else None
+            if status not in ("connected", "connecting"):
+                bench.connect(spec.name, spec.target, namespace=spec.namespace, **spec.options)
+            return bench
+
+
+class _Granter:
+    """A task run's side of the grant protocol: one request in flight, batching the rest."""
+
+    def __init__(self, job: str, part: int, run: str, wait: float) -> None:
+        """Made in the task's own thread (Dask finds its worker and client there)."""
+        self.job, self.part, self.run, self.wait = job, part, run, wait
+        self.loop: asyncio.AbstractEventLoop | None = None  # set on the loop, before asking
+        self._worker = get_worker()
+        self._reply = Queue(f"toolbench-{job}-{run}", client=get_client())
+        self._cond = threading.Condition()
+        self._pending: list[tuple[int, asyncio.Future[bool | None]]] = []
+        self._stop = False
+        self._thread = threading.Thread(target=self._serve, name="toolbench-grants",
+                                        daemon=True)
+        self._thread.start()
+
+    def ask(self, index: int) -> asyncio.Future[bool | None]:
+        """On the loop: True granted, None refused (another run has it), False no answer."""
+        assert self.loop is not None
+        fut: asyncio.Future[bool | None] = self.loop.create_future()
+        with self._cond:
+            self._pending.append((index, fut))
+            self._cond.notify()
+        return fut
+
+    def _serve(self) -> None:
+        seq = 0
+        while True:
+            with self._cond:
+                while not self._pending and not self._stop:
+                    self._cond.wait()
+                if self._stop:
+                    waiting, self._pending = self._pending, []
+                    self._answer(waiting, {})
+                    return
+                waiting, self._pending = self._pending, []
+            seq += 1
+            answer: dict[int, bool | None] = {}
+            try:
+                self._worker.log_event(TOPIC, {"job": self.job, "part": self.part,
+                                               "run": self.run, "seq": seq,
+                                               "cases": [i for i, _ in waiting]})
+                while True:
+                    reply = self._reply.get(timeout=self.wait)
+                    if reply.get("seq") == seq:
+                        granted = set(reply.get("granted", ()))
+                        answer = {i: (True if i in granted else None) for i, _ in waiting}
+                        break
+            except Exception:  # no answer in time, or the scheduler is gone: nothing is sent
+                answer = {}
+            self._answer(waiting, answer)
+
+    def _answer(self, waiting: list[tuple[int, asyncio.Future[bool | None]]],
+                answer: Mapping[int, bool | None]) -> None:
+        def resolve() -> None:
+            for index, fut in waiting:
+                if not fut.done():
+                    fut.set_result(answer.get(index, False))
+
+        if self.loop is None:
+            return
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits
+            self.loop.call_soon_threadsafe(resolve)
+
+    def close(self) -> None:
+        with self._cond:
+            self._stop = True
+            self._cond.notify()
+        self._thread.join(5.0)
+        with contextlib.suppress(Exception):
+            self._reply.close()
+
+
+def _failed_all(cases: Sequence[tuple[int, Any]], spec: ServerSpec, tool: str, batch: str,
+                provenance: Mapping[str, Any] | None, error: ToolError
+                ) -> list[tuple[int, Record]]:
+    prov = Provenance.from_dict(provenance)
+    return [(index, make_record(
+        call_id=new_call_id(), batch=batch, started=utcnow(), server=spec.name, tool=tool,
+        name=tool, arguments=args if isinstance(args, Mapping) else {"_invalid": args},
+        latency_s=None, provenance=prov.with_fields(case=index).as_dict(), error=error))
+        for index, args in cases]
+
+
+def run_partition(spec: ServerSpec, job: str, part: int, tool: str, batch: str,
+                  cases: list[tuple[int, Any]], concurrency: int, timeout: float | None,
+                  provenance: dict[str, Any] | None) -> list[tuple[int, Record]]:
+    """The task: make this partition's granted calls on this worker's bench."""
+    worker = get_worker()
+    plugin = worker.plugins.get(PLUGIN_NAME)
+    if not isinstance(plugin, BenchPlugin):  # registered before this worker joined? never
+        raise RuntimeError("toolbench's worker plugin is missing on this worker")
+    try:
+        bench = plugin.bench(spec)
+    except ToolError as exc:  # the server did not start here: nothing was sent
+        return _failed_all(cases, spec, tool, batch, provenance, exc)
+    wait = min(bench.timeout if timeout is None else timeout, GRANT_WAIT_S)
+    granter = _Granter(job, part, uuid.uuid4().hex, wait)
+    try:
+        return get_loop().run(_run_cases, plugin, bench, spec, granter, tool, batch, cases,
+                              concurrency, timeout, provenance)
+    finally:
+        granter.close()
+
+
+async def _run_cases(plugin: BenchPlugin, bench: Bench, spec: ServerSpec, granter: _Granter,
+                     tool: str, batch: str, cases: list[tuple[int, Any]], concurrency: int,
+                     timeout: float | None, provenance: dict[str, Any] | None
+                     ) -> list[tuple[int, Record]]:
+    try:
+        target = bench._resolve(f"tool://{spec.name}/{tool}")
+    except ToolError as exc:
+        return _failed_all(cases, spec, tool, batch, provenance, exc)
+    limiter = plugin.limiters.get(spec.key)
+    if limiter is None:
+        limiter = plugin.limiters[spec.key] = anyio.CapacityLimiter(concurrency)
+    limiter.total_tokens = concurrency
+    granter.loop = asyncio.get_running_loop()
+    wait = granter.wait
+    base = Provenance.from_dict(provenance)
+    out: list[tuple[int, Record]] = []
+
+    async def one(index: int, args: Any) -> None:
+        async with limiter:
+            granted = await granter.ask(index)
+            if granted is None:  # granted to an earlier run of this task: not ours to send
+                return
+            if granted is False:
+                out.append(_failed_all([(index, args)], spec, tool, batch, provenance,
+                                       Unreachable("not sent: the driver gave no grant within "
+                                                   f"{wait:g} s",
+                                                   tool=target.tool))[0])
+                return
+            record, _, _ = await bench._invoke(target, args, batch=batch, timeout=timeout,
+                                               provenance=base.with_fields(case=index))
+            out.append((index, record))
+
+    async with anyio.create_task_group() as tg:
+        for index, args in cases:
+            tg.start_soon(one, index, args)
+    return out
+
+
+# -- the driver's side ------------------------------------------------------------------------
+@dataclass
+class _Part:
+    cases: list[tuple[int, Any]]
+    run: str | None = None
+    dead: set[str] = field(default_factory=set)
+    granted: dict[int, str] = field(default_factory=dict)  # case index -> call_id
+    done: bool = False
+
+
+class _Ledger:
+    """The driver's grants: each case at most once, its intent committed before the answer."""
+
+    def __init__(self, bench: Bench, client: Client, job: str, batch: str, target: _Target,
+                 parts: list[_Part], provenance: Provenance) -> None:
+        self.bench, self.client, self.job, self.batch = bench, client, job, batch
+        self.target, self.parts, self.provenance = target, parts, provenance
+        # What records, intents and the journal say: a tool named after a secret, redacted.
+        self.tool_shown, self.name_shown = bench._shown(target)
+        self.redact = bench._redactor(target.tool.server)
+        self.args = {index: args for part in parts for index, args in part.cases}
+        self.stopping = False
+        self.inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.loop = asyncio.get_running_loop()
+        self.replies: dict[str, Queue] = {}
+        self.records: dict[int, Record] = {}
+
+    def on_event(self, msg: dict[str, Any]) -> None:
+        """On Dask's client thread: hand the request to the loop."""
+        with contextlib.suppress(RuntimeError):
+            self.loop.call_soon_threadsafe(self.inbox.put_nowait, msg)
+
+    async def serve(self) -> None:
+        async with anyio.create_task_group() as tg:
+            while True:
+                tg.start_soon(self._grant, await self.inbox.get())
+
+    async def _grant(self, msg: dict[str, Any]) -> None:
+        try:
+            number, run, seq = int(msg["part"]), str(msg["run"]), msg["seq"]
+            part = self.parts[number]
+            wanted = [int(i) for i in msg["cases"]]
+        except (KeyError, TypeError, ValueError, IndexError):
+            return  # not ours to answer: nobody waits on a malformed request
+        granted: list[int] = []
+        if not (self.stopping or part.done or run in part.dead):
+            if part.run != run:
+                if part.run is not None:  # a new run of the task: the earlier one is lost
+                    part.dead.add(part.run)
+                part.run = run
+            tool, started = self.target.tool, utcnow()
+            intents = []
+            for index in wanted:
+                if index in part.granted or index not in self.args:
+                    continue
+                call_id = part.granted[index] = new_call_id()
+                granted.append(index)
+                args = self.args[index]
+                intents.append(self.bench._store.intent(
+                    call_id, self.batch, started, tool.server, self.tool_shown, self.name_shown,
+                    args if isinstance(args, Mapping) else {"_invalid": args},
+                    self.provenance.with_fields(case=index).as_dict()))
+            await asyncio.gather(*intents)  # committed (or the journal gave up, as locally)
+        reply = self.replies.get(run)
+        try:
+            if reply is None:
+                reply = self.replies[run] = await anyio.to_thread.run_sync(
+                    lambda: Queue(f"toolbench-{self.job}-{run}", client=self.client))
+            await anyio.to_thread.run_sync(reply.put, {"seq": seq, "granted": granted})
+        except Exception:  # the worker will not hear: its calls stay unsent (granted: in doubt)
+            return
+
+    def finish(self, number: int, result: list[tuple[int, Record]] | BaseException) -> int:
+        """Record a finished partition: its records, in doubt or not run for the rest."""
+        part = self.parts[number]
+        part.done = True
+        store, tool, batch = self.bench._store, self.target.tool, self.batch
+        reported: set[int] = set()
+        if isinstance(result, list):
+            for index, record in result:
+                if index in reported or index not in self.args:
+                    continue
+                reported.add(index)
+                record = dataclasses.replace(record, call_id=part.granted.get(index)
+                                             or new_call_id(), batch=batch,
+                                             tool=self.tool_shown, name=self.name_shown)
+                if self.redact is not None:  # a worker's own failure may name the tool
+                    record = redacted_failure(record, self.redact)
+                store.append(record, batch)
+                self.records[index] = record
+            why = LOST_ERROR
+        else:
+            why = f"{type(result).__name__}: {result}"
+            if self.redact is not None:  # Dask's messages quote task keys and arguments
+                why = self.redact(why)
+        for index, args in part.cases:
+            if index in reported:
+                continue
+            granted = part.granted.get(index)
+            error: ToolError = (TimedOut(why, tool=tool) if granted is not None else
+                                Unreachable(f"not run: the cluster could not run its partition "
+                                            f"({why})", tool=tool))
+            record = make_record(
+                call_id=granted or new_call_id(), batch=batch, started=utcnow(),
+                server=tool.server, tool=self.tool_shown, name=self.name_shown,
+                arguments=args if isinstance(args, Mapping) else {"_invalid": args},
+                latency_s=None, provenance=self.provenance.with_fields(case=index).as_dict(),
+                error=error)
+            store.append(record, batch)
+            self.records[index] = record
+        return len(part.cases)
+
+    def abandon(self) -> None:
+        """After an interrupt: granted calls not reported are in doubt; the rest did not run."""
+        self.stopping = True
+        tool = self.target.tool
+        for part in self.parts:
+            if part.done:
+                continue
+            part.done = True
+            for index, args in part.cases:
+                call_id = part.granted.get(index)
+                if call_id is None:
+                    continue
+                self.bench._store.append(make_record(
+                    call_id=call_id, batch=self.batch, started=utcnow(), server=tool.server,
+                    tool=self.tool_shown, name=self.name_shown,
+                    arguments=args if isinstance(args, Mapping) else {"_invalid": args},
+                    latency_s=None,
+                    provenance=self.provenance.with_fields(case=index).as_dict(),
+                    error=TimedOut("interrupted while in flight on a Dask worker", tool=tool)),
+                    self.batch)
+
+    def close_replies(self) -> None:
+        for queue in self.replies.values():
+            with contextlib.suppress(Exception):
+                queue.close()
+
+
+_LEDGERS: dict[str, _Ledger] = {}
+"""Jobs running in this process, by job id: where grant requests are routed."""
+
+
+def _on_grant_event(event: tuple[float, Any]) -> None:
+    msg = event[1] if isinstance(event, tuple) and len(event) == 2 else None
+    if isinstance(msg, dict):
+        ledger = _LEDGERS.get(str(msg.get("job")))
+        if ledger is not None:
+            ledger.on_event(msg)
+
+
+def _partitions(calls: list[tuple[int, Any]], threads: int) -> list[list[tuple[int, Any]]]:
+    size = max(1, min(MAX_PARTITION, math.ceil(len(calls) / (max(threads, 1) *
+                                                             PARTITIONS_PER_THREAD))))
+    return [calls[i:i + size] for i in range(0, len(calls), size)]
+
+
+def _task_key(tool_shown: str, number: int, job: str) -> str:
+    """A partition's Dask key, from the tool's name as records show it (a tool named after
+    a secret is redacted first, then cut): keys are logged and shown on the dashboard."""
+    tool = tool_shown
+    return f"toolbench-map-{_KEY_SAFE.sub('_', tool)[:60]}-{number}-{job[:8]}"
+
+
+def _result(future: Future[Any]) -> list[tuple[int, Record]] | BaseException:
+    """The partition's records, or why there are none (blocking: run in a thread)."""
+    try:
+        if future.status == "error":
+            exc = future.exception()
+            return exc if isinstance(exc, BaseException) else RuntimeError(str(exc))
+        if future.status == "cancelled":
+            return RuntimeError("the task was cancelled")
+        value = future.result()
+    except Exception as exc:
+        return exc
+    if not isinstance(value, list):
+        return TypeError(f"a partition returned {type(value).__name__}, not records")
+    return value
+
+
+async def map_on_cluster(bench: Bench, client: Client, target: _Target,
+                         calls: list[tuple[int, Any]], *, concurrency: int,
+                         progress: bool | None, timeout: float | None,
+                         provenance: Provenance) -> list[Record]:
+    """Run ``calls`` (case index, arguments) on the cluster; records in ``calls`` order."""
+    if not calls:
+        return []
+    spec = _spec(bench, target.tool.server)
+    job, batch = uuid.uuid4().hex, uuid.uuid4().hex
+    tool_shown, name_shown = bench._shown(target)
+    label = f"map {name_shown} on the cluster"
+    threads = await anyio.to_thread.run_sync(
+        lambda: (client.register_plugin(BenchPlugin()), sum(client.nthreads().values()))[1])
+    parts = [_Part(chunk) for chunk in _partitions(calls, threads)]
+    ledger = _Ledger(bench, client, job, batch, target, parts, provenance)
+    _LEDGERS[job] = ledger
+    bar = progress_bar(len(calls), label, progress)
+    futures: list[Future[Any]] = []
+    number_of: dict[Any, int] = {}
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ledger.serve)
+
+            def submit() -> tuple[list[Future[Any]], as_completed]:
+                client.subscribe_topic(TOPIC, _on_grant_event)  # before any task can ask
+                made = [client.submit(run_partition, spec, job, n, target.tool.tool, batch,
+                                      part.cases, concurrency, timeout, provenance.as_dict(),
+                                      key=_task_key(tool_shown, n, job), pure=False)
+                        for n, part in enumerate(parts)]
+                return made, as_completed(made)
+
+            futures, finished = await anyio.to_thread.run_sync(submit)
+            number_of = {f.key: n for n, f in enumerate(futures)}
+            for _ in futures:
+                future = await anyio.to_thread.run_sync(next, finished, abandon_on_cancel=True)
+                outcome = await anyio.to_thread.run_sync(_result, future)
+                bar.update(ledger.finish(number_of[future.key], outcome))
+            tg.cancel_scope.cancel()
+    except BaseException:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_BOUND_S):
+            ledger.abandon()
+            pending = [f for f in futures if not f.done()]
+            if pending:
+                with contextlib.suppress(Exception):
+                    await anyio.to_thread.run_sync(client.cancel, pending)
+        raise
+    finally:
+        _LEDGERS.pop(job, None)
+        bar.close()
+        with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_BOUND_S):
+            await anyio.to_thread.run_sync(ledger.close_replies)
+    journal = bench._store.journal
+    if journal is not None:
+        warn_not_durable(journal, await bench._store.settle(batch), len(calls), label)
+    return [ledger.records[index] for index, _ in calls]

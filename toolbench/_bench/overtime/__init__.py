@@ -1,0 +1,1 @@
+"""The bench over time: snapshots, diffs and pins."""

@@ -1,0 +1,111 @@
+"""Catalog snapshots: one row per tool, resource, template and prompt, each with a fingerprint.
+
+A snapshot says what a server declared at one moment. Its *fingerprint* is the SHA-256 of the
+canonical JSON (sorted keys, no spaces, UTF-8) of what a model or a user relies on: the name,
+title and description, the schemas (tools), the URI and MIME type (resources), the arguments
+(prompts), and the annotations. Two listings with the same fingerprint declared the same
+thing; any change to any of those fields changes it. Fingerprints are computed once, when a
+listing is applied (``fingerprint_tools``), never per call: the pin check on the call path is
+a set lookup.
+
+**Items.** Each item is a plain JSON dict (``item_from_spec`` and friends): ``kind``,
+``name`` (the key items are matched by: a tool's or prompt's own, unprefixed name; a
+resource's URI; a template's URI template), the declared fields, and ``fingerprint``. The
+journal stores them as they are (``toolbench._bench.overtime.snapshot_store``), and
+``snapshot_frame``
+turns a list of ``(server, taken, item)`` into the DataFrame ``bench.snapshot()`` returns.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from toolbench._core.client import ToolSpec
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+KINDS = ("tool", "resource", "resource_template", "prompt")
+SNAPSHOT_COLUMNS = ("server", "kind", "name", "fingerprint", "taken", "title", "description",
+                    "input_schema", "output_schema", "annotations", "uri", "mime_type",
+                    "arguments")
+DECLARED = ("title", "description", "input_schema", "output_schema", "annotations", "uri",
+            "mime_type", "arguments")
+"""The declared fields of an item, in the order a diff reports them."""
+_FINGERPRINTED: dict[str, tuple[str, ...]] = {
+    "tool": ("name", "title", "description", "input_schema", "output_schema", "annotations"),
+    "resource": ("name", "title", "description", "uri", "mime_type", "annotations"),
+    "resource_template": ("name", "title", "description", "uri", "mime_type", "annotations"),
+    "prompt": ("name", "title", "description", "arguments"),
+}
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no whitespace, UTF-8 text; a value JSON cannot hold becomes its repr."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      default=repr)
+
+
+def fingerprint(item: Mapping[str, Any]) -> str:
+    """SHA-256 (hex) of the canonical JSON of the item's fingerprinted fields."""
+    kind = str(item.get("kind", "tool"))
+    fields = _FINGERPRINTED.get(kind, _FINGERPRINTED["tool"])
+    payload = {"kind": kind, **{f: item.get(f) for f in fields}}
+    text = canonical_json(payload)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def item_from_spec(spec: ToolSpec, name: str | None = None) -> dict[str, Any]:
+    """A tool as a snapshot item (``name``: its own, unprefixed name), fingerprinted."""
+    item: dict[str, Any] = {
+        "kind": "tool", "name": spec.name if name is None else name, "title": spec.title,
+        "description": spec.description, "input_schema": spec.input_schema,
+        "output_schema": spec.output_schema, "annotations": spec.annotations,
+    }
+    item["fingerprint"] = fingerprint(item)
+    return item
+
+
+def item_from_row(kind: str, row: Mapping[str, Any]) -> dict[str, Any]:
+    """A resource, template or prompt row (as ``bench.resources()`` lists it) as an item."""
+    if kind == "prompt":
+        item: dict[str, Any] = {"kind": kind, "name": row.get("prompt") or row.get("name"),
+                                "title": row.get("title"), "description": row.get("description"),
+                                "arguments": row.get("arguments")}
+    else:
+        item = {"kind": kind, "name": row.get("uri"), "title": row.get("title"),
+                "description": row.get("description"), "uri": row.get("uri"),
+                "mime_type": row.get("mime_type"), "annotations": row.get("annotations"),
+                "label": row.get("name")}
+    item["fingerprint"] = fingerprint(item)
+    return item
+
+
+def fingerprint_tools(specs: Iterable[tuple[str, ToolSpec]]) -> dict[str, dict[str, Any]]:
+    """``{own name: item}`` for ``(own name, spec)`` pairs: what a listing is worth keeping."""
+    return {name: item_from_spec(spec, name) for name, spec in specs}
+
+
+def key(item: Mapping[str, Any]) -> tuple[str, str]:
+    """What two items are matched by: (kind, name)."""
+    return str(item.get("kind")), str(item.get("name"))
+
+
+def snapshot_frame(rows: Iterable[tuple[str, datetime, Mapping[str, Any]]]) -> pd.DataFrame:
+    """The snapshot DataFrame of ``(server, taken, item)`` triples, sorted."""
+    import pandas as pd
+
+    data = [{"server": server, "taken": taken, **{c: item.get(c) for c in SNAPSHOT_COLUMNS
+                                                  if c not in ("server", "taken")}}
+            for server, taken, item in rows]
+    data.sort(key=lambda r: (r["server"], KINDS.index(r["kind"]) if r["kind"] in KINDS else 9,
+                             str(r["name"])))
+    df = pd.DataFrame(data, columns=list(SNAPSHOT_COLUMNS), dtype=object)
+    if len(df):
+        df["taken"] = pd.to_datetime(df["taken"], utc=True, format="ISO8601")
+    df.attrs["toolbench"] = "snapshot"
+    return df

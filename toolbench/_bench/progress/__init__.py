@@ -1,0 +1,1 @@
+"""What a call shows while it runs: progress bars, handed to the kernel's thread."""

@@ -1,0 +1,1 @@
+"""Cassettes: replaying a recording, and serving one as an MCP server."""

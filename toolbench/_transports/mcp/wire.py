@@ -1,0 +1,116 @@
+"""What a connection's owner task hands the SDK: the transport, watched and capped.
+
+- stdio: toolbench's own reader (``toolbench._transports.wire.stdio``: linear in a line's length,
+  capped at ``max_message_bytes``), its stderr into the connection's ``StderrLog``;
+- streamable HTTP and SSE: an ``httpx2`` client whose every response body is capped, with
+  the connection's headers and sign-in (``toolbench._transports.auth.state``);
+- in process: the server object itself.
+
+Each stream transport's read side is wrapped (:class:`_Watched`) so the connection
+(``toolbench._transports.mcp.lifecycle._Conn``) hears of end-of-stream, of non-protocol
+output on stdout, and of an oversized message our transport dropped (which restarts it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import TYPE_CHECKING, Any, cast
+
+import anyio
+import httpx2
+import mcp_types as types
+from mcp import StdioServerParameters
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.message import SessionMessage
+
+from toolbench._transports.auth.state import LocalAnswers
+from toolbench._transports.mcp.errors import ReadWrapper
+from toolbench._transports.wire.limits import CappedTransport, oversize_text
+from toolbench._transports.wire.stdio import bounded_stdio_client
+
+if TYPE_CHECKING:
+    from toolbench._transports.mcp.lifecycle import Lifecycle, _Conn
+
+HTTP_TIMEOUT_S = 30.0
+"""The HTTP client's connect, write and pool timeouts (the SDK's own default; a call's
+``timeout`` is our own clock, so this only bounds the transport's single operations)."""
+HTTP_READ_TIMEOUT_S = 300.0
+"""The HTTP client's read timeout: an SSE stream may stay quiet this long (the SDK's own
+default; its constant lives in a private module, so the value is written here)."""
+
+
+class _Watched(ReadWrapper):
+    """Read side of a transport that reports end-of-stream and unreadable stdout lines."""
+
+    def __init__(self, inner: Any, conn: _Conn) -> None:
+        super().__init__(inner)
+        self._conn = conn
+
+    async def receive(self) -> SessionMessage | Exception:
+        try:
+            item = await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._conn.on_eof()
+            raise
+        if isinstance(item, Exception):
+            self._conn.on_garbage(item)
+        elif isinstance(item, SessionMessage) and isinstance(item.message, types.JSONRPCError):
+            # Our transport dropped an oversized message and answered its request: restart.
+            detail = oversize_text(item.message.error.message)
+            if detail is not None:
+                self._conn.owner._lost(self._conn, detail)
+        return cast("SessionMessage | Exception", item)
+
+
+@asynccontextmanager
+async def _watched(transport: Any, conn: _Conn) -> AsyncIterator[tuple[Any, Any]]:
+    async with transport as (read_stream, write_stream):
+        yield _Watched(read_stream, conn), write_stream
+
+
+async def transport_object(mcp: Lifecycle, stack: AsyncExitStack, conn: _Conn) -> Any:
+    """What ``mcp.Client`` is given for this connection attempt (entered by ``stack``)."""
+    if mcp._server is not None:
+        return mcp._server
+    if mcp.transport == "stdio":
+        params = StdioServerParameters(
+            command=mcp._argv[0], args=mcp._argv[1:], env=mcp._env or None, cwd=mcp._cwd
+        )
+        # Not the SDK's stdio_client: its reader is quadratic in a line's length and
+        # unbounded (see toolbench/_transports/wire/stdio.py); this one is linear and capped.
+        return _watched(bounded_stdio_client(params, errlog=mcp._stderr.file(),
+                                             max_message_bytes=mcp._max_message_bytes,
+                                             on_unwritten=conn.tracker.unwritten,
+                                             max_tools=mcp._max_tools,
+                                             redact=mcp._redact),
+                        conn)
+    auth = mcp._auth.http_auth() if mcp._auth is not None else None
+
+    def factory(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None,
+                auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
+        return http_client(mcp, headers, timeout, auth)
+
+    if mcp.transport == "sse":
+        return _watched(
+            sse_client(mcp._url, headers=dict(mcp._headers) or None,
+                       timeout=mcp._connect_timeout, httpx_client_factory=factory, auth=auth),
+            conn,
+        )
+    http = http_client(mcp, dict(mcp._headers) or None, None, auth)
+    await stack.enter_async_context(http)
+    return _watched(streamable_http_client(mcp._url, http_client=http,
+                                           max_sse_event_size=mcp._max_message_bytes), conn)
+
+
+def http_client(mcp: Lifecycle, headers: dict[str, str] | None = None,
+                timeout: httpx2.Timeout | None = None,
+                auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
+    """The SDK's HTTP client, but every response body capped at max_message_bytes."""
+    if timeout is None:
+        timeout = httpx2.Timeout(HTTP_TIMEOUT_S, read=HTTP_READ_TIMEOUT_S)
+    hooks = {"response": [mcp._auth.on_response]} if mcp._auth is not None else None
+    return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth, event_hooks=hooks,
+                              transport=LocalAnswers(CappedTransport(
+                                  mcp._max_message_bytes, max_tools=mcp._max_tools)))

@@ -1,0 +1,2 @@
+"""A many-tools provider at one address: the ``help`` manifest, caps, lanes, locks, and serving
+it."""

@@ -1,0 +1,264 @@
+"""Bounds on what one server may send: message size and discovery size.
+
+A server is untrusted (DESIGN.md, "The trust boundary"). A reply larger than
+``max_message_bytes`` is never assembled nor parsed: the transport drops it as it streams
+past, answers the waiting request with an error that only this process can produce, and
+ends the connection so the next call starts afresh. :func:`oversize` recognises that error
+where the SDK hands it back, so the call fails as ``Malformed`` (the server did answer; the
+answer cannot be used) rather than as an ordinary JSON-RPC error.
+
+Why a random tag rather than an error code: the SDK reuses JSON-RPC codes for errors it makes
+itself, and servers use the -32000 range freely, so a code says nothing about who made the
+error. A per-process random tag in the message does: no server can guess it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import ssl
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import httpx2
+
+from toolbench._core.checks import whole
+from toolbench._transports.mcp.errors import leaves
+from toolbench._transports.wire.precount import PRECOUNT_MIN_BYTES as PRECOUNT_MIN_BYTES
+from toolbench._transports.wire.precount import PageCount
+from toolbench._transports.wire.precount import listed_tools_bound as listed_tools_bound
+
+DEFAULT_MAX_MESSAGE_BYTES = 32 * 2**20
+"""32 MiB: far above any real tool result, far below what stalls a notebook."""
+DEFAULT_MAX_TOOLS = 10_000
+"""More tools than any real server offers; a catalog beyond this is a runaway or an attack."""
+
+TAG = f"[toolbench-too-large-{secrets.token_hex(8)}]"
+"""Marks the errors this process synthesises for an oversized message (see module doc)."""
+
+
+def check_max_message_bytes(value: object) -> int:
+    """``max_message_bytes`` must be a whole number of bytes, at least 1 KiB."""
+    return whole(value, "max_message_bytes", minimum=1024, unit="bytes")
+
+
+def check_max_tools(value: object) -> int:
+    """``max_tools`` must be a positive whole number."""
+    return whole(value, "max_tools", unit="tools")
+
+
+def too_large_message(size: int, limit: int, what: str = "message") -> str:
+    """The text of the synthesised error; ``size`` is how much had arrived when we stopped."""
+    return (f"{TAG} the server's {what} exceeded max_message_bytes={limit:,} "
+            f"({size:,}+ bytes arrived); it was discarded unread and the connection restarted")
+
+
+def oversize_text(text: str) -> str | None:
+    """The detail of a synthesised too-large error message, or ``None`` for any other text."""
+    if TAG not in text:
+        return None
+    return text[text.index(TAG) + len(TAG):].strip()
+
+
+def oversize(exc: BaseException) -> str | None:
+    """The detail of a synthesised too-large error inside ``exc``, or ``None``."""
+    for leaf in leaves(exc):
+        detail = oversize_text(str(getattr(leaf, "message", "") or leaf))
+        if detail is not None:
+            return detail
+    return None
+
+
+# -- HTTP -----------------------------------------------------------------------------------
+class MessageTooLarge(httpx2.StreamError, httpx2.SSEError):
+    """Raised from a capped response body.
+
+    Both bases on purpose: the SDK turns a ``StreamError`` from a JSON body and an
+    ``SSEError`` from an event stream into an error for the waiting request, quoting our
+    message, so the tag reaches the caller and the call fails as ``Malformed``.
+    """
+
+
+class _CappedStream(httpx2.AsyncByteStream):
+    """A response body that raises once one message (JSON body or SSE event) is too big."""
+
+    def __init__(self, inner: Any, limit: int, events: bool,
+                 count: PageCount | None = None) -> None:
+        self._inner = inner
+        self._limit = limit
+        self._events = events
+        self._count = count
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        since = 0  # bytes since the message began (the body, or the current SSE event)
+        carry = b""
+        async for chunk in self._inner:
+            if self._events:
+                data = carry + chunk
+                ends = [data.rfind(sep) + len(sep) for sep in (b"\n\n", b"\r\n\r\n", b"\r\r")
+                        if data.rfind(sep) >= 0]
+                since = len(data) - max(ends) if ends else since + len(chunk)
+                carry = data[-3:]
+            else:
+                since += len(chunk)
+            if since > self._limit:
+                what = "event" if self._events else "reply"
+                raise MessageTooLarge(too_large_message(since, self._limit, what))
+            if self._count is not None:
+                await self._count.feed(chunk)
+            yield chunk
+        if self._count is not None:
+            await self._count.end()
+
+    async def aclose(self) -> None:
+        close = getattr(self._inner, "aclose", None)
+        if close is not None:
+            await close()
+
+
+_SSL_CONTEXTS: dict[tuple[str | None, str | None], ssl.SSLContext] = {}
+
+
+def shared_ssl_context() -> ssl.SSLContext:
+    """httpx's default verifying context, made once per process (and CA environment).
+
+    Building one loads the whole CA bundle: 0.1-0.25 s on a loaded 2-core box, which every
+    HTTP connect would otherwise spend on the shared loop, stalling every other server's
+    calls (bench_catalog_page's control case). A context is safe to share between clients.
+    """
+    key = (os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+    context = _SSL_CONTEXTS.get(key)
+    if context is None:
+        context = _SSL_CONTEXTS[key] = httpx2.create_ssl_context()
+    return context
+
+
+class _Inflated(httpx2.AsyncByteStream):
+    """A gzip or deflate body, inflated a bounded step at a time.
+
+    httpx would inflate it after the transport, out of the caps' sight: 10 KB of gzip can
+    hold 10 MB (or gigabytes). Here the caps count the inflated bytes, and a bomb stops at
+    the limit. Other codings (br, zstd) are refused unread.
+    """
+
+    def __init__(self, inner: Any, coding: str, limit: int) -> None:
+        self._inner = inner
+        self._coding = coding
+        self._step = min(limit + 1, 1 << 20)
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        import zlib
+
+        wbits = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS,
+                 "deflate": zlib.MAX_WBITS}.get(self._coding)
+        if wbits is None:
+            raise MessageTooLarge(f"{TAG} the server's reply is compressed as "
+                                  f"{self._coding[:40]!r}, which toolbench does not read; it "
+                                  "was discarded unread and the connection restarted")
+        inflate = zlib.decompressobj(wbits)
+        async for chunk in self._inner:
+            data = chunk
+            while data:
+                try:
+                    out = inflate.decompress(data, self._step)
+                except zlib.error as exc:
+                    raise MessageTooLarge(f"{TAG} the server's {self._coding} reply does not "
+                                          f"inflate ({exc}); the connection restarted") from None
+                data = inflate.unconsumed_tail
+                if out:
+                    yield out
+
+    async def aclose(self) -> None:
+        close = getattr(self._inner, "aclose", None)
+        if close is not None:
+            await close()
+
+
+class CappedTransport(httpx2.AsyncBaseTransport):
+    """An httpx transport whose response bodies stop at ``limit`` bytes per message.
+
+    With ``max_tools``, the reply to a ``tools/list`` POST (streamable HTTP: a JSON body or
+    an event stream) is also counted as it arrives (:class:`PageCount`) and refused past
+    ``max_tools`` before the SDK parses it, as the stdio reader does. Legacy SSE answers on
+    its GET stream, where the reply cannot be told from the rest: not counted there.
+    """
+
+    def __init__(self, limit: int, inner: httpx2.AsyncBaseTransport | None = None,
+                 max_tools: int | None = None) -> None:
+        self._limit = limit
+        self._inner = (inner if inner is not None
+                       else httpx2.AsyncHTTPTransport(verify=shared_ssl_context()))
+        self._max_tools = max_tools
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self._inner.handle_async_request(request)
+        headers = response.headers
+        body: Any = response.stream
+        coding = headers.get("content-encoding", "").strip().lower()
+        if coding not in ("", "identity"):  # inflated here, so the caps see what is parsed
+            headers = headers.copy()
+            del headers["content-encoding"]
+            headers.pop("content-length", None)
+            body = _Inflated(body, coding, self._limit)
+        kind = headers.get("content-type", "").lower()
+        events = kind.startswith("text/event-stream")
+        count = None
+        if self._max_tools is not None and _lists_tools(request):
+            count = PageCount(self._max_tools, events, _too_many_tools(self._max_tools))
+            if events and "charset" in kind:  # always UTF-8 (the SSE spec), as counted
+                headers = headers.copy()
+                headers["content-type"] = "text/event-stream"
+        return httpx2.Response(
+            response.status_code,
+            headers=headers,
+            stream=_CappedStream(body, self._limit, events, count),
+            extensions=response.extensions,
+            request=request,
+        )
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> CappedTransport:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self._inner.__aexit__(*exc)
+
+
+def too_many_tools_message(count: int, limit: int, arrived: int | None = None) -> str:
+    """The synthesised error for a ``tools/list`` page that lists more than ``max_tools``.
+
+    ``arrived``: the page was cut off after that many bytes, so ``count`` is a lower bound.
+    """
+    if arrived is None:
+        return (f"{TAG} the server's tools/list reply lists {count:,} tools, more than "
+                f"max_tools={limit:,}; it was discarded without being parsed")
+    return (f"{TAG} the server's tools/list reply lists more than max_tools={limit:,} tools "
+            f"({count:,} in its first {arrived:,} bytes); it was discarded without being "
+            f"parsed and the connection restarted")
+
+
+def _too_many_tools(limit: int) -> Callable[[int, int], BaseException]:
+    def refuse(count: int, arrived: int) -> BaseException:
+        return MessageTooLarge(too_many_tools_message(count, limit, arrived))
+    return refuse
+
+
+def _lists_tools(request: httpx2.Request) -> bool:
+    """Whether ``request`` is a ``tools/list`` (its reply is counted before it is parsed)."""
+    if request.method != "POST":
+        return False
+    try:
+        body = request.content
+    except httpx2.RequestNotRead:
+        return False
+    if b'"tools/list"' not in body:
+        return False
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(message, dict) and message.get("method") == "tools/list"
