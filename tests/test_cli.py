@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from toolbench import _cli
+from toolbench._cli import main as _cli
 
 SERVERS = Path(__file__).parent / "servers"
 ECHO = SERVERS / "echo_server.py"
@@ -293,7 +293,7 @@ def fake_venv(folder: Path) -> Path:
     bin_dir = folder / ".venv" / "bin"
     bin_dir.mkdir(parents=True)
     script = bin_dir / "toolbench"
-    script.write_text(f"#!{sys.executable}\nimport sys\nfrom toolbench._cli import main\n"
+    script.write_text(f"#!{sys.executable}\nimport sys\nfrom toolbench._cli.main import main\n"
                       "if __name__ == '__main__':\n    sys.exit(main())\n")
     script.chmod(0o755)
     (bin_dir / "activate").write_text(f"export PATH={shlex.quote(str(bin_dir))}:$PATH\n")

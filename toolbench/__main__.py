@@ -1,3 +1,3 @@
-from toolbench._cli import main
+from toolbench._cli.main import main
 
 main()
