@@ -147,4 +147,4 @@ def test_the_graph_is_read_the_way_python_runs_it() -> None:
     assert "_loop" in edges["_bench.bench"]  # `from toolbench._loop import ...`
     assert "_core.schema.validate" in edges["_bench.tables"]  # a from-import
     assert "_core.client" in edges["_notebook.views.display"]  # an import inside a method
-    assert "_bench.journal.journal" not in edges["_bench.journal.records"]  # typing only
+    assert "_bench.journal.journal" not in edges["_bench.journal.store"]  # typing only
