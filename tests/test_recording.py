@@ -144,7 +144,7 @@ def test_hostile_and_malformed_recordings(tmp_path: Path) -> None:
 
 # -- over stdio and HTTP, as a separate process ----------------------------------------------------
 def _env() -> dict[str, str]:
-    return demo._python_path_env()
+    return demo.python_path_env()
 
 
 @pytest.mark.slow
