@@ -1,16 +1,37 @@
 """The pins file: what each server's items looked like when they were trusted.
 
-``{"version": 1, "pins": {server: {kind: {name: {"fingerprint", "item", "pinned"}}}}}``.
-``item`` is the whole declared item (see ``toolbench._bench.overtime.snapshots``), so a change found
-after a restart can be shown field by field, not only as a different hash.
+``{"count": n, "pins": {server: {kind: {name: {"fingerprint", "item", "pinned"}}}},
+"version": 1}``, one pin a line. ``item`` is the whole declared item (see
+``toolbench._bench.overtime.snapshots``), so a change found after a restart can be shown
+field by field, not only as a different hash.
+
+**Only yours** (ssh's StrictModes). A pins file that its group or others may write, or that
+another user owns, is refused, and so is one in a folder where someone else could replace it
+(others may write there, without the sticky bit ``/tmp`` has): pins are worth nothing if
+someone else can write them. The error names the file, its mode and its owner. The bench
+writes the file 0600.
 
 **Safe to share and to lose power over.** Writes are atomic (a temporary file in the same
 folder, fsync, ``os.replace``). Only a regular file is read or replaced: a symlink, FIFO or
-device is refused, as is a file over ``MAX_PINS_BYTES``, a ``version`` newer than this
-toolbench's, and text that is not the format above (each with a message naming the file and
-the rule). Two benches (threads or processes) pinning into one file lose nothing: a write
-takes an exclusive lock on ``<file>.lock`` (``fcntl.flock``, bounded wait), reads the file
-again, applies only its own changes (entries set or removed), and replaces it.
+device is refused, as is a file over its cap, a ``version`` newer than this toolbench's, and
+text that is not the format above. Every refusal is a ``ValueError`` that names the file and
+the rule (a number too long for Python, a name of 100 kB, ... included).
+
+**What the bench writes, it reads back.** One pin takes at most ``MAX_PIN_BYTES`` in the file:
+an item whose fields would make it larger is pinned by its fingerprint alone (``item`` left
+out, ``item_bytes`` says how large it was; a later change to it is still refused, and shown
+without the old fields). The file begins with its ``count`` of pins, and the cap it is read
+with is ``read_cap(count)``: ``MAX_PINS_BYTES`` (for a file made by hand, without a count)
+plus ``MAX_PIN_BYTES`` a pin. A write checks the text against that same cap before it
+replaces the file, so a file the bench wrote is never refused for its size, whatever
+``max_tools`` let into it. (The count is the file's own word; StrictModes makes it yours.)
+
+**Two benches never overwrite each other.** A write takes an exclusive lock on
+``<file>.lock`` (``fcntl.flock``, bounded wait), reads the file again, applies only its own
+changes (entries set or removed), and replaces it. A pin is set only over the version this
+``PinFile`` knew (read, or wrote itself) or over nothing: when another bench pinned the item
+meanwhile with another fingerprint, the file keeps that pin, ``save`` returns it as a
+conflict, and ``pins`` takes it (the first pin wins; the caller warns and blocks).
 
 File I/O happens on a worker thread of its own (``save_soon``), never on the shared loop.
 
@@ -27,6 +48,7 @@ import concurrent.futures
 import contextlib
 import json
 import os
+import re
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -35,10 +57,13 @@ from typing import Any
 
 from toolbench._core.errors import Refused
 from toolbench._core.files import (
+    NotPrivate,
     NotRegularFile,
     SymlinkRefused,
     TooLarge,
     UnsafeFile,
+    check_private,
+    check_private_folder,
     read_capped,
     write_atomic,
 )
@@ -46,9 +71,15 @@ from toolbench._core.ids import ToolId
 
 PINS_VERSION = 1
 MAX_PINS_BYTES = 32 * 1024 * 1024
+"""The cap of a pins file without a ``count`` (made by hand), and the slack of one with."""
+MAX_PIN_BYTES = 64 * 1024
+"""The most one pin takes in the file (its line): a larger item is pinned by fingerprint."""
 LOCK_WAIT_S = 10.0
 Key = tuple[str, str, str]
 """(server, kind, name)."""
+_COUNT = re.compile(rb'\A\{\s*"count":\s*([0-9]{1,15})\s*,')
+_SHOWN = 60
+"""How much of a name from the file an error quotes."""
 
 
 class PinWarning(UserWarning):
@@ -63,16 +94,41 @@ class PinWarning(UserWarning):
         self.diff = diff
 
 
+def read_cap(count: int) -> int:
+    """The most a pins file that holds ``count`` pins is read with, in bytes."""
+    return MAX_PINS_BYTES + count * MAX_PIN_BYTES
+
+
+def _cap_of(head: bytes) -> int:
+    found = _COUNT.match(head)
+    return read_cap(int(found.group(1))) if found else MAX_PINS_BYTES
+
+
 def _refuse(path: str, why: str) -> ValueError:
     return ValueError(f"pins file {path!r} {why}")
+
+
+def _shown(name: object) -> str:
+    text = repr(name)
+    return text if len(text) <= _SHOWN else f"{text[:_SHOWN]}... ({len(text):,} characters)"
+
+
+def _not_private(path: str, exc: NotPrivate) -> ValueError:
+    return _refuse(path, f"{exc}; pins that someone else can write protect nothing, so a pins "
+                         "file must be yours and writable by you alone, in a folder only you "
+                         "can write (ssh's StrictModes rule): chmod go-w it, or move it aside "
+                         "to pin afresh")
 
 
 def _read(path: str) -> dict[Key, dict[str, Any]]:
     """The pins in ``path`` ({} when it does not exist); refuses anything unsafe or malformed."""
     try:
-        data = read_capped(path, MAX_PINS_BYTES)
+        check_private_folder(path)
+        data = read_capped(path, _cap_of, private=True)
     except FileNotFoundError:
         return {}
+    except NotPrivate as exc:
+        raise _not_private(path, exc) from None
     except SymlinkRefused:
         raise _refuse(path, "is a symbolic link; pins are read from and written to a "
                             "regular file only (give the link's target)") from None
@@ -80,8 +136,9 @@ def _read(path: str) -> dict[Key, dict[str, Any]]:
         raise _refuse(path, "is not a regular file (a FIFO, device or folder); pins are "
                             "kept in a regular file only") from None
     except TooLarge as exc:
-        raise _refuse(path, f"is {exc.size:,} bytes; the most read is "
-                            f"{MAX_PINS_BYTES:,}") from None
+        raise _refuse(path, f"is {exc.size:,} bytes; the most read is {exc.limit:,} (a pins "
+                            f"file the bench wrote says how many pins it holds, and is read "
+                            f"with up to {MAX_PIN_BYTES:,} bytes a pin)") from None
     except OSError as exc:
         raise _refuse(path, f"cannot be read: {exc.strerror}") from exc
     if not data.strip():
@@ -95,6 +152,10 @@ def _read(path: str) -> dict[Key, dict[str, Any]]:
                             f"{exc.colno}); fix it or move it aside to pin afresh") from None
     except RecursionError:
         raise _refuse(path, "is nested too deeply to be a pins file") from None
+    except ValueError:  # a number longer than Python reads (4,300 digits)
+        raise _refuse(path, "holds a number too long to read (more than Python's 4,300 "
+                            "digits); it is not a pins file toolbench wrote. Move it aside "
+                            "to pin afresh") from None
     return _parse(path, doc)
 
 
@@ -103,37 +164,76 @@ def _parse(path: str, doc: Any) -> dict[Key, dict[str, Any]]:
         raise _refuse(path, 'is not a pins file: expected an object with "version" and "pins"')
     version = doc["version"]
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise _refuse(path, f'has "version": {version!r}; a version is a whole number >= 1')
+        raise _refuse(path, f'has "version": {_shown(version)}; a version is a whole number '
+                            ">= 1")
     if version > PINS_VERSION:
-        raise _refuse(path, f"was written by a newer toolbench (pins version {version}; this "
-                            f"toolbench reads up to {PINS_VERSION}); it was left untouched")
+        raise _refuse(path, f"was written by a newer toolbench (pins version {_shown(version)}; "
+                            f"this toolbench reads up to {PINS_VERSION}); it was left untouched")
     pins = doc.get("pins", {})
     if not isinstance(pins, dict):
         raise _refuse(path, '"pins" must be an object {server: {kind: {name: pin}}}')
     out: dict[Key, dict[str, Any]] = {}
     for server, kinds in pins.items():
         if not isinstance(kinds, dict):
-            raise _refuse(path, f'"pins"."{server}" must be an object {{kind: {{name: pin}}}}')
+            raise _refuse(path, f'"pins".{_shown(server)} must be an object '
+                                '{kind: {name: pin}}')
         for kind, names in kinds.items():
             if not isinstance(names, dict):
-                raise _refuse(path, f'"pins"."{server}"."{kind}" must be an object')
+                raise _refuse(path, f'"pins".{_shown(server)}.{_shown(kind)} must be an object')
             for name, pin in names.items():
                 if not (isinstance(pin, dict) and isinstance(pin.get("fingerprint"), str)):
-                    raise _refuse(path, f'the pin of {server}/{kind}/{name} has no '
-                                        '"fingerprint" string')
+                    raise _refuse(path, f"the pin of {_shown(server)}/{_shown(kind)}/"
+                                        f'{_shown(name)} has no "fingerprint" string')
                 out[(server, kind, name)] = pin
     return out
 
 
-def _document(pins: Mapping[Key, Mapping[str, Any]]) -> dict[str, Any]:
-    nested: dict[str, dict[str, dict[str, Any]]] = {}
+def _line(name: str, pin: Mapping[str, Any]) -> str:
+    """One pin as its line of the file; an item that would make it over ``MAX_PIN_BYTES`` is
+    left out (``item_bytes`` says how large it was)."""
+    def text(value: Any) -> str:
+        return json.dumps(value, sort_keys=True, ensure_ascii=True, default=repr)
+
+    line = f"    {text(name)}: {text(dict(pin))}"
+    if len(line) > MAX_PIN_BYTES and "item" in pin:
+        kept = {k: v for k, v in pin.items() if k != "item"}
+        kept["item_bytes"] = len(text(pin["item"]))
+        line = f"    {text(name)}: {text(kept)}"
+    return line
+
+
+def _document(path: str, pins: Mapping[Key, Mapping[str, Any]]) -> str:
+    """The file's text: sorted, one pin a line; refused when over its own read cap (only a
+    pin whose name alone is huge can bring it there)."""
+    nested: dict[str, dict[str, dict[str, Mapping[str, Any]]]] = {}
     for (server, kind, name), pin in sorted(pins.items()):
-        nested.setdefault(server, {}).setdefault(kind, {})[name] = dict(pin)
-    return {"version": PINS_VERSION, "pins": nested}
+        nested.setdefault(server, {}).setdefault(kind, {})[name] = pin
+    lines = [f'{{"count": {len(pins)},', ' "pins": {']
+    for s_at, (server, kinds) in enumerate(nested.items()):
+        lines.append(f"  {json.dumps(server, ensure_ascii=True)}: {{")
+        for k_at, (kind, names) in enumerate(kinds.items()):
+            lines.append(f"   {json.dumps(kind, ensure_ascii=True)}: {{")
+            entries = [_line(name, pin) for name, pin in names.items()]
+            lines.append(",\n".join(entries))
+            lines.append("   }" + ("," if k_at < len(kinds) - 1 else ""))
+        lines.append("  }" + ("," if s_at < len(nested) - 1 else ""))
+    lines.append(" },")
+    lines.append(f' "version": {PINS_VERSION}}}')
+    text = "\n".join(lines) + "\n"
+    cap = read_cap(len(pins))
+    if len(text) > cap:
+        raise _refuse(path, f"would be {len(text):,} bytes for {len(pins):,} pins, over the "
+                            f"{cap:,} it is read back with; it was not written (some pinned "
+                            "names are too long to keep)")
+    return text
 
 
 class PinFile:
-    """One pins file: read at once, written on a worker thread, merged under a lock."""
+    """One pins file: read at once, written on a worker thread, merged under a lock.
+
+    ``pins`` is what the bench trusts: the file as read, the caller's own changes, and the
+    pins another bench won a conflict with (see :meth:`save`).
+    """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
@@ -141,26 +241,58 @@ class PinFile:
         if not os.path.isdir(parent):
             raise _refuse(self.path, f"cannot be created: the folder {parent!r} does not exist")
         self.pins = _read(self.path)
+        self._known = {key: str(pin["fingerprint"]) for key, pin in self.pins.items()}
+        """The fingerprint this PinFile saw in the file for each key (read, or written by
+        itself): a pin is set only over that, or over nothing."""
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="toolbench-pins")
         self._lock = threading.Lock()
 
-    def save_soon(self, set_: Mapping[Key, Mapping[str, Any]],
-                  remove: Iterable[Key] = ()) -> concurrent.futures.Future[None]:
-        """Merge these changes into the file (on the worker thread)."""
+    def save_soon(self, set_: Mapping[Key, Mapping[str, Any]], remove: Iterable[Key] = (),
+                  ) -> concurrent.futures.Future[dict[Key, dict[str, Any]]]:
+        """Merge these changes into the file on the worker thread; the future holds
+        :meth:`save`'s conflicts."""
         changes = {k: dict(v) for k, v in set_.items()}
         gone = list(remove)
         return self._pool.submit(self.save, changes, gone)
 
-    def save(self, set_: Mapping[Key, Mapping[str, Any]], remove: Iterable[Key] = ()) -> None:
+    def save(self, set_: Mapping[Key, Mapping[str, Any]], remove: Iterable[Key] = (),
+             ) -> dict[Key, dict[str, Any]]:
         """Merge these changes into the file now (any thread but the loop's): lock, re-read,
-        apply, replace atomically."""
+        apply, replace atomically.
+
+        A pin of ``set_`` is written only where the file holds no pin for its key, the same
+        fingerprint, or the one this PinFile last saw there. Otherwise another bench pinned
+        the item meanwhile with another fingerprint: the file keeps that pin, ``pins`` takes
+        it, and it is returned.
+
+        Returns:
+            The conflicts: ``{key: the pin the file holds}`` (empty when every pin was set).
+
+        Raises:
+            ValueError: the file is unsafe or malformed (named), its lock stayed taken
+                (``TimeoutError``), or the text would be over its read cap.
+        """
+        conflicts: dict[Key, dict[str, Any]] = {}
         with self._lock, _file_lock(self.path + ".lock"):
             current = _read(self.path)
             for key in remove:
                 current.pop(key, None)
-            current.update({k: dict(v) for k, v in set_.items()})
-            _atomic_write(self.path, json.dumps(_document(current), indent=1, sort_keys=True,
-                                                ensure_ascii=True, default=repr))
+                self._known.pop(key, None)
+            written: dict[Key, str] = {}
+            for key, pin in set_.items():
+                there = current.get(key)
+                if there is not None and str(there["fingerprint"]) not in (
+                        str(pin["fingerprint"]), self._known.get(key)):
+                    conflicts[key] = dict(there)
+                    continue
+                current[key] = dict(pin)
+                written[key] = str(pin["fingerprint"])
+            _atomic_write(self.path, _document(self.path, current))
+            self._known.update(written)
+            for key, pin in conflicts.items():
+                self._known[key] = str(pin["fingerprint"])
+                self.pins[key] = pin
+        return conflicts
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
@@ -177,13 +309,18 @@ def _file_lock(path: str) -> Any:
     except ImportError:  # no flock (Windows): the merge still keeps other writers' entries
         yield
         return
-    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(path, flags, 0o600)
     except OSError as exc:
         raise ValueError(f"pins lock file {path!r} cannot be opened ({exc.strerror}); it must "
                          "be a regular file beside the pins file") from exc
     try:
+        try:
+            check_private(os.fstat(fd))
+        except NotPrivate as exc:  # whoever owns it could hold it for ever
+            raise ValueError(f"pins lock file {path!r} {exc}; it must be yours and writable "
+                             "by you alone (ssh's StrictModes rule): remove it") from None
         deadline = time.monotonic() + LOCK_WAIT_S
         while True:
             try:
