@@ -18,7 +18,15 @@ import pytest
 import toolbench as tb
 from toolbench import demo
 from toolbench._bench.overtime import snapshot_store
-from toolbench._bench.overtime.snapshots import SNAPSHOT_COLUMNS, canonical_json, fingerprint
+from toolbench._bench.overtime.snapshots import (
+    SNAPSHOT_COLUMNS,
+    canonical_json,
+    fingerprint,
+    item_from_row,
+    item_from_spec,
+    snapshot_frame,
+)
+from toolbench._core.client import ToolSpec
 from toolbench._loop import get_loop
 from toolbench.demo import geo, geo_precise, geo_precise_v2
 
@@ -311,3 +319,55 @@ def test_a_reconnect_stores_every_kind_as_it_came_back(tmp_path: Path) -> None:
     assert sorted(zip(changes["change"], changes["kind"], changes["name"], strict=True)) == [
         ("changed", "prompt", "greet"), ("changed", "resource", "note://a"),
         ("changed", "resource_template", "city://{name}")]
+
+
+# -- execution and _meta.ui are fingerprinted (issue 33) ------------------------------------
+def _spec(**extra: object) -> ToolSpec:
+    return ToolSpec("distance", "How far.", {"type": "object", "properties": {
+        "a": {"type": "number"}}}, None, {"readOnlyHint": True}, "Distance", **extra)  # type: ignore[arg-type]
+
+
+def test_fingerprint_covers_execution_and_meta_ui() -> None:
+    plain = item_from_spec(_spec())["fingerprint"]
+    seen = {plain}
+    for extra in ({"execution": {"taskSupport": "optional"}},
+                  {"execution": {"taskSupport": "required"}},
+                  {"meta": {"ui": {"resourceUri": "ui://a/view"}}},
+                  {"meta": {"ui": {"resourceUri": "ui://b/view"}}},
+                  {"meta": {"ui": {"resourceUri": "ui://a/view", "visibility": ["app"]}}},
+                  {"meta": {"ui/resourceUri": "ui://a/view"}}):
+        item = item_from_spec(_spec(**extra))
+        seen.add(item["fingerprint"])
+    assert len(seen) == 7
+    # the rest of _meta is not what a model or a user relies on: it does not count
+    other = item_from_spec(_spec(meta={"progressToken": 1, "note": "x"}))
+    assert other["fingerprint"] == plain
+    item = item_from_spec(_spec(execution={"taskSupport": "required"},
+                                meta={"ui": {"resourceUri": "ui://a/view"}, "x": 1}))
+    assert item["execution"] == {"taskSupport": "required"}
+    assert item["ui"] == {"ui": {"resourceUri": "ui://a/view"}}
+
+
+def test_fingerprints_of_items_without_them_are_unchanged() -> None:
+    """Pins made before execution and _meta.ui counted stay valid for items without them."""
+    assert item_from_spec(_spec())["fingerprint"] == (
+        "734dc96cea5b034ec16c1a0541cbdb9efdfbb01ad6a3a22d0a38e8ac101405d8")
+    assert item_from_spec(_spec(execution={"taskSupport": "forbidden"}, meta={"other": 1}),
+                          )["fingerprint"] == (
+        "734dc96cea5b034ec16c1a0541cbdb9efdfbb01ad6a3a22d0a38e8ac101405d8")
+    assert item_from_row("resource", {"uri": "note://a", "name": "a", "title": "A",
+                                      "description": "d", "mime_type": "text/plain"},
+                         )["fingerprint"] == (
+        "a332a06c5b68d08fbd9525499bf872235a2899694f446a32c068fae0becb68af")
+    assert item_from_row("prompt", {"prompt": "greet", "description": "d",
+                                    "arguments": [{"name": "who"}]})["fingerprint"] == (
+        "631bd739df83796c1017ef55bf62e1c61316362dcb2863246138a8941f0db6f9")
+
+
+def test_a_change_of_execution_or_ui_is_a_diff_row() -> None:
+    now = datetime.now(UTC)
+    old = item_from_spec(_spec(execution={"taskSupport": "optional"}))
+    new = item_from_spec(_spec(execution={"taskSupport": "required"},
+                               meta={"ui": {"resourceUri": "ui://a/view"}}))
+    changed = tb.diff(snapshot_frame([("s", now, old)]), snapshot_frame([("s", now, new)]))
+    assert set(changed["field"]) == {"execution", "ui"}

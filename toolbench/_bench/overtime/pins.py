@@ -348,7 +348,7 @@ def _atomic_write(path: str, text: str) -> None:
 
 # -- what a changed pin refuses ------------------------------------------------------------
 _COMPARED = ("title", "description", "input_schema", "output_schema", "annotations", "uri",
-             "mime_type", "arguments")
+             "mime_type", "arguments", "execution", "ui")
 _WHAT = {"tool": "tool", "resource": "resource", "resource_template": "resource template",
          "prompt": "prompt"}
 MAX_TEMPLATE_CHARS = 2048

@@ -3,7 +3,11 @@
 A snapshot says what a server declared at one moment. Its *fingerprint* is the SHA-256 of the
 canonical JSON (sorted keys, no spaces, UTF-8) of what a model or a user relies on: the name,
 title and description, the schemas (tools), the URI and MIME type (resources), the arguments
-(prompts), and the annotations. Two listings with the same fingerprint declared the same
+(prompts), and the annotations; and for a tool, its ``execution`` (whether it runs as a task)
+and its ``_meta.ui`` (its MCP App view: ``ui``, and the older ``ui/resourceUri``), the parts
+of ``_meta`` the bench acts on. Those two enter the hash only when the tool declares them, so
+the fingerprint of an item without them is what it was before they counted, and pins made
+then stay valid. Two listings with the same fingerprint declared the same
 thing; any change to any of those fields changes it. Fingerprints are computed once, when a
 listing is applied (``fingerprint_tools``), never per call: the pin check on the call path is
 a set lookup.
@@ -32,12 +36,17 @@ if TYPE_CHECKING:
 KINDS = ("tool", "resource", "resource_template", "prompt")
 SNAPSHOT_COLUMNS = ("server", "kind", "name", "fingerprint", "taken", "title", "description",
                     "input_schema", "output_schema", "annotations", "uri", "mime_type",
-                    "arguments")
+                    "arguments", "execution", "ui")
 DECLARED = ("title", "description", "input_schema", "output_schema", "annotations", "uri",
-            "mime_type", "arguments")
+            "mime_type", "arguments", "execution", "ui")
 """The declared fields of an item, in the order a diff reports them."""
+UI_META = ("ui", "ui/resourceUri")
+"""The keys of a tool's ``_meta`` that declare its MCP App view (``ui`` in a snapshot)."""
+_WHEN_DECLARED = ("execution", "ui")
+"""Fingerprinted only when present, so older fingerprints of items without them hold."""
 _FINGERPRINTED: dict[str, tuple[str, ...]] = {
-    "tool": ("name", "title", "description", "input_schema", "output_schema", "annotations"),
+    "tool": ("name", "title", "description", "input_schema", "output_schema", "annotations",
+             "execution", "ui"),
     "resource": ("name", "title", "description", "uri", "mime_type", "annotations"),
     "resource_template": ("name", "title", "description", "uri", "mime_type", "annotations"),
     "prompt": ("name", "title", "description", "arguments"),
@@ -54,7 +63,8 @@ def fingerprint(item: Mapping[str, Any]) -> str:
     """SHA-256 (hex) of the canonical JSON of the item's fingerprinted fields."""
     kind = str(item.get("kind", "tool"))
     fields = _FINGERPRINTED.get(kind, _FINGERPRINTED["tool"])
-    payload = {"kind": kind, **{f: item.get(f) for f in fields}}
+    payload = {"kind": kind, **{f: item.get(f) for f in fields
+                                if f not in _WHEN_DECLARED or item.get(f) is not None}}
     text = canonical_json(payload)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -65,9 +75,28 @@ def item_from_spec(spec: ToolSpec, name: str | None = None) -> dict[str, Any]:
         "kind": "tool", "name": spec.name if name is None else name, "title": spec.title,
         "description": spec.description, "input_schema": spec.input_schema,
         "output_schema": spec.output_schema, "annotations": spec.annotations,
+        "execution": declared_execution(spec.execution), "ui": ui_meta(spec.meta),
     }
     item["fingerprint"] = fingerprint(item)
     return item
+
+
+def declared_execution(execution: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A tool's ``execution`` without what says only the default (``taskSupport``
+    ``"forbidden"``), or None: declaring the default is declaring nothing."""
+    if not isinstance(execution, Mapping):
+        return None
+    kept = {k: v for k, v in execution.items()
+            if not (k == "taskSupport" and v == "forbidden")}
+    return kept or None
+
+
+def ui_meta(meta: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The part of a tool's ``_meta`` that declares its view, or None when it has none."""
+    if not isinstance(meta, Mapping):
+        return None
+    found = {key: meta[key] for key in UI_META if meta.get(key) is not None}
+    return found or None
 
 
 def item_from_row(kind: str, row: Mapping[str, Any]) -> dict[str, Any]:
