@@ -137,3 +137,92 @@ def test_schema_diff_of_real_servers_is_escaped() -> None:
                      ("b", "t", {"properties": {}})])
     html = evil.tb.schema_diff().tb.show()._repr_mimebundle_()["text/html"]
     assert "<img" not in html and "&lt;img" in html
+
+
+# -- capped, fast word diffs (issue 33) -----------------------------------------------------
+def _repetitive(words: int, seed: int, alphabet: str = "a b") -> str:
+    """A rug pull's text: few distinct words, shuffled, which made difflib quadratic."""
+    import random
+
+    rng = random.Random(seed)
+    vocabulary = alphabet.split()
+    return " ".join(rng.choice(vocabulary) for _ in range(words))
+
+
+def _timed(fn: Any) -> tuple[float, Any]:
+    import time
+
+    start = time.process_time()
+    value = fn()
+    return time.process_time() - start, value
+
+
+def test_a_long_repetitive_description_is_summarised_fast() -> None:
+    old = _repetitive(6000, 1)
+    new = old[:3000] + "c" + old[3001:]  # one word changed: word 1,501, at character 3,001
+    seconds, told = _timed(lambda: word_diff(old, new))
+    assert seconds < 0.5
+    assert told.startswith("not compared word by word")
+    assert "6,000 words" in told and "over the 4,000 compared" in told
+    assert "first differ at word 1,501 (character 3,001)" in told
+    assert len(told) < 600
+
+
+def test_tb_diff_of_ten_thousand_word_descriptions_is_bounded() -> None:
+    old = _repetitive(10_000, 2, "a b c d")
+    new = _repetitive(10_000, 3, "a b c d")
+    a, b = _snap("s", ToolSpec("t", old)), _snap("s", ToolSpec("t", new))
+    seconds, d = _timed(lambda: tb.diff(a, b))
+    assert seconds < 1.0
+    detail = d[d["field"] == "description"].iloc[0]["detail"]
+    assert detail.startswith("not compared word by word") and "10,000 words" in detail
+    seconds, html = _timed(lambda: tb.show(d)._repr_mimebundle_()["text/html"])
+    assert seconds < 1.0 and "not compared word by word" in html
+
+
+@pytest.mark.parametrize("alphabet", ["a b", "a b c d e f g h", "the a of to and in is"])
+def test_a_diff_under_the_cap_is_fast_and_exact_on_adversarial_text(alphabet: str) -> None:
+    from toolbench._bench.overtime.words import word_segments
+
+    old, new = _repetitive(4000, 4, alphabet), _repetitive(4000, 5, alphabet)
+    seconds, told = _timed(lambda: word_diff(old, new))
+    assert seconds < 0.5
+    assert not told.startswith("not compared")
+    seconds, segments = _timed(lambda: word_segments(old, new))
+    assert seconds < 0.5 and segments is not None
+    assert " ".join(t for op, t in segments if op != "insert") == old
+    assert " ".join(t for op, t in segments if op != "delete") == new
+
+
+def test_a_few_edits_in_long_prose_are_found_word_by_word() -> None:
+    import random
+
+    from toolbench._bench.overtime.words import word_segments
+
+    rng = random.Random(7)
+    vocabulary = [f"w{i}" for i in range(600)] + ["the", "a", "of", "to"] * 50
+    old_words = [rng.choice(vocabulary) for _ in range(3500)]
+    new_words = list(old_words)
+    new_words[100:103] = ["INSERTED", "words", "here"]
+    del new_words[2000:2010]
+    new_words[3000] = "CHANGED"
+    segments = word_segments(" ".join(old_words), " ".join(new_words))
+    assert segments is not None
+    changed = sum(len(t.split()) for op, t in segments if op != "equal")
+    assert changed < 40  # the edits, not the whole text
+    seconds, _ = _timed(lambda: word_segments(" ".join(old_words), " ".join(new_words)))
+    assert seconds < 0.5
+
+
+def test_word_diff_html_is_capped_fast_and_escaped() -> None:
+    from toolbench._notebook.views.diff import word_diff_html
+
+    old = "<b>x</b> " + _repetitive(6000, 8)
+    new = "<b>y</b> " + _repetitive(6000, 9)
+    seconds, html = _timed(lambda: word_diff_html(old, new))
+    assert seconds < 0.5
+    assert "not compared word by word" in html and "<b>" not in html and "&lt;b&gt;" in html
+    old, new = _repetitive(4000, 10), _repetitive(4000, 11)
+    seconds, html = _timed(lambda: word_diff_html(old, new))
+    assert seconds < 0.5 and "<del>" in html and "<ins>" in html
+    assert word_diff_html("a <i> c", "a <i> d") == "a &lt;i&gt; <del>c</del> <ins>d</ins>"

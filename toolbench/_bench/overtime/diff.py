@@ -3,7 +3,9 @@
 ``diff(a, b)`` has one row per item added or removed, and one per changed field of an item
 that both have (``change``, ``server``, ``kind``, ``name``, ``field``, ``old``, ``new``,
 ``detail``). ``detail`` says the change in words: a word-level diff of a description
-(``[-old words-]{+new words+}``), or which parameters a schema gained, lost or changed.
+(``[-old words-]{+new words+}``; over ``MAX_DIFF_WORDS`` words, a summary of the lengths
+and where the texts first differ, see ``toolbench._bench.overtime.words``), or which
+parameters a schema gained, lost or changed.
 Items are matched by kind and name (a tool's own name, unprefixed), within the same server;
 when each side holds one server, across servers, so ``diff(bench.snapshot("a"),
 bench.snapshot("b"))`` compares two servers. Items whose fingerprints match are skipped
@@ -17,12 +19,15 @@ required, its enum and its default (one value when every server agrees, else a
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolbench._bench.overtime.snapshots import DECLARED
+from toolbench._bench.overtime.words import MAX_DIFF_WORDS, word_diff
+
+__all__ = ["ASPECTS", "DIFF_COLUMNS", "MAX_DIFF_WORDS", "SCHEMA_DIFF_COLUMNS", "diff",
+           "schema_change", "schema_diff", "word_diff"]
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -128,21 +133,6 @@ def _changes(server: str, a: Mapping[str, Any], b: Mapping[str, Any]) -> list[tu
             detail = None
         rows.append(("changed", server, b.get("kind"), b.get("name"), field, va, vb, detail))
     return rows
-
-
-def word_diff(old: str, new: str) -> str:
-    """``old`` turned into ``new`` word by word: ``[-removed-]`` and ``{+added+}``."""
-    a, b = str(old).split(), str(new).split()
-    out: list[str] = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if op == "equal":
-            out.append(" ".join(a[i1:i2]))
-            continue
-        if i2 > i1:
-            out.append("[-" + " ".join(a[i1:i2]) + "-]")
-        if j2 > j1:
-            out.append("{+" + " ".join(b[j1:j2]) + "+}")
-    return " ".join(out)
 
 
 def _properties(schema: Any) -> dict[str, Any]:

@@ -2,17 +2,20 @@
 
 Every value a server declared is escaped and capped (``cells.cell``). Changes are marked by
 row class: added green, removed red, changed amber; a description's word diff shows the
-removed words struck through and the added ones underlined, computed here from the old and
-new text (never by parsing the plain-text markers, which a description could itself hold).
+removed words struck through and the added ones underlined, built from the same segments as
+``tb.diff``'s ``detail`` (``toolbench._bench.overtime.words``: at most ``WORD_DIFF_LIMIT``
+words a side, a summary past that, bounded in time on any text), never by parsing the
+plain-text markers, which a description could itself hold. Each segment shown is capped at
+``SEGMENT_CHARS`` characters.
 In a schema diff, a parameter on which the servers disagree is amber, and each aspect that
 differs is bold.
 """
 
 from __future__ import annotations
 
-import difflib
 from typing import TYPE_CHECKING, Any
 
+from toolbench._bench.overtime.words import MAX_DIFF_WORDS, word_segments, word_summary
 from toolbench._core import html as _html
 from toolbench._notebook.views.cells import MAX_CELL, MAX_ROWS, TABLE_STYLE, cell
 
@@ -24,23 +27,22 @@ DIFF_STYLE = ("<style>.toolbench-diff tr.added td{background:#e6ffec}"
               ".toolbench-diff tr.changed td{background:#fff8c5}"
               ".toolbench-diff del{background:#ffc1c0}.toolbench-diff ins{background:#abf2bc;"
               "text-decoration:none}.toolbench-diff td.differs{font-weight:bold}</style>")
-WORD_DIFF_LIMIT = 4000
+WORD_DIFF_LIMIT = MAX_DIFF_WORDS
+"""The most words of each side compared (a summary past that)."""
+SEGMENT_CHARS = 2000
+"""The most characters of one run of equal, removed or added words shown."""
 
 
 def word_diff_html(old: Any, new: Any, limit: int = WORD_DIFF_LIMIT) -> str:
-    """``old`` -> ``new`` word by word: removed words in ``<del>``, added in ``<ins>``."""
-    a = _html.shorten(str(old or ""), limit).split()
-    b = _html.shorten(str(new or ""), limit).split()
-    out = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if op == "equal":
-            out.append(_html.escape(" ".join(a[i1:i2])))
-            continue
-        if i2 > i1:
-            out.append(f"<del>{_html.escape(' '.join(a[i1:i2]))}</del>")
-        if j2 > j1:
-            out.append(f"<ins>{_html.escape(' '.join(b[j1:j2]))}</ins>")
-    return " ".join(out)
+    """``old`` -> ``new`` word by word: removed words in ``<del>``, added in ``<ins>``; over
+    ``limit`` words a side, the summary (lengths, where they first differ), escaped."""
+    a, b = str(old or ""), str(new or "")
+    segments = word_segments(a, b, limit)
+    if segments is None:
+        return f"<i>{_html.escape(word_summary(a, b, limit))}</i>"
+    tags = {"equal": "{}", "delete": "<del>{}</del>", "insert": "<ins>{}</ins>"}
+    return " ".join(tags[op].format(_html.escape(_html.shorten(text, SEGMENT_CHARS)))
+                    for op, text in segments)
 
 
 def _table(head: list[str], body: list[str], total: int, max_rows: int, caption: str) -> str:
