@@ -7,6 +7,11 @@ journal's own thread for as long as it is open. Both speak the schema and row fo
 ``toolbench._bench.journal.codec``. A damaged file is read as far as it can be: rows SQLite
 cannot reach are read from the leaf pages directly (``toolbench._bench.journal.sqlite_pages``),
 and rows that cannot be decoded are skipped and counted.
+
+Before a row is read, the file must be a regular file (a FIFO or device is refused, not read
+as an empty journal) whose tables are its own, and every statement runs under a time limit
+(``toolbench._bench.journal.guard``). A caller that reads someone else's file (a recording)
+caps the total it reads (``max_bytes``); a bench opening its own journal does not.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import functools
 import os
 import sqlite3
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +40,7 @@ from toolbench._bench.journal.codec import (
     orphan_record,
     text_or_none,
 )
+from toolbench._bench.journal.guard import check_tables, connect_read_only
 from toolbench._bench.journal.intent_log import dead_logs, process_alive
 from toolbench._bench.journal.record import COLUMNS, Record
 from toolbench._bench.journal.sqlite_pages import leaf_rows
@@ -62,20 +69,24 @@ def _refuse(path: str, why: str) -> ValueError:
     return ValueError(f"journal {path!r} {why}")
 
 
-def inspect_file(path: str) -> Inspection:
-    """Read what is there without writing a byte: classify the file, load its rows."""
+def inspect_file(path: str, max_bytes: int | None = None) -> Inspection:
+    """Read what is there without writing a byte: classify the file, check that its tables
+    are its own, load its rows (refused past ``max_bytes`` of row text, when given)."""
     if os.path.isdir(path):
         raise _refuse(path, "is a directory; give a file path such as 'calls.sqlite'")
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise _refuse(path, f"cannot be created: the folder {parent!r} does not exist")
-    if not os.path.exists(path) or os.path.getsize(path) == 0:
-        return Inspection([], [], 0, None)
-    uri = "file:" + _uri_path(path) + "?mode=ro"
     try:
-        db = sqlite3.connect(uri, uri=True, isolation_level=None)
-    except sqlite3.Error as exc:
-        raise _refuse(path, f"cannot be opened: {exc}") from exc
+        info = os.stat(path)
+    except FileNotFoundError:
+        return Inspection([], [], 0, None)
+    if not stat.S_ISREG(info.st_mode):
+        raise _refuse(path, "is not a regular file (a FIFO or device); a journal is a "
+                            "regular file")
+    if info.st_size == 0:
+        return Inspection([], [], 0, None)
+    db = connect_read_only(path, "journal")
     try:
         # A truncated file is still readable up to the damage with this set; it changes
         # nothing on disk (the connection is read-only).
@@ -93,10 +104,11 @@ def inspect_file(path: str) -> Inspection:
                 raise _locked(path, exc) from exc
             raise _refuse(path, f"is not a toolbench journal (not a readable SQLite "
                                 f"database: {exc}); it was left untouched") from exc
+        check_tables(db, path, "journal")  # first: a view in a table's place is named
         _classify(path, app_id, version, tables, others)
         if not tables:
             return Inspection([], [], 0, None)
-        records, bad, damage = _load_calls(db, path)
+        records, bad, damage = _load_calls(db, path, max_bytes)
         orphans: list[Record] = []
         if "intents" in tables:
             orphans, bad_intents, intent_damage = _load_orphans(db)
@@ -131,12 +143,6 @@ def inspect_file(path: str) -> Inspection:
                           tuple(log.path for log in logs))
     finally:
         db.close()
-
-
-def _uri_path(path: str) -> str:
-    from urllib.parse import quote
-
-    return quote(os.path.abspath(path))
 
 
 def _quote(name: str) -> str:
@@ -268,23 +274,30 @@ def open_for_writing(path: str) -> tuple[sqlite3.Connection | None, str | None]:
 
 
 # -- reading rows ---------------------------------------------------------------------------
-def _scan(db: sqlite3.Connection, table: str,
-          columns: Sequence[str]) -> tuple[list[tuple[Any, ...]], str | None]:
+def _scan(db: sqlite3.Connection, table: str, columns: Sequence[str], path: str,
+          max_bytes: int | None = None) -> tuple[list[tuple[Any, ...]], str | None]:
     """Every readable row of ``table`` (``seq`` first), in order, past any damaged page.
 
     A damaged page stops a scan; the next readable row is found by probing further on, so
-    one bad page costs the rows on it, not the rest of the file.
+    one bad page costs the rows on it, not the rest of the file. Past ``max_bytes`` of text
+    the read is refused (at the row that crosses it).
     """
     select = f"SELECT seq, {', '.join(columns)} FROM {table} WHERE seq > ? ORDER BY seq"
     rows: list[tuple[Any, ...]] = []
     after = -1
     damage: str | None = None
+    used = 0
     while True:
         start = after
         try:
             for row in db.execute(select, (after,)):
                 rows.append(row)
                 after = row[0]
+                if max_bytes is not None:
+                    used += sum(len(v) for v in row if isinstance(v, (str, bytes)))
+                    if used > max_bytes:
+                        raise _refuse(path, f"holds more than {max_bytes:,} bytes of records; "
+                                            f"the most read back is {max_bytes:,} in all")
             return rows, damage
         except sqlite3.DatabaseError as exc:
             damage = damage or str(exc)
@@ -311,10 +324,11 @@ def _next_readable(db: sqlite3.Connection, table: str, select: str, after: int) 
     return None
 
 
-def _load_calls(db: sqlite3.Connection, path: str) -> tuple[list[Record], int, str | None]:
+def _load_calls(db: sqlite3.Connection, path: str, max_bytes: int | None = None,
+                ) -> tuple[list[Record], int, str | None]:
     present = {c[1] for c in db.execute("PRAGMA table_info(calls)")}
     columns = [c for c in COLUMNS if c in present]  # an older file lacks ADDED_COLUMNS
-    rows, damage = _scan(db, "calls", columns)
+    rows, damage = _scan(db, "calls", columns, path, max_bytes)
     if damage is not None:
         # The B-tree is broken (a truncated file loses the pages that lead to its rows):
         # read the surviving leaf pages directly, as SQLite's own recovery does.

@@ -13,9 +13,16 @@ loop. Writing a snapshot does not hold a connect back; ``close()`` waits for wha
 (bounded) and a failure is one ``JournalWarning``, never an exception.
 
 **Reading** (``load_snapshot``) refuses, with a message naming the file and the rule: a
-symlink or anything but a regular file, a file that is not a toolbench journal, a journal or
-snapshot format newer than this toolbench, and a single snapshot row larger than
-``MAX_ITEMS_BYTES``. A row whose JSON is damaged is skipped and counted in one warning.
+symlink or anything but a regular file, a file that is not a toolbench journal or whose
+tables are not its own (a generated column, a view or a trigger: see
+``toolbench._bench.journal.guard``, which also stops a statement that runs 5 s without a
+row), a journal or snapshot format newer than this toolbench, a single snapshot row larger
+than ``MAX_ITEMS_BYTES``, snapshots in force larger than ``MAX_READ_BYTES`` in all, and one
+server and kind with more than ``max_items`` items (the item cap, default 10,000 as
+``max_tools``; so a read holds at most the item cap x kinds x servers). Sizes are read from
+the rows' headers before their text, and items are decoded one by one, so a refused read
+costs neither the text nor the objects. A row whose JSON is damaged is skipped and counted
+in one warning.
 """
 
 from __future__ import annotations
@@ -24,16 +31,18 @@ import concurrent.futures
 import contextlib
 import json
 import os
+import re
 import sqlite3
-import stat
 import threading
 import warnings
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from toolbench._bench.journal import guard
 from toolbench._bench.journal.codec import APPLICATION_ID, SCHEMA_VERSION
 from toolbench._bench.journal.journal import JournalWarning
+from toolbench._transports.wire.limits import DEFAULT_MAX_TOOLS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -42,6 +51,8 @@ SNAPSHOT_FORMAT = 1
 """The ``format`` of a snapshot row this toolbench writes; a newer one is refused on reading."""
 MAX_ITEMS_BYTES = 64 * 1024 * 1024
 """The largest snapshot row read back (10,000 tools with big schemas stay well below)."""
+MAX_READ_BYTES = 256 * 1024 * 1024
+"""The most one read takes of the snapshots in force, in all (``max_bytes=`` for more)."""
 WRITE_BUSY_S = 5.0
 """How long a snapshot write waits for another writer's lock (on its own thread)."""
 CLOSE_WAIT_S = 10.0
@@ -136,19 +147,7 @@ def _refuse(path: str, why: str) -> ValueError:
 
 def check_regular_file(path: str, what: str = "snapshot file") -> os.stat_result:
     """The file's lstat; a symlink, FIFO, device or folder is refused, naming the rule."""
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        raise ValueError(f"{what} {path!r} does not exist") from None
-    except OSError as exc:
-        raise ValueError(f"{what} {path!r} cannot be read: {exc.strerror}") from exc
-    if stat.S_ISLNK(info.st_mode):
-        raise ValueError(f"{what} {path!r} is a symbolic link; toolbench reads only regular "
-                         "files (give the link's target)")
-    if not stat.S_ISREG(info.st_mode):
-        raise ValueError(f"{what} {path!r} is not a regular file (a folder, FIFO or device); "
-                         "toolbench reads only regular files")
-    return info
+    return guard.check_regular_file(path, what)
 
 
 def parse_when(when: datetime | str | None) -> datetime | None:
@@ -166,20 +165,19 @@ def parse_when(when: datetime | str | None) -> datetime | None:
     return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
 
 
-def read_snapshot(journal: str | os.PathLike[str], when: datetime | str | None = None,
+def read_snapshot(journal: str | os.PathLike[str], when: datetime | str | None = None, *,
+                  max_bytes: int | None = None, max_items: int = DEFAULT_MAX_TOOLS,
                   ) -> list[tuple[str, datetime, dict[str, Any]]]:
     """``(server, taken, item)`` of the snapshot in force at ``when`` (default: the latest).
 
-    For each server and kind, the last listing stored at or before ``when``.
+    For each server and kind, the last listing stored at or before ``when``; at most
+    ``max_bytes`` (default ``MAX_READ_BYTES``) in all and ``max_items`` items a server and
+    kind.
     """
     path = os.fspath(journal)
     at = parse_when(when)
     check_regular_file(path)
-    uri = "file:" + _quoted(path) + "?mode=ro"
-    try:
-        db = sqlite3.connect(uri, uri=True, isolation_level=None)
-    except sqlite3.Error as exc:
-        raise _refuse(path, f"cannot be opened: {exc}") from exc
+    db = guard.connect_read_only(path, "snapshot file")
     try:
         try:
             app_id = db.execute("PRAGMA application_id").fetchone()[0]
@@ -195,25 +193,26 @@ def read_snapshot(journal: str | os.PathLike[str], when: datetime | str | None =
         if version > SCHEMA_VERSION:
             raise _refuse(path, f"was written by a newer toolbench (journal schema version "
                                 f"{version}; this toolbench reads up to {SCHEMA_VERSION})")
+        guard.check_tables(db, path, "snapshot file")
         if "snapshots" not in tables:
             raise _refuse(path, "holds no catalog snapshots (a bench with this journal stores "
                                 "one on every connect)")
-        return _rows_in_force(db, path, at)
+        cap = MAX_READ_BYTES if max_bytes is None else max_bytes
+        return _rows_in_force(db, path, at, cap, max_items)
     finally:
         db.close()
 
 
-def _rows_in_force(db: sqlite3.Connection, path: str, at: datetime | None,
-                   ) -> list[tuple[str, datetime, dict[str, Any]]]:
-    try:
-        heads = db.execute(
-            "SELECT seq, taken, server, kind, format, length(items) FROM snapshots "
-            "ORDER BY seq").fetchall()
+def _rows_in_force(db: sqlite3.Connection, path: str, at: datetime | None, max_bytes: int,
+                   max_items: int) -> list[tuple[str, datetime, dict[str, Any]]]:
+    try:  # not the items: a row's head is read without its (large) last column
+        heads = db.execute("SELECT seq, taken, server, kind, format FROM snapshots "
+                           "ORDER BY seq").fetchall()
     except sqlite3.DatabaseError as exc:
         raise _refuse(path, f"has a damaged snapshots table: {exc}") from exc
-    latest: dict[tuple[str, str], tuple[int, datetime, int, int]] = {}
+    latest: dict[tuple[str, str], tuple[int, datetime, int]] = {}
     damaged = 0
-    for seq, taken_text, server, kind, fmt, size in heads:
+    for seq, taken_text, server, kind, fmt in heads:
         try:
             taken = parse_when(taken_text)
             if taken is None or not isinstance(server, str) or not isinstance(kind, str):
@@ -225,21 +224,35 @@ def _rows_in_force(db: sqlite3.Connection, path: str, at: datetime | None,
             continue
         best = latest.get((server, kind))
         if best is None or (taken, seq) >= (best[1], best[0]):
-            latest[(server, kind)] = (seq, taken, fmt, size or 0)
-    out: list[tuple[str, datetime, dict[str, Any]]] = []
-    for (server, _kind), (seq, taken, fmt, size) in sorted(latest.items()):
+            latest[(server, kind)] = (seq, taken, fmt)
+    chosen = sorted(latest.items())
+    for (server, _kind), (_seq, _taken, fmt) in chosen:
         if not isinstance(fmt, int) or fmt > SNAPSHOT_FORMAT:
             raise _refuse(path, f"holds a snapshot in format {fmt!r}, written by a newer "
                                 f"toolbench; this one reads format {SNAPSHOT_FORMAT}")
-        if size > MAX_ITEMS_BYTES:
+    encoding = _CODECS.get(str(db.execute("PRAGMA encoding").fetchone()[0]), "utf-8")
+    sizes: dict[int, int | None] = {}
+    for (server, _kind), (seq, _taken, _fmt) in chosen:
+        size = sizes[seq] = _size(db, seq)
+        if size is not None and size > MAX_ITEMS_BYTES:
             raise _refuse(path, f"holds a snapshot of {size:,} bytes (server {server!r}); "
                                 f"the most read back is {MAX_ITEMS_BYTES:,}")
-        (text,) = db.execute("SELECT items FROM snapshots WHERE seq = ?", (seq,)).fetchone()
+    total = sum(size or 0 for size in sizes.values())
+    if total > max_bytes:
+        raise _refuse(path, f"snapshots in force hold {total:,} bytes in all; the most read "
+                            f"back is {max_bytes:,} (give max_bytes= to read more)")
+    out: list[tuple[str, datetime, dict[str, Any]]] = []
+    for (server, kind), (seq, taken, _fmt) in chosen:
         try:
-            items = json.loads(text)
-            if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
-                raise ValueError("not a list of objects")
-        except (ValueError, TypeError, RecursionError):
+            if sizes[seq] is None:
+                raise ValueError("no text")
+            items = _items(_text(db, seq, encoding), max_items)
+        except _TooMany:
+            raise _refuse(path, f"holds a snapshot of more than {max_items:,} items (server "
+                                f"{server!r}, kind {kind!r}); the most read back is "
+                                f"{max_items:,} a server and kind, the item cap (give "
+                                "max_items= to read more)") from None
+        except (ValueError, TypeError, RecursionError, sqlite3.DatabaseError):
             damaged += 1
             continue
         out.extend((server, taken, item) for item in items)
@@ -249,14 +262,61 @@ def _rows_in_force(db: sqlite3.Connection, path: str, at: datetime | None,
     return out
 
 
-def _quoted(path: str) -> str:
-    from urllib.parse import quote
-
-    return quote(os.path.abspath(path))
+_CODECS = {"UTF-8": "utf-8", "UTF-16le": "utf-16-le", "UTF-16be": "utf-16-be"}
+_SPACE = re.compile(r"[ \t\n\r]*")
 
 
-def load_snapshot(journal: str | os.PathLike[str],
-                  when: datetime | str | None = None) -> pd.DataFrame:
+class _TooMany(Exception):
+    """A snapshot row holds more items than the cap."""
+
+
+def _size(db: sqlite3.Connection, seq: int) -> int | None:
+    """The bytes of a row's ``items``, read from the record's header (not its text); None for
+    a value that is not text (a damaged row)."""
+    try:
+        with db.blobopen("snapshots", "items", seq, readonly=True) as blob:
+            return len(blob)
+    except sqlite3.Error:
+        return None
+
+
+def _text(db: sqlite3.Connection, seq: int, encoding: str) -> str:
+    with db.blobopen("snapshots", "items", seq, readonly=True) as blob:
+        return blob.read().decode(encoding)
+
+
+def _items(text: str, cap: int) -> list[dict[str, Any]]:
+    """The JSON list of objects ``text``, decoded one item at a time: past ``cap`` items it
+    stops (``_TooMany``) before building the rest."""
+    decoder = json.JSONDecoder()
+    at = _SPACE.match(text, 0).end()  # type: ignore[union-attr]
+    if text[at:at + 1] != "[":
+        raise ValueError("not a list")
+    at = _SPACE.match(text, at + 1).end()  # type: ignore[union-attr]
+    items: list[dict[str, Any]] = []
+    if text[at:at + 1] == "]":
+        return items
+    while True:
+        item, at = decoder.raw_decode(text, at)
+        if not isinstance(item, dict):
+            raise ValueError("not a list of objects")
+        items.append(item)
+        if len(items) > cap:
+            raise _TooMany
+        at = _SPACE.match(text, at).end()  # type: ignore[union-attr]
+        mark = text[at:at + 1]
+        if mark == "]":
+            if text[at + 1:].strip():
+                raise ValueError("extra data")
+            return items
+        if mark != ",":
+            raise ValueError("expected , or ]")
+        at = _SPACE.match(text, at + 1).end()  # type: ignore[union-attr]
+
+
+def load_snapshot(journal: str | os.PathLike[str], when: datetime | str | None = None, *,
+                  max_bytes: int | None = None, max_items: int = DEFAULT_MAX_TOOLS,
+                  ) -> pd.DataFrame:
     """Read back a catalog snapshot stored in a journal.
 
     A bench with a journal stores a snapshot on every connect, re-list and reconnect (and on
@@ -267,6 +327,9 @@ def load_snapshot(journal: str | os.PathLike[str],
         when: a ``datetime`` or an ISO 8601 string; the snapshot in force then (the last
             one stored at or before it, per server and kind). ``None``: the latest. A time
             without a zone is taken as UTC.
+        max_bytes: the most read, in all (default ``MAX_READ_BYTES``, 256 MiB).
+        max_items: the most items of one server and kind (default 10,000, as
+            ``max_tools``); give the ``max_tools`` the bench connected with.
 
     Returns:
         A snapshot frame like ``bench.snapshot()``'s (``server``, ``kind``, ``name``,
@@ -274,8 +337,10 @@ def load_snapshot(journal: str | os.PathLike[str],
 
     Raises:
         ValueError: the file is missing, a symlink or not a regular file, not a toolbench
-            journal, from a newer toolbench, holds no snapshots, or one larger than
-            ``MAX_ITEMS_BYTES``.
+            journal or one whose tables are not its own (a generated column, a view, a
+            trigger), from a newer toolbench; it holds no snapshots, one larger than
+            ``MAX_ITEMS_BYTES`` or over ``max_items`` items, or more than ``max_bytes`` in
+            all; or a statement ran 5 s without a row. Each names the file and the rule.
 
     Example:
         >>> before = tb.load_snapshot("calls.sqlite", when="2026-01-31T12:00Z")  # doctest: +SKIP
@@ -283,4 +348,4 @@ def load_snapshot(journal: str | os.PathLike[str],
     """
     from toolbench._bench.overtime.snapshots import snapshot_frame
 
-    return snapshot_frame(read_snapshot(journal, when))
+    return snapshot_frame(read_snapshot(journal, when, max_bytes=max_bytes, max_items=max_items))

@@ -7,6 +7,11 @@ every read, keyed by its URI (the last one, when one was recorded more than once
 call that failed as a tool error (``ToolFailed``) is kept: it is an answer too. An older
 journal without snapshots lists the tools that were called, with any arguments.
 
+A recording is often someone else's file, so it is read as ``load_snapshot`` reads one: a
+regular file whose tables are its own, under a time limit per statement
+(``toolbench._bench.journal.guard``), and capped: ``MAX_READ_BYTES`` of records, and as much
+again of snapshots (at most the item cap of items a server and kind).
+
 Why apart from serving it (``toolbench._bench.replay.serve``): a Recording is plain data,
 and reading it needs no MCP server; what serves it builds on this module, never the other
 way round.
@@ -19,8 +24,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolbench._bench.journal.guard import check_regular_file
 from toolbench._bench.journal.record import arguments_key
-from toolbench._bench.overtime.snapshot_store import check_regular_file, read_snapshot
+from toolbench._bench.overtime import snapshot_store
+from toolbench._bench.overtime.snapshot_store import read_snapshot
 
 
 @dataclass
@@ -47,7 +54,7 @@ def read_recording(journal: str | os.PathLike[str], server: str | None = None) -
 
     path = os.fspath(journal)
     check_regular_file(path, "journal")
-    found = inspect_file(path)
+    found = inspect_file(path, max_bytes=snapshot_store.MAX_READ_BYTES)
     if found.damaged_rows:
         import warnings
 
