@@ -122,7 +122,7 @@ def test_a_table_that_would_run_code_on_write_is_refused(tmp_path: Path,
            "CREATE TABLE snapshots (seq INTEGER PRIMARY KEY, taken TEXT NOT NULL, server TEXT "
            f"NOT NULL, kind TEXT NOT NULL, cause TEXT, format INTEGER NOT NULL, {declaration})",
            "INSERT INTO snapshots SELECT * FROM old", "DROP TABLE old")
-    with pytest.raises(ValueError, match="declares .* in its table 'snapshots'"):
+    with pytest.raises(ValueError, match=r"declares .* in its table 'snapshots'"):
         tb.Bench(journal=path)
 
 
@@ -194,7 +194,7 @@ def test_every_read_runs_under_the_time_limit(tmp_path: Path,
             door()
 
 
-# -- replay's file checks ---------------------------------------------------------------------------
+# -- replay's file checks ----------------------------------------------------------------------
 def test_check_journal_file_refuses_links_fifos_and_folders(tmp_path: Path) -> None:
     real = _journal(tmp_path / "real.sqlite")
     guard.check_journal_file(real)  # a journal passes

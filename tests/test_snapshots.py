@@ -12,6 +12,7 @@ import time
 import warnings
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -322,9 +323,9 @@ def test_a_reconnect_stores_every_kind_as_it_came_back(tmp_path: Path) -> None:
 
 
 # -- execution and _meta.ui are fingerprinted (issue 33) ------------------------------------
-def _spec(**extra: object) -> ToolSpec:
+def _spec(**extra: Any) -> ToolSpec:
     return ToolSpec("distance", "How far.", {"type": "object", "properties": {
-        "a": {"type": "number"}}}, None, {"readOnlyHint": True}, "Distance", **extra)  # type: ignore[arg-type]
+        "a": {"type": "number"}}}, None, {"readOnlyHint": True}, "Distance", **extra)
 
 
 def test_fingerprint_covers_execution_and_meta_ui() -> None:
@@ -371,3 +372,19 @@ def test_a_change_of_execution_or_ui_is_a_diff_row() -> None:
                                meta={"ui": {"resourceUri": "ui://a/view"}}))
     changed = tb.diff(snapshot_frame([("s", now, old)]), snapshot_frame([("s", now, new)]))
     assert set(changed["field"]) == {"execution", "ui"}
+
+
+def test_a_pin_from_before_execution_and_ui_counted_is_told_apart() -> None:
+    from toolbench._bench.overtime.snapshots import pinned_before_execution_and_ui
+
+    new = item_from_spec(_spec(execution={"taskSupport": "optional"},
+                               meta={"ui": {"resourceUri": "ui://a/view"}}))
+    old_item = {k: v for k, v in new.items() if k not in ("execution", "ui", "fingerprint")}
+    old_pin = {"fingerprint": fingerprint(old_item), "item": {**old_item}}
+    assert old_pin["fingerprint"] != new["fingerprint"]  # it looks changed...
+    assert pinned_before_execution_and_ui(old_pin, new)  # ...but only the new fields count
+    reworded = {**old_pin, "fingerprint": fingerprint({**old_item, "description": "Far."})}
+    assert not pinned_before_execution_and_ui(reworded, new)  # a real change stays one
+    current = {"fingerprint": "x", "item": dict(new)}  # a pin made now holds the keys
+    assert not pinned_before_execution_and_ui(current, new)
+    assert not pinned_before_execution_and_ui({"fingerprint": "x"}, new)  # no item kept

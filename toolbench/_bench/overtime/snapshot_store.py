@@ -226,7 +226,7 @@ def _rows_in_force(db: sqlite3.Connection, path: str, at: datetime | None, max_b
         if best is None or (taken, seq) >= (best[1], best[0]):
             latest[(server, kind)] = (seq, taken, fmt)
     chosen = sorted(latest.items())
-    for (server, _kind), (_seq, _taken, fmt) in chosen:
+    for _key, (_seq, _taken, fmt) in chosen:
         if not isinstance(fmt, int) or fmt > SNAPSHOT_FORMAT:
             raise _refuse(path, f"holds a snapshot in format {fmt!r}, written by a newer "
                                 f"toolbench; this one reads format {SNAPSHOT_FORMAT}")

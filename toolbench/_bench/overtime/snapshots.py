@@ -69,6 +69,18 @@ def fingerprint(item: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def pinned_before_execution_and_ui(pin: Mapping[str, Any], item: Mapping[str, Any]) -> bool:
+    """Whether ``pin`` predates ``execution`` and ``_meta.ui`` counting, and the item has
+    changed in nothing else: its stored item has neither key, and its fingerprint is the
+    item's without them. Such a pin can be renewed quietly (trust on first use of the two
+    fields), where any other fingerprint change is a change."""
+    old = pin.get("item")
+    if not isinstance(old, Mapping) or any(k in old for k in _WHEN_DECLARED):
+        return False
+    without = {k: v for k, v in item.items() if k not in _WHEN_DECLARED}
+    return bool(pin.get("fingerprint") == fingerprint(without))
+
+
 def item_from_spec(spec: ToolSpec, name: str | None = None) -> dict[str, Any]:
     """A tool as a snapshot item (``name``: its own, unprefixed name), fingerprinted."""
     item: dict[str, Any] = {
