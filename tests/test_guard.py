@@ -233,3 +233,15 @@ def test_the_cli_refuses_a_crafted_recording_at_once(tmp_path: Path) -> None:
     assert run.returncode == 2
     assert "generated column" in run.stderr and str(path) in run.stderr
     assert time.monotonic() - start < 30
+
+
+@pytest.mark.xfail(strict=True, reason="bench.replay(records=path) calls "
+                   "guard.check_journal_file once the bench's composition lands (issue 33)")
+def test_replay_of_a_symlinked_journal_is_refused(tmp_path: Path) -> None:
+    real = _journal(tmp_path / "real.sqlite")
+    link = tmp_path / "link.sqlite"
+    link.symlink_to(real)
+    with tb.Bench() as bench:
+        bench.connect("geo", geo.create())
+        with pytest.raises(ValueError, match=r"journal .*link\.sqlite' is a symbolic link"):
+            bench.replay(link, against="geo")
