@@ -21,8 +21,9 @@ from toolbench._bench.journal.journal import warn_not_durable
 from toolbench._bench.journal.records import Record, make_record, new_call_id, utcnow
 from toolbench._bench.progress.progress import Progress, ProgressBar, ProgressShown, progress_shown
 from toolbench._bench.servers.scrub import redacted_failure
+from toolbench._core.arguments import check_arguments
 from toolbench._core.checks import seconds
-from toolbench._core.client import Result, ToolSpec, check_arguments
+from toolbench._core.client import Result, ToolSpec
 from toolbench._core.errors import TimedOut, ToolError, Unreachable, mark_unsent
 from toolbench._core.ids import Provenance, ToolId
 from toolbench._core.schema import preload as _preload

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolbench._core import html as _html
-from toolbench._core.html import result_html as result_html
+from toolbench._core.client import result_html as result_html
 from toolbench._notebook.views.cells import (
     MAX_CELL,
     MAX_ROWS,
