@@ -169,7 +169,7 @@ class SamplingAsk(AskWidget):
         super().__init__(answer)
         self.transcript = widgets.HTML(sampling_html(server, params))
         self.reply = widgets.Textarea(placeholder="the reply the server gets", rows=4,
-                                      continuous_update=False,  # sent on blur: see above
+                                      continuous_update=False,  # sent on blur (ask.py: settling)
                                       layout=widgets.Layout(width="95%"))
         self.send = self._button("Send", "success", self._send, settle=True)
         self.reject = self._button("Reject", "danger", self._reject)
