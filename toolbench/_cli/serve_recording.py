@@ -1,6 +1,6 @@
 """``toolbench serve-recording JOURNAL``: a journal's recorded answers served as an MCP server.
 
-The command lives beside the recording it serves (``toolbench._bench.replay``); this module
+The command lives beside the recording it serves (``toolbench._bench.replay.serve``); this module
 adds it to the parser like any other command module.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from toolbench._bench.replay.recording import add_cli, run_cli
+from toolbench._bench.replay.serve import add_cli, run_cli
 from toolbench._cli.command import Commands
 
 
