@@ -1,7 +1,7 @@
 """``toolbench serve-recording JOURNAL``: a journal's recorded answers served as an MCP server.
 
-The command lives beside the recording it serves (``toolbench._bench.replay.serve``); this module
-adds it to the parser like any other command module.
+The command lives beside the recording it serves (``toolbench._bench.replay.serve``); this
+module adds it to the parser like any other command module.
 """
 
 from __future__ import annotations
