@@ -82,6 +82,11 @@ class KernelBar:
         if not lazy:
             self._changed()
 
+    @property
+    def drawn(self) -> Any:
+        """The tqdm bar once made (read it), else None."""
+        return self._bar
+
     def update(self, step: float = 1) -> None:
         self.n += step
         self._wanted = True

@@ -1,1 +1,6 @@
-"""Cassettes: replaying a recording, and serving one as an MCP server."""
+"""Cassettes: ``Replays`` (a recording run again, changes marked), serving a recording as an
+MCP server, and the face.
+
+It may import ``toolbench._bench.many``, ``servers``, ``overtime``, ``journal``, and the
+layers below ``_bench``.
+"""
