@@ -25,7 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toolbench as tb
-from toolbench._bench.journal.records import new_call_id
+from toolbench._bench.journal.record import new_call_id
 from toolbench._core.ids import ToolId
 from toolbench._core.schema import validate as _validate
 from toolbench._core.schema.validate import field_errors, validate_arguments

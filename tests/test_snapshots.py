@@ -229,7 +229,7 @@ def test_a_failing_snapshot_write_warns_and_loses_no_record(tmp_path: Path,
 @pytest.mark.slow
 def test_a_restarted_stdio_server_is_a_new_snapshot(tmp_path: Path) -> None:
     path = tmp_path / "calls.sqlite"
-    env = demo._python_path_env()
+    env = demo.python_path_env()
     with tb.Bench(journal=path) as bench:
         bench.connect("geo_precise", [sys.executable, "-m", "toolbench.demo.geo_precise"],
                       env=env)

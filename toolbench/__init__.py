@@ -5,7 +5,7 @@ from toolbench._bench.journal.journal import JournalWarning
 from toolbench._bench.overtime.diff import diff
 from toolbench._bench.overtime.pins import PinWarning
 from toolbench._bench.overtime.snapshot_store import load_snapshot
-from toolbench._bench.replay.recording import serve_recording
+from toolbench._bench.replay.serve import serve_recording
 from toolbench._bench.servers.config import ConfigError, ConfigWarning
 from toolbench._bench.servers.servers import ListingWarning
 from toolbench._core.client import Result, ToolClient, ToolSpec
@@ -22,7 +22,7 @@ from toolbench._core.errors import (
 )
 from toolbench._core.ids import Destination, Egress, Provenance, ToolId
 from toolbench._core.version import __version__ as __version__
-from toolbench._notebook import accessor as _accessor
+from toolbench._notebook import accessor as _accessor  # noqa: F401 - df.tb, once pandas is
 from toolbench._notebook.ask import ask as _ask  # noqa: F401 - registers "ask" (sampling, elicitation)
 from toolbench._notebook.ask import signin as _signin  # noqa: F401 - the default sign-in (a card)
 from toolbench._notebook.bench import Bench
@@ -74,6 +74,3 @@ __all__ = [
     "tool",
 ]
 
-
-# df.tb on every DataFrame, registered when pandas is imported; this does not import pandas.
-_accessor.install()

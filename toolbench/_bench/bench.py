@@ -51,7 +51,7 @@ from toolbench._bench.catalog.follow import Follower
 from toolbench._bench.catalog.handles import ToolHandles
 from toolbench._bench.catalog.listing import Listings
 from toolbench._bench.journal.journal import Journal, warn_unwritten
-from toolbench._bench.journal.records import RecordStore
+from toolbench._bench.journal.store import RecordStore
 from toolbench._bench.many.faces import ManyFaces
 from toolbench._bench.many.fetch_many import FetchBatches
 from toolbench._bench.many.many_calls import Batches

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from toolbench._bench.journal.records import frame
+from toolbench._bench.journal.record import frame
 from toolbench._bench.progress.progress import logs_frame
 from toolbench._bench.servers.scrub import redacted_data
 from toolbench._bench.servers.table import servers_frame
@@ -20,7 +20,7 @@ from toolbench._core.schema import validate as _validate
 if TYPE_CHECKING:
     import pandas as pd
 
-    from toolbench._bench.journal.records import RecordStore
+    from toolbench._bench.journal.store import RecordStore
     from toolbench._bench.overtime.guard import PinGuard
     from toolbench._bench.servers.servers import Servers
 

@@ -564,7 +564,7 @@ def _parser() -> argparse.ArgumentParser:
     lab = sub.add_parser("lab", help=lab_help, description=lab_help)
     lab.add_argument("lab_args", nargs=argparse.REMAINDER, metavar="JUPYTER_LAB_ARGS",
                      help="passed on to jupyter lab as they are (--no-browser, --port 8899)")
-    from toolbench._bench.replay.recording import add_cli
+    from toolbench._bench.replay.serve import add_cli
 
     add_cli(sub)
     return parser
@@ -583,7 +583,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         _err("error: a command is required (catalog, call, compare, demo or lab)")
         return EXIT_USAGE
     if args.command == "serve-recording":
-        from toolbench._bench.replay.recording import run_cli
+        from toolbench._bench.replay.serve import run_cli
 
         return run_cli(args)
     config: str | None = getattr(args, "config", None)

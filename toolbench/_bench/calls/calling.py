@@ -21,7 +21,7 @@ import anyio
 
 from toolbench._bench.calls.attempt import attempt
 from toolbench._bench.journal.journal import warn_not_durable
-from toolbench._bench.journal.records import Record, make_record, new_call_id, utcnow
+from toolbench._bench.journal.record import Record, make_record, new_call_id, utcnow
 from toolbench._bench.progress.progress import Progress, ProgressBar, ProgressShown, progress_shown
 from toolbench._bench.servers.naming import Target, resolve
 from toolbench._bench.servers.scrub import redacted_failure
@@ -34,7 +34,7 @@ from toolbench._core.schema.validate import unchecked, validate_arguments
 from toolbench._transports.mcp.tasks import task_of
 
 if TYPE_CHECKING:
-    from toolbench._bench.journal.records import RecordStore
+    from toolbench._bench.journal.store import RecordStore
     from toolbench._bench.overtime.guard import PinGuard
     from toolbench._bench.servers.servers import Servers
     from toolbench._routing.pegboard import PegBoard

@@ -31,7 +31,7 @@ import anyio
 from toolbench._bench.calls.attempt import attempt
 from toolbench._bench.calls.calling import provenance_of
 from toolbench._bench.journal.journal import warn_not_durable
-from toolbench._bench.journal.records import Record, make_record, new_call_id, utcnow
+from toolbench._bench.journal.record import Record, make_record, new_call_id, utcnow
 from toolbench._core import html as _html
 from toolbench._core.checks import seconds
 from toolbench._core.contents import PromptResult, ReadResult
@@ -39,7 +39,7 @@ from toolbench._core.errors import Refused, TimedOut, ToolError
 
 if TYPE_CHECKING:
     from toolbench._bench.catalog.listing import Listings
-    from toolbench._bench.journal.records import RecordStore
+    from toolbench._bench.journal.store import RecordStore
     from toolbench._bench.overtime.history import History
     from toolbench._bench.servers.servers import Servers
     from toolbench._core.ids import Provenance

@@ -70,7 +70,7 @@ import anyio.to_thread
 from distributed import Client, Queue, as_completed
 
 from toolbench._bench.journal.journal import warn_not_durable
-from toolbench._bench.journal.records import Record, make_record, new_call_id, utcnow
+from toolbench._bench.journal.record import Record, make_record, new_call_id, utcnow
 from toolbench._bench.many.cluster_worker import (
     TOPIC,
     BenchPlugin,
@@ -86,7 +86,7 @@ if TYPE_CHECKING:
     from distributed import Future
 
     from toolbench._bench.calls.calling import Calls
-    from toolbench._bench.journal.records import RecordStore
+    from toolbench._bench.journal.store import RecordStore
     from toolbench._bench.servers.naming import Target
     from toolbench._bench.servers.servers import Servers
     from toolbench._core.ids import Provenance

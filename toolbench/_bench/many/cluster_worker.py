@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import anyio
 from distributed import Queue, WorkerPlugin, get_client, get_worker
 
-from toolbench._bench.journal.records import Record, make_record, new_call_id, utcnow
+from toolbench._bench.journal.record import Record, make_record, new_call_id, utcnow
 from toolbench._core.errors import ToolError, Unreachable
 from toolbench._core.ids import Provenance
 from toolbench._loop import get_loop

@@ -57,7 +57,7 @@ class ManyFaces:
             >>> bench.compare("distance", from_city="London", to_city="Paris")  # doctest: +SKIP
         """
         return get_loop().run(self.batches.compare, name, cases, servers, concurrency=concurrency,
-            timeout=timeout, progress=progress, provenance=provenance, **kwargs)
+                              timeout=timeout, progress=progress, provenance=provenance, **kwargs)
 
     async def acompare(self, name: str,
                        cases: Mapping[str, Any] | Sequence[Any] | None = None, /,
@@ -67,8 +67,8 @@ class ManyFaces:
                        **kwargs: Any) -> pd.DataFrame:
         """Awaitable :meth:`compare`: the same arguments, result and errors."""
         return await get_loop().arun(self.batches.compare, name, cases, servers,
-            concurrency=concurrency, timeout=timeout, progress=progress, provenance=provenance,
-            **kwargs)
+                                     concurrency=concurrency, timeout=timeout, progress=progress,
+                                     provenance=provenance, **kwargs)
 
     def map(self, name: str, cases: Iterable[Mapping[str, Any]], /, *,
             concurrency: int = 8, progress: bool = True, resume: bool = False,
@@ -116,8 +116,8 @@ class ManyFaces:
             ...                            for c in ("Paris", "Rome")])  # doctest: +SKIP
         """
         return get_loop().run(self.batches.map, name, cases, concurrency=concurrency,
-            progress=progress, resume=resume, retry_in_doubt=retry_in_doubt, timeout=timeout,
-            provenance=provenance, cluster=cluster)
+                              progress=progress, resume=resume, retry_in_doubt=retry_in_doubt,
+                              timeout=timeout, provenance=provenance, cluster=cluster)
 
     async def amap(self, name: str, cases: Iterable[Mapping[str, Any]], /, *,
                    concurrency: int = 8, progress: bool = True, resume: bool = False,
@@ -126,8 +126,9 @@ class ManyFaces:
                    cluster: DaskClient | None = None) -> pd.DataFrame:
         """Awaitable :meth:`map`: the same arguments, result and errors."""
         return await get_loop().arun(self.batches.map, name, cases, concurrency=concurrency,
-            progress=progress, resume=resume, retry_in_doubt=retry_in_doubt, timeout=timeout,
-            provenance=provenance, cluster=cluster)
+                                     progress=progress, resume=resume,
+                                     retry_in_doubt=retry_in_doubt, timeout=timeout,
+                                     provenance=provenance, cluster=cluster)
 
     def compare_prompt(self, name: str,
                        cases: Mapping[str, str] | Sequence[Mapping[str, str]] | None = None,
@@ -156,8 +157,8 @@ class ManyFaces:
             ValueError: ``servers`` names an unknown server.
         """
         return get_loop().run(self.fetch_batches.compare_prompt, name, cases, servers,
-            concurrency=concurrency, timeout=timeout, progress=progress, provenance=provenance,
-            **kwargs)
+                              concurrency=concurrency, timeout=timeout, progress=progress,
+                              provenance=provenance, **kwargs)
 
     async def acompare_prompt(self, name: str,
                               cases: Mapping[str, str] | Sequence[Mapping[str, str]] | None
@@ -168,8 +169,8 @@ class ManyFaces:
                               **kwargs: str) -> pd.DataFrame:
         """Awaitable :meth:`compare_prompt`: the same arguments, result and errors."""
         return await get_loop().arun(self.fetch_batches.compare_prompt, name, cases, servers,
-            concurrency=concurrency, timeout=timeout, progress=progress, provenance=provenance,
-            **kwargs)
+                                     concurrency=concurrency, timeout=timeout, progress=progress,
+                                     provenance=provenance, **kwargs)
 
     def map_prompt(self, name: str, cases: Iterable[Mapping[str, str]], /, *,
                    concurrency: int = 8, progress: bool = True, timeout: float | None = None,
@@ -193,7 +194,7 @@ class ManyFaces:
             Unreachable: no such prompt.
         """
         return get_loop().run(self.fetch_batches.map_prompt, name, cases, concurrency=concurrency,
-            progress=progress, timeout=timeout, provenance=provenance)
+                              progress=progress, timeout=timeout, provenance=provenance)
 
     async def amap_prompt(self, name: str, cases: Iterable[Mapping[str, str]], /, *,
                           concurrency: int = 8, progress: bool = True,
@@ -202,7 +203,8 @@ class ManyFaces:
                           ) -> pd.DataFrame:
         """Awaitable :meth:`map_prompt`: the same arguments, result and errors."""
         return await get_loop().arun(self.fetch_batches.map_prompt, name, cases,
-            concurrency=concurrency, progress=progress, timeout=timeout, provenance=provenance)
+                                     concurrency=concurrency, progress=progress, timeout=timeout,
+                                     provenance=provenance)
 
     def compare_read(self, uris: str | Sequence[str], /, servers: Iterable[str] | None = None,
                      *, concurrency: int = 4, timeout: float | None = None,
@@ -230,7 +232,8 @@ class ManyFaces:
             ValueError: ``servers`` names an unknown server, or a URI is not a str.
         """
         return get_loop().run(self.fetch_batches.compare_read, uris, servers,
-            concurrency=concurrency, timeout=timeout, progress=progress, provenance=provenance)
+                              concurrency=concurrency, timeout=timeout, progress=progress,
+                              provenance=provenance)
 
     async def acompare_read(self, uris: str | Sequence[str], /,
                             servers: Iterable[str] | None = None, *, concurrency: int = 4,
@@ -239,7 +242,8 @@ class ManyFaces:
                             ) -> pd.DataFrame:
         """Awaitable :meth:`compare_read`: the same arguments, result and errors."""
         return await get_loop().arun(self.fetch_batches.compare_read, uris, servers,
-            concurrency=concurrency, timeout=timeout, progress=progress, provenance=provenance)
+                                     concurrency=concurrency, timeout=timeout, progress=progress,
+                                     provenance=provenance)
 
     def map_read(self, server: str, uris: Sequence[str], /, *, concurrency: int = 8,
                  progress: bool = True, timeout: float | None = None,
@@ -264,7 +268,7 @@ class ManyFaces:
             Refused: the server offers no resources.
         """
         return get_loop().run(self.fetch_batches.map_read, server, uris, concurrency=concurrency,
-            progress=progress, timeout=timeout, provenance=provenance)
+                              progress=progress, timeout=timeout, provenance=provenance)
 
     async def amap_read(self, server: str, uris: Sequence[str], /, *, concurrency: int = 8,
                         progress: bool = True, timeout: float | None = None,
@@ -272,4 +276,5 @@ class ManyFaces:
                         ) -> pd.DataFrame:
         """Awaitable :meth:`map_read`: the same arguments, result and errors."""
         return await get_loop().arun(self.fetch_batches.map_read, server, uris,
-            concurrency=concurrency, progress=progress, timeout=timeout, provenance=provenance)
+                                     concurrency=concurrency, progress=progress, timeout=timeout,
+                                     provenance=provenance)

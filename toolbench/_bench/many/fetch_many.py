@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolbench._bench.calls.calling import provenance_of
 from toolbench._bench.journal.journal import warn_not_durable
-from toolbench._bench.journal.records import Record, frame
+from toolbench._bench.journal.record import Record, frame
 from toolbench._bench.many.batch import Job, as_cases, bind, compare_frame, run_jobs
 from toolbench._bench.progress.bars import progress_bar
 from toolbench._core import html as _html
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
     from toolbench._bench.calls.fetches import Fetches
     from toolbench._bench.catalog.listing import Listings
-    from toolbench._bench.journal.records import RecordStore
+    from toolbench._bench.journal.store import RecordStore
     from toolbench._bench.servers.servers import Servers
 
 T = TypeVar("T")

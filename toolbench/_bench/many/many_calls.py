@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolbench._bench.calls.calling import provenance_of
 from toolbench._bench.journal.journal import warn_not_durable
-from toolbench._bench.journal.records import Record, frame
+from toolbench._bench.journal.record import Record, frame
 from toolbench._bench.many.batch import Job, as_cases, bind, compare_frame, run_jobs
 from toolbench._bench.progress.bars import progress_bar
 from toolbench._bench.servers.naming import Target
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from distributed import Client as DaskClient
 
     from toolbench._bench.calls.calling import Calls
-    from toolbench._bench.journal.records import RecordStore
+    from toolbench._bench.journal.store import RecordStore
     from toolbench._bench.many.cluster_worker import WorkerBench
     from toolbench._bench.servers.servers import Servers
 

@@ -37,7 +37,7 @@ from toolbench._core.errors import ToolError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from toolbench._bench.journal.records import RecordStore
+    from toolbench._bench.journal.store import RecordStore
     from toolbench._bench.overtime.guard import PinGuard
     from toolbench._bench.servers.servers import Servers
     from toolbench._routing.pegboard import PegBoard, PegEntry

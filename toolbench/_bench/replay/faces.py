@@ -57,8 +57,8 @@ class ReplayFaces:
             >>> bench.replay(bench.records, against="geo_precise", rtol=1e-3)  # doctest: +SKIP
         """
         return get_loop().run(self.replays.replay, records, against, rtol=rtol,
-            concurrency=concurrency, progress=progress, resume=resume, timeout=timeout,
-            provenance=provenance)
+                              concurrency=concurrency, progress=progress, resume=resume,
+                              timeout=timeout, provenance=provenance)
 
     async def areplay(self, records: Any, against: str, *, rtol: float = 0.0,
                       concurrency: int = 8, progress: bool = True, resume: bool = False,
@@ -67,5 +67,5 @@ class ReplayFaces:
                       ) -> pd.DataFrame:
         """Awaitable :meth:`replay`: the same arguments, result and errors."""
         return await get_loop().arun(self.replays.replay, records, against, rtol=rtol,
-            concurrency=concurrency, progress=progress, resume=resume, timeout=timeout,
-            provenance=provenance)
+                                     concurrency=concurrency, progress=progress, resume=resume,
+                                     timeout=timeout, provenance=provenance)

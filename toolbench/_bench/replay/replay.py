@@ -32,7 +32,7 @@ from toolbench._core.ids import Provenance, ToolId, did_you_mean
 if TYPE_CHECKING:
     import pandas as pd
 
-    from toolbench._bench.journal.records import RecordStore
+    from toolbench._bench.journal.store import RecordStore
     from toolbench._bench.many.many_calls import Batches
     from toolbench._bench.servers.servers import Servers
 
