@@ -96,7 +96,7 @@ class History:
         """False for a damaged journal file: nothing more is written into it (its records
         stay in memory, and so do the snapshots)."""
         journal = self._store.journal
-        return journal is None or journal.closed or getattr(journal, "_db", None) is not None
+        return journal is None or journal.closed or not journal.degraded
 
     # -- the other kinds --------------------------------------------------------------------
     def listing_applied(self, server: str, kinds: tuple[str, ...], why: str) -> None:
@@ -125,6 +125,12 @@ class History:
     async def settled(self, timeout: float | None = None) -> None:
         """Wait (bounded) until every listing in flight is kept (tests, snapshot, close)."""
         await self._kinds.settled(timeout)
+
+    def written(self, timeout: float) -> bool:
+        """Wait (the caller's thread, never the loop) until every snapshot queued so far is in
+        the journal; False if some are still pending after ``timeout`` seconds. A test that
+        fills the disk on purpose waits here first, so the warning it sees is its own."""
+        return self._snapshots is None or self._snapshots.wait(timeout)
 
     def kind_baseline(self, server: str, kind: str) -> Items | None:
         """The listing of ``kind`` taken at connect (with a journal or pins), if any."""
