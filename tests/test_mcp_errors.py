@@ -30,18 +30,15 @@ from mcp_types import (
 from toolbench._core.client import Result, ToolSpec
 from toolbench._core.errors import Malformed, Refused, TimedOut, Unreachable, is_unsent
 from toolbench._core.ids import Destination, Provenance, ToolId
+from toolbench._core.redact import Redactor
 from toolbench._routing.router import ToolRouter, takes_timeout
 from toolbench._transports.mcp.errors import (
-    TICKET,
-    CallTicket,
-    Redactor,
-    Tracker,
     handshake_refused,
     is_transport_failure,
     map_call_error,
     refused_connect,
-    tracked,
 )
+from toolbench._transports.mcp.tracking import TICKET, CallTicket, Tracker, tracked
 
 TOOL = ToolId("srv", "t")
 NO_SECRETS = Redactor(())

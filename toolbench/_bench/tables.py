@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 from toolbench._bench.journal.records import frame
 from toolbench._bench.progress.progress import logs_frame
 from toolbench._bench.servers.scrub import redacted_data
+from toolbench._core.redact import Redactor
 from toolbench._core.schema import validate as _validate
 from toolbench._routing.pegboard import describe_skipped
-from toolbench._transports.mcp.errors import Redactor
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -25,11 +25,11 @@ from toolbench._core.checks import seconds
 from toolbench._core.client import Result, ToolSpec, check_arguments
 from toolbench._core.errors import TimedOut, ToolError, Unreachable, mark_unsent
 from toolbench._core.ids import Provenance, ToolId
+from toolbench._core.redact import Redactor
 from toolbench._core.schema import preload as _preload
 from toolbench._core.schema.validate import unchecked, validate_arguments
 from toolbench._loop import get_loop
-from toolbench._transports.mcp.errors import Redactor
-from toolbench._transports.mcp.tasks import task_of
+from toolbench._transports.mcp.methods.tasks import task_of
 
 if TYPE_CHECKING:
     from toolbench._bench.journal.records import RecordStore

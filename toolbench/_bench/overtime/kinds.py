@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from toolbench._bench.overtime.pins import Key, PinFile, changed_key, refusal
 from toolbench._bench.overtime.snapshots import item_from_row
 from toolbench._core.errors import Refused, ToolError
-from toolbench._transports.mcp.lifecycle import SEND_CHECK
+from toolbench._transports.mcp.session import SEND_CHECK
 
 if TYPE_CHECKING:
     from toolbench._bench.overtime.snapshot_store import SnapshotWriter

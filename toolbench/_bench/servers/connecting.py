@@ -23,6 +23,7 @@ from toolbench._bench.servers.scrub import scrubbed
 from toolbench._core.checks import seconds
 from toolbench._core.errors import ToolError, Unreachable
 from toolbench._core.ids import Egress, check_server_name
+from toolbench._core.redact import Redactor
 from toolbench._loop import get_loop
 from toolbench._routing.connections import (
     Connection,
@@ -31,7 +32,6 @@ from toolbench._routing.connections import (
     secret_values,
 )
 from toolbench._routing.pegboard import USE_SERVER_NAME, Namespace
-from toolbench._transports.mcp.errors import Redactor
 from toolbench._transports.toolbox import ToolBox
 
 if TYPE_CHECKING:
