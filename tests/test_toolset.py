@@ -417,7 +417,7 @@ async def test_exclusive_serialises_per_key_not_across_keys() -> None:
     assert gauges["k1"].peak == 1 and gauges["k2"].peak == 1
     assert gauges["k1"].total == 10 and gauges["k2"].total == 10
     assert both.peak == 2  # two keys did overlap
-    assert ts._gates().locks == {}  # unused locks are dropped
+    assert ts._lanes.locked_keys() == []  # unused locks are dropped
 
 
 async def test_toolset_exclusive_from_outside_a_handler() -> None:
