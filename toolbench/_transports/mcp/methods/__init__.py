@@ -3,7 +3,9 @@ paginator and ``tools/list`` (``listing``), resources and prompts (``resources``
 (``completions``), subscriptions and change streams (``subscriptions``), and tools that run as
 tasks (``tasks``).
 
-Each takes the connection as an ``McpSession`` (``toolbench._transports.mcp.session``), never
-as ``McpClient``, which imports them. They may import ``toolbench._core``, ``session``, ``about``
-and ``toolbench._transports.wire``; nothing else of ``toolbench._transports.mcp``.
+Each takes the connection as an ``McpSession`` (``toolbench._transports.mcp.session``), or a
+narrower Protocol of its own, never as ``McpClient``. They may import ``toolbench._core``,
+``toolbench._transports.wire`` and ``.notifications``, and of ``toolbench._transports.mcp`` only
+``session``, ``about`` and ``events``: never ``client``, ``lifecycle`` or ``calls``, which
+import them.
 """
