@@ -423,7 +423,6 @@ class McpClient(Lifecycle, Requests):
         return await _resources.get_prompt(self, server, name, arguments, timeout=timeout,
                                            provenance=provenance)
 
-
     # -- completions, subscriptions, log level (their own modules) -------------------------
     async def complete(self, server: str, ref: _completions.Ref, argument: str, value: str,
                        context: Mapping[str, str] | None = None, *,
@@ -473,7 +472,6 @@ class McpClient(Lifecycle, Requests):
         if self._status is not Status.CONNECTED or conn is None or conn.client is None:
             return False
         return await send_log_level(conn.client, level, self._timeout, self.name)
-
 
 
 def _string_map(label: str, value: Mapping[str, str] | None) -> dict[str, str]:
