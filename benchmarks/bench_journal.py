@@ -34,7 +34,8 @@ from typing import Any
 from benchmarks import common
 from toolbench import Bench
 from toolbench._bench.journal.journal import Journal
-from toolbench._bench.journal.records import COLUMNS, Record, RecordStore
+from toolbench._bench.journal.record import COLUMNS, Record
+from toolbench._bench.journal.store import RecordStore
 
 W_CALL = "8. one Bench.call, in process, zero-latency server"
 W_ADDED = "8. journal cost added to one Bench.call (paired)"

@@ -23,9 +23,9 @@ import anyio
 import pytest
 
 import toolbench as tb
-from toolbench._bench.journal import file as _journal_file
+from toolbench._bench.journal import codec as _journal_codec
 from toolbench._bench.journal import writer as _journal_writer
-from toolbench._bench.journal.records import COLUMNS
+from toolbench._bench.journal.record import COLUMNS
 
 
 def _digest(path: Path) -> str:
@@ -65,8 +65,8 @@ def test_round_trip_schema_version_and_no_intent_left(tmp_path: Path) -> None:
             bench.call("w-square", n="three")
         bench.map("w-square", [{"n": i} for i in range(20)], progress=False)
         before = bench.records
-    assert _rows(journal, "PRAGMA application_id") == [(_journal_file.APPLICATION_ID,)]
-    assert _rows(journal, "PRAGMA user_version") == [(_journal_file.SCHEMA_VERSION,)]
+    assert _rows(journal, "PRAGMA application_id") == [(_journal_codec.APPLICATION_ID,)]
+    assert _rows(journal, "PRAGMA user_version") == [(_journal_codec.SCHEMA_VERSION,)]
     assert _rows(journal, "SELECT count(*) FROM intents") == [(0,)]  # every one resolved
     assert _rows(journal, "SELECT count(*) FROM calls") == [(22,)]
     with tb.Bench(journal=journal) as again:
@@ -142,7 +142,7 @@ def _foreign(path: Path, setup: list[str]) -> None:
     (["CREATE TABLE calls (id INTEGER PRIMARY KEY, what TEXT)",
       "INSERT INTO calls (what) VALUES ('mine')"], "not a toolbench journal"),
     (["PRAGMA application_id = 1234", "CREATE TABLE t (x)"], "application_id 0x4d2"),
-    ([f"PRAGMA application_id = {_journal_file.APPLICATION_ID}", "PRAGMA user_version = 99",
+    ([f"PRAGMA application_id = {_journal_codec.APPLICATION_ID}", "PRAGMA user_version = 99",
       "CREATE TABLE calls (x)"], "newer toolbench"),
 ])
 def test_a_database_that_is_not_a_journal_is_refused_untouched(
@@ -186,7 +186,7 @@ def test_a_journal_from_before_schema_versions_is_migrated(tmp_path: Path) -> No
         assert list(bench.records["call_id"]) == ["c1"]
         bench.add(_box())
         bench.call("w-square", n=5)
-    assert _rows(path, "PRAGMA user_version") == [(_journal_file.SCHEMA_VERSION,)]
+    assert _rows(path, "PRAGMA user_version") == [(_journal_codec.SCHEMA_VERSION,)]
     assert _rows(path, "SELECT call_id FROM calls ORDER BY seq")[0] == ("c1",)
     assert _rows(path, "SELECT count(*) FROM calls") == [(2,)]
 

@@ -6,7 +6,7 @@ from toolbench._bench.journal.journal import JournalWarning
 from toolbench._bench.overtime.diff import diff
 from toolbench._bench.overtime.pins import PinWarning
 from toolbench._bench.overtime.snapshot_store import load_snapshot
-from toolbench._bench.replay.recording import serve_recording
+from toolbench._bench.replay.serve import serve_recording
 from toolbench._bench.servers.config import ConfigError, ConfigWarning
 from toolbench._core.client import Result, ToolClient, ToolSpec
 from toolbench._core.contents import PromptResult, ReadResult

@@ -27,7 +27,7 @@ import anyio
 from toolbench._bench.catalog.follow import FollowServers
 from toolbench._bench.catalog.handles import ToolHandles
 from toolbench._bench.journal.journal import Journal, warn_unwritten
-from toolbench._bench.journal.records import RecordStore
+from toolbench._bench.journal.store import RecordStore
 from toolbench._bench.many.fetch_many import ResourcesAndPrompts
 from toolbench._bench.many.many_calls import ManyCalls
 from toolbench._bench.overtime.overtime import OverTime

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from toolbench._bench.journal.records import frame
+from toolbench._bench.journal.record import frame
 from toolbench._bench.progress.progress import logs_frame
 from toolbench._bench.servers.scrub import redacted_data
 from toolbench._core.redact import Redactor
@@ -19,7 +19,7 @@ from toolbench._routing.pegboard import describe_skipped
 if TYPE_CHECKING:
     import pandas as pd
 
-    from toolbench._bench.journal.records import RecordStore
+    from toolbench._bench.journal.store import RecordStore
     from toolbench._bench.servers.connecting import _Row
     from toolbench._core.ids import ToolId
     from toolbench._routing.pegboard import PegBoard

@@ -18,11 +18,12 @@ import anyio
 
 from toolbench._bench.calls.attempt import attempt
 from toolbench._bench.journal.journal import warn_not_durable
-from toolbench._bench.journal.records import Record, make_record, new_call_id, utcnow
+from toolbench._bench.journal.record import Record, make_record, new_call_id, utcnow
 from toolbench._bench.progress.progress import Progress, ProgressBar, ProgressShown, progress_shown
 from toolbench._bench.servers.scrub import redacted_failure
+from toolbench._core.arguments import check_arguments
 from toolbench._core.checks import seconds
-from toolbench._core.client import Result, ToolSpec, check_arguments
+from toolbench._core.client import Result, ToolSpec
 from toolbench._core.errors import TimedOut, ToolError, Unreachable, mark_unsent
 from toolbench._core.ids import Provenance, ToolId
 from toolbench._core.redact import Redactor
@@ -32,7 +33,7 @@ from toolbench._loop import get_loop
 from toolbench._transports.mcp.methods.tasks import task_of
 
 if TYPE_CHECKING:
-    from toolbench._bench.journal.records import RecordStore
+    from toolbench._bench.journal.store import RecordStore
     from toolbench._bench.servers.connecting import _Row
     from toolbench._routing.pegboard import PegBoard
     from toolbench._routing.router import ToolRouter

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from toolbench._bench.calls.resources import Resources
-from toolbench._bench.journal.records import Record
+from toolbench._bench.journal.record import Record
 from toolbench._core.checks import seconds
 from toolbench._core.contents import PromptResult
 from toolbench._core.errors import Refused, ToolError, Unreachable

@@ -32,7 +32,7 @@ import anyio
 
 from toolbench._bench.calls.attempt import attempt
 from toolbench._bench.journal.journal import warn_not_durable
-from toolbench._bench.journal.records import Record, make_record, new_call_id, utcnow
+from toolbench._bench.journal.record import Record, make_record, new_call_id, utcnow
 from toolbench._core import html as _html
 from toolbench._core.checks import seconds
 from toolbench._core.client import ResourceClient
@@ -45,7 +45,7 @@ from toolbench._transports.mcp.client import NotOffered
 if TYPE_CHECKING:
     import pandas as pd
 
-    from toolbench._bench.journal.records import RecordStore
+    from toolbench._bench.journal.store import RecordStore
     from toolbench._routing.pegboard import PegBoard
 
 T = TypeVar("T")

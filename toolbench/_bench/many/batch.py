@@ -17,7 +17,7 @@ from toolbench._bench.progress.kernel_thread import KernelBar
 if TYPE_CHECKING:
     import pandas as pd
 
-    from toolbench._bench.journal.records import Record
+    from toolbench._bench.journal.record import Record
 
 T = TypeVar("T")
 

@@ -66,7 +66,7 @@ import anyio.to_thread
 from distributed import Client, Queue, WorkerPlugin, as_completed, get_client, get_worker
 
 from toolbench._bench.journal.journal import warn_not_durable
-from toolbench._bench.journal.records import Record, make_record, new_call_id, utcnow
+from toolbench._bench.journal.record import Record, make_record, new_call_id, utcnow
 from toolbench._bench.many.batch import progress_bar
 from toolbench._bench.servers.scrub import redacted_failure
 from toolbench._core.errors import TimedOut, ToolError, Unreachable

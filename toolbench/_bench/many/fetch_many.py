@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from toolbench._bench.calls.prompts import Prompts
 from toolbench._bench.journal.journal import warn_not_durable
-from toolbench._bench.journal.records import Record, frame
+from toolbench._bench.journal.record import Record, frame
 from toolbench._bench.many.batch import Job, as_cases, bind, compare_frame, progress_bar, run_jobs
 from toolbench._core import html as _html
 from toolbench._core.checks import seconds, whole

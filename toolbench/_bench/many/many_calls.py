@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from toolbench._bench.calls.calling import Calling, _Target
 from toolbench._bench.journal.journal import warn_not_durable
-from toolbench._bench.journal.records import Record, frame
+from toolbench._bench.journal.record import Record, frame
 from toolbench._bench.many.batch import Job, as_cases, bind, compare_frame, progress_bar, run_jobs
 from toolbench._core.checks import whole
 from toolbench._core.errors import Unreachable

@@ -30,7 +30,8 @@ from toolbench._loop import get_loop
 if TYPE_CHECKING:
     import pandas as pd
 
-    from toolbench._bench.journal.records import Record, RecordStore
+    from toolbench._bench.journal.record import Record
+    from toolbench._bench.journal.store import RecordStore
     from toolbench._routing.pegboard import PegBoard
 
 RECORDED = "recorded"
