@@ -190,7 +190,9 @@ def test_a_server_that_refuses_the_2025_handshake_gets_the_2026_one() -> None:
         bench.connect("m", [sys.executable, str(SERVERS / "modern_only_server.py")])
         assert bench.servers.iloc[0]["protocol"] == "2026-07-28"
         assert bench.call("m-echo", text="hi").text == "hi"
-        log = bench._rows["m"].connection.client.stderr_tail()  # type: ignore[union-attr]
+        row = bench.connections.row("m")
+        assert row is not None and row.connection is not None
+        log = row.connection.client.stderr_tail()  # type: ignore[attr-defined]
         assert log.splitlines()[:2] == ["method initialize", "method server/discover"]
 
 

@@ -117,7 +117,7 @@ def test_the_intent_is_on_disk_before_the_tool_runs(tmp_path: Path) -> None:
 def test_sqlite_never_runs_on_the_event_loop_thread(tmp_path: Path) -> None:
     with tb.Bench(journal=tmp_path / "calls.sqlite") as bench:
         bench.add(_box())
-        journal = bench._store.journal
+        journal = bench.store.journal
         assert journal is not None and journal._db is not None
         threads: set[str] = set()
         journal._db.set_trace_callback(lambda _sql: threads.add(threading.current_thread().name))
@@ -486,7 +486,7 @@ def test_a_row_that_cannot_be_built_is_a_bug_not_a_write_failure(
         monkeypatch.setattr(_journal_writer, "sqlite_text", broken)
         with pytest.warns(tb.JournalWarning, match="could not be turned into a row.*KeyError"):
             bench.map("w-square", [{"n": 1}, {"n": 2}])
-        journal = bench._store.journal
+        journal = bench.store.journal
         assert journal is not None
         assert not journal.degraded  # not "retry forever": the file itself is fine
         monkeypatch.setattr(_journal_writer, "sqlite_text", real)
