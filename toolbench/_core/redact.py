@@ -32,6 +32,8 @@ class Redactor:
         # Case-insensitive: a secret in a URL's host comes back lowercased (hosts are).
         self._pattern = (re.compile("|".join(re.escape(v) for v in values), re.IGNORECASE)
                          if values else None)
+        self.active = self._pattern is not None
+        """Whether there is any secret to hide (read on every call: an attribute)."""
 
     def add(self, secrets: Iterable[str]) -> None:
         """Hide these too from now on (tokens and codes are known only once they arrive)."""
@@ -44,11 +46,6 @@ class Redactor:
         if self._pattern is None:
             return text
         return self._pattern.sub("[redacted]", text)
-
-    @property
-    def active(self) -> bool:
-        """Whether there is any secret to hide."""
-        return self._pattern is not None
 
     def cause(self, exc: BaseException) -> BaseException | None:
         """``exc`` to chain as a ``__cause__``, or None when any text in its chain would show

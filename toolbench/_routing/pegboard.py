@@ -324,7 +324,9 @@ class PegBoard:
 
     def entry(self, name: str) -> PegEntry:
         """Everything known about one name, from one snapshot."""
-        return self._board.entry(name)
+        board = self._board
+        entry = board.entries.get(name) if type(name) is str else None
+        return entry if entry is not None else board.entry(name)  # refusals: the board's
 
     def tool_id(self, name: str) -> ToolId:
         """The (server, original name) a pegboard name routes to, as a ToolId."""

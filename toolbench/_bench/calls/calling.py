@@ -69,6 +69,7 @@ class Calls:
         self._store = store
         self._router = router
         self._pegboard = pegboard
+        self._schema_checker_ready = False
 
     def resolve(self, name: object) -> Target:
         return resolve(self._pegboard, name)
@@ -104,8 +105,10 @@ class Calls:
         tag = call_id if batch is None else batch  # what the journal's count is kept by
         prov = provenance.as_dict()
         durable = True
-        if not _preload.ready():  # off the loop, before this call's timeout starts
-            await _preload.wait()
+        if not self._schema_checker_ready:  # off the loop, before this call's timeout starts
+            if not _preload.ready():
+                await _preload.wait()
+            self._schema_checker_ready = _preload.ready()  # once imported, it stays imported
         begun = time.perf_counter()
 
         def failed(exc: BaseException) -> Record:
@@ -115,8 +118,7 @@ class Calls:
                 latency_s=time.perf_counter() - t0, provenance=prov, error=exc)
 
         try:
-            blocked = self._guard.blocked
-            if blocked and target.tool in blocked:
+            if self._guard.active and target.tool in self._guard.blocked:
                 raise self._guard.refusal(target.tool)
             args = check_arguments(target.tool, arguments)
             if check:
@@ -155,8 +157,9 @@ class Calls:
                                                                progress)
 
             def run() -> Awaitable[Result]:  # with pins, checked again at the session (#26)
-                return self._guard.rechecked(target.tool, self._router.call(
-                    target.tool, args, provenance, timeout=remaining, progress=on_progress))
+                sent = self._router.call(target.tool, args, provenance, timeout=remaining,
+                                         progress=on_progress)
+                return self._guard.rechecked(target.tool, sent) if self._guard.active else sent
 
             bound = (None if self._router.bounds_itself(target.tool)
                      else remaining + TIMEOUT_BACKSTOP_S)
@@ -169,8 +172,10 @@ class Calls:
             except Exception as exc:  # the client's own bug before sending (is_unsent)
                 self._store.append(failed(exc), tag)
                 raise
-        task_id = task_of(result, error)
-        if task_id is not None:  # it ran as a server task (failed or timed out too)
+        # A call that ran as a server task (failed or timed out too) keeps the task's id.
+        task_id = result.task_id if error is None and result is not None else task_of(
+            result, error)
+        if task_id is not None:
             prov = {**prov, "task_id": task_id}
         record = make_record(
             call_id=call_id, batch=batch, started=started, server=target.tool.server,

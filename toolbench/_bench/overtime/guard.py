@@ -68,17 +68,15 @@ class PinGuard:
     def __init__(self, pins: str | os.PathLike[str] | None) -> None:
         """Read the pins file (in the caller's thread: a bad file fails ``Bench(...)``)."""
         self._file = PinFile(pins) if pins is not None else None
+        self.active = self._file is not None
+        """Whether the bench has a pins file (fixed for the bench's life): without one, a
+        call takes no step of the pin check at all."""
         self._blocked: frozenset[ToolId] = frozenset()
         self._changes: dict[Key, Change] = {}
         self._removed: set[Key] = set()
         self._saves: list[concurrent.futures.Future[Any]] = []
 
     # -- what others read -------------------------------------------------------------------
-    @property
-    def active(self) -> bool:
-        """Whether the bench has a pins file."""
-        return self._file is not None
-
     @property
     def path(self) -> str | None:
         return self._file.path if self._file is not None else None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -46,6 +47,8 @@ NOT_OFFERED = "does not offer"
 """In the message of a :class:`NotOffered`."""
 REFUSAL_WAIT_S = 2.0
 """How long a failed HTTP call waits for its transport to report why it ended."""
+
+_INF = math.inf
 
 
 class NotOffered(Refused):
@@ -118,7 +121,11 @@ class Requests:
         """
         args = check_arguments(tool, arguments)
         self.check_server(tool.server, tool)
-        limit = self._timeout if timeout is None else seconds(timeout, "timeout")
+        # What the router hands down is a float it computed: the rule is checked for anything
+        # else (NaN and infinity fail the comparison, and go to the check too).
+        limit = (self._timeout if timeout is None
+                 else timeout if type(timeout) is float and 0.0 < timeout < _INF
+                 else seconds(timeout, "timeout"))
         meta = _meta(provenance)
         # The shared loop is asyncio: its clock is anyio's, read without anyio's backend
         # lookup (a few µs per read, twice per call).
@@ -246,7 +253,8 @@ class Requests:
     def _settled(ticket: CallTicket, token: Any, conn: Conn,
                  limiter: anyio.CapacityLimiter | None) -> None:
         TICKET.reset(token)
-        conn.tracker.forget(ticket)
+        if ticket.request_id is not None:  # tracked streams only (none in process)
+            conn.tracker.forget(ticket)
         if limiter is not None:
             limiter.release()
 
