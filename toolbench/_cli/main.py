@@ -567,6 +567,9 @@ def _parser() -> argparse.ArgumentParser:
     from toolbench._bench.replay.recording import add_cli
 
     add_cli(sub)
+    from toolbench._cli.report import add_report_parser
+
+    add_report_parser(sub, [servers])
     return parser
 
 
@@ -600,6 +603,10 @@ def run(argv: Sequence[str] | None = None) -> int:
 
         return auth_command(args)
     source = _source(config, use_demo)
+    if args.command == "report":
+        from toolbench._cli.report import report_command
+
+        return report_command(args, source, _start)
     commands = {"catalog": _catalog, "call": _call, "compare": _compare, "demo": _demo}
     return commands[args.command](args, source)
 
