@@ -195,8 +195,8 @@ def _poisoning(texts: Sequence[Text]) -> list[dict[str, str]]:
         messages = []
         for (rule_id, i), whats in grouped.items():
             if rule_id == rule.id:
-                shown = ", ".join(whats[:3]) + (f" and {len(whats) - 3:,} more"
-                                                 if len(whats) > 3 else "")
+                shown = ", ".join(whats[:5]) + (f" and {len(whats) - 5:,} more"
+                                                 if len(whats) > 5 else "")
                 messages.append(f"{shown} in {_where(texts[i])}")
         _capped(out, rule, messages)
     return out

@@ -34,6 +34,7 @@ REPORT_STYLE = (
     ".toolbench-report td.tb-count-error{color:#b00020;font-weight:bold}"
     ".toolbench-report td.tb-count-warning{color:#9a6700;font-weight:bold}"
     ".toolbench-report .tb-best{background:#dafbe1;font-weight:bold}"
+    ".toolbench-report td.tb-has-error{background:#ffebe9}"
     ".toolbench-report .tb-mark{font-size:11px;color:#1a7f37}</style>"
 )
 MAX_FINDINGS = 20
@@ -116,7 +117,9 @@ def report_html(df: pd.DataFrame, *, max_rows: int = MAX_ROWS) -> str:
         worst = _worst(row.get("findings"))
         css = f" class='tb-worst-{worst}'" if worst else ""
         cells = [f"<td{column_class(c)}>{cell(row.get(c), 60, c)}</td>"
-                 for c in ("name", "server", "tokens", "description_chars", "parameters")]
+                 for c in ("name", "server")]
+        cells += [f"<td class='tb-number'>{_count(row.get(c))}</td>"
+                  for c in ("tokens", "description_chars", "parameters")]
         cells.append(f"<td class='tb-number'>{_share(row.get('documented'))}</td>")
         cells.append(f"<td class='tb-wide'>{findings_html(row.get('findings'))}</td>")
         body.append(f"<tr{css}>{''.join(cells)}</tr>")
@@ -174,16 +177,19 @@ def by_name_html(df: pd.DataFrame, *, max_rows: int = MAX_ROWS) -> str:
                 marks.append("<span class='tb-mark'>cheapest</span>")
             if server in documented:
                 marks.append("<span class='tb-mark'>best documented</span>")
-            css = " class='tb-best'" if marks else ""
             counts = [f"{severity_badge(s)}{n}" for s in SEVERITIES
                       if (n := sum(1 for f in findings if isinstance(f, dict)
                                    and f.get("severity") == s))]
+            # an error outweighs a mark: the cheapest tool that poisons is no bargain
+            css = (" class='tb-has-error'" if _worst(findings) == "error"
+                   else " class='tb-best'" if marks else "")
+            share = _share(row.get(f"documented.{server}"))
             rules = "; ".join(sorted({str(f.get("rule")) for f in findings
                                       if isinstance(f, dict)}))
             title = f" title='{_html.escape(_html.shorten(rules, 500))}'" if rules else ""
             cells.append(
                 f"<td{css}{title}>{_count(row.get(f'tokens.{server}'))} tokens · "
-                f"{_share(row.get(f'documented.{server}'))} documented"
+                f"{'no parameters' if share == '—' else share + ' documented'}"
                 f"{'<br>' + ' '.join(counts) if counts else ''}"
                 f"{'<br>' + ' '.join(marks) if marks else ''}</td>")
         body.append(f"<tr>{''.join(cells)}</tr>")
