@@ -12,8 +12,9 @@ mostly the wait for a core):
 - the shared loop under a report: a healthy stdio server (the latency server, no waiting) is
   called from a thread through the synchronous face, in windows of N calls: alone; beside
   plain Python computing in the kernel's thread (a control: it shares the interpreter lock as
-  any Python code does, and allocates nothing the garbage collector tracks); and while the kernel's thread reports the hostile catalog (both hostile tools plus 2,000
-  ordinary ones) over and over. p50, p99 and the worst call of each window, medians over the
+  any Python code does, and allocates nothing the garbage collector tracks); and while the
+  kernel's thread reports the hostile catalog (both hostile tools plus 2,000 ordinary ones)
+  over and over. p50, p99 and the worst call of each window, medians over the
   rounds, and paired ratios. This runs first, before the large inputs below exist, so the
   garbage collector's pauses are the report's own.
 

@@ -349,3 +349,20 @@ def test_the_report_on_five_real_servers(tmp_path: Path) -> None:
                     for f in fs if f["rule"] == "parameter-no-description"}
     assert any("'repo_path'" in m for m in undocumented)
     assert (rep["tokens"] > 0).all() and rep["findings"].map(lambda f: isinstance(f, list)).all()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_the_benchmark_runs_end_to_end_quick() -> None:
+    """``benchmarks/bench_report.py --quick`` still runs (a smoke test: no speed asserted)."""
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_report", "--quick"],
+                          cwd=SERVERS.parent.parent, capture_output=True, text=True,
+                          timeout=280)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    data = json.loads(proc.stdout)
+    for key in ("report_estimate_s", "report_cl100k_s", "description_10mb_cl100k_s",
+                "schema_10000_deep_estimate_s", "tools_100000_estimate_s",
+                "neighbour_p99_alone_ms", "neighbour_p99_while_reporting_ms",
+                "neighbour_p99_beside_plain_Python_ms"):
+        assert data[key] > 0, key
+    assert data["hostile_reports_during_windows"] >= 1

@@ -19,7 +19,15 @@ from toolbench._bench.report import poisoning, rules
 from toolbench._bench.report.quote import visible
 from toolbench._bench.report.rules import Rule, finding
 from toolbench._bench.report.tokens import TokenCounter
-from toolbench._bench.report.walk import MAX_NODES, Text, Walked, place, to_json, walk
+from toolbench._bench.report.walk import (
+    LONG_STRING,
+    MAX_NODES,
+    Text,
+    Walked,
+    place,
+    to_json,
+    walk,
+)
 
 MAX_PER_RULE = 5
 _MODEL_NAME = re.compile(rules.MODEL_NAME)
@@ -68,7 +76,9 @@ def definition(tool: Declared, walked: Walked | None = None) -> str:
         body["description"] = tool.description
     body["input_schema"] = tool.input_schema if tool.input_schema is not None else {}
     depth = (walked.json_depth if walked is not None else 0) + 1
-    return to_json(body, depth)
+    long = len(body.get("description", "")) > LONG_STRING or (
+        walked is not None and any(len(text) > LONG_STRING for _, text, _ in walked.texts))
+    return to_json(body, depth, long)
 
 
 def check(tool: Declared, counter: TokenCounter, twins: Twins | None = None) -> Checked:

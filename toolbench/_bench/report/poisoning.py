@@ -35,6 +35,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from toolbench._bench.report.pace import offer
 from toolbench._bench.report.quote import visible
 from toolbench._bench.report.rules import BASE64, INSTRUCTIONS, INVISIBLE, URL, Rule
 
@@ -90,6 +91,7 @@ def spans(pattern: re.Pattern[str], text: str, limit: int = MAX_MATCHES,
     found: list[tuple[int, int]] = []
     pos = 0
     while pos < len(text) and len(found) < limit:
+        offer()
         stop = pos + CHUNK
         end = min(len(text), stop + OVERLAP)
         if needles:
@@ -113,24 +115,17 @@ def spans(pattern: re.Pattern[str], text: str, limit: int = MAX_MATCHES,
 
 
 def scan(texts: Sequence[str], prose: Sequence[bool]) -> list[Hit]:
-    """Every hit in ``texts`` (one tool's), in order of rule; ``prose[i]`` marks a
-    description, the only place the URL rule looks."""
-    joined = SEPARATOR.join(texts)
+    """Every hit in ``texts`` (one tool's); ``prose[i]`` marks a description, the only place
+    the URL rule looks. Short texts are joined and scanned together; a text over
+    :data:`CHUNK` characters is scanned on its own (never copied into a join)."""
     hits: list[Hit] = []
-    low = joined.lower() if len(joined) <= CHUNK else None
-    ascii_only = joined.isascii()
-    if not ascii_only or low is None or any(word in low for word in _TRIGGERS):
-        starts = []
-        at = 0
-        for text in texts:
-            starts.append(at)
-            at += len(text) + 1
-        if not ascii_only:
-            hits += _invisible(joined, starts)
-        if low is None or any(word in low for word in _TRIGGERS):
-            for start, end in spans(_INSTRUCTIONS, joined, 100, _TRIGGERS):
-                i = bisect.bisect_right(starts, start) - 1
-                hits.append(Hit(INSTRUCTIONS, i, f'"{visible(joined[start:end])}"'))
+    short = [i for i, text in enumerate(texts) if len(text) <= CHUNK]
+    if short:
+        _scan_joined([texts[i] for i in short], short, hits)
+    if len(short) < len(texts):
+        for i, text in enumerate(texts):
+            if len(text) > CHUNK:
+                _scan_joined([text], [i], hits)
     for i, text in enumerate(texts):
         if len(text) >= 48 and (len(text) > 4096 or _long_word(text)):
             for start, end in spans(_BASE64, text, 100):
@@ -142,6 +137,28 @@ def scan(texts: Sequence[str], prose: Sequence[bool]) -> list[Hit]:
             hits.extend(Hit(URL, i, f"a URL ({visible(text[start:end].rstrip(_TRAILING))})")
                         for start, end in spans(_URL, text, 100))
     return hits
+
+
+def _scan_joined(texts: list[str], index: list[int], hits: list[Hit]) -> None:
+    """The hidden-character and instruction scans over ``texts`` joined by NUL (one text:
+    itself); ``index`` maps each back to its place in the tool's texts."""
+    joined = SEPARATOR.join(texts)  # a single text is returned as it is, not copied
+    low = joined.lower() if len(joined) <= CHUNK else None
+    ascii_only = joined.isascii()
+    triggered = low is None or any(word in low for word in _TRIGGERS)
+    if ascii_only and not triggered:
+        return
+    starts = []
+    at = 0
+    for text in texts:
+        starts.append(at)
+        at += len(text) + 1
+    if not ascii_only:
+        hits += [Hit(h.rule, index[h.text], h.what) for h in _invisible(joined, starts)]
+    if triggered:
+        for start, end in spans(_INSTRUCTIONS, joined, 100, _TRIGGERS):
+            i = index[bisect.bisect_right(starts, start) - 1]
+            hits.append(Hit(INSTRUCTIONS, i, f'"{visible(joined[start:end])}"'))
 
 
 def _long_word(text: str) -> bool:

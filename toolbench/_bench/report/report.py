@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolbench._bench.report.checks import Checked, Declared, Twins, check, same_descriptions
+from toolbench._bench.report.pace import offer
 from toolbench._bench.report.tokens import TokenCounter, counter
 from toolbench._core.client import ToolSpec
 
@@ -90,6 +91,7 @@ def tool_report(tools: Sequence[Declared], tokens: TokenCounter) -> pd.DataFrame
 
     rows = []
     for tool, twins in zip(tools, same_descriptions(tools), strict=True):
+        offer()  # the shared loop's thread may be waiting for the interpreter
         checked = check(tool, tokens, twins)
         rows.append((tool.name, tool.server, tool.tool, checked.tokens, tokens.name,
                      checked.description_chars, checked.parameters, checked.documented,

@@ -34,6 +34,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from toolbench._bench.report.pace import offer
+
 ESTIMATE = "estimate"
 BPE = "cl100k_base"
 NAMES = (BPE, ESTIMATE)
@@ -65,7 +67,13 @@ class Estimate:
     name = ESTIMATE
 
     def count(self, text: str) -> int:
-        size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+        if text.isascii():
+            size = len(text)
+        else:  # UTF-8 bytes, a piece at a time: never one long copy of a long text
+            size = 0
+            for start in range(0, len(text), PIECE):
+                offer()
+                size += len(text[start:start + PIECE].encode("utf-8", "surrogatepass"))
         return math.ceil(size / BYTES_PER_TOKEN)
 
 
@@ -82,7 +90,11 @@ class Bpe:
     def count(self, text: str) -> int:
         if len(text) <= PIECE:
             return len(self._encode(text))  # a lone surrogate: tiktoken replaces it
-        return sum(len(self._encode(piece)) for piece in pieces(text))
+        total = 0
+        for piece in pieces(text):
+            offer()
+            total += len(self._encode(piece))
+        return total
 
 
 def pieces(text: str, size: int = PIECE) -> list[str]:

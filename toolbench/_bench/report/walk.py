@@ -21,6 +21,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolbench._bench.report.pace import offer
 from toolbench._bench.report.quote import visible
 
 MAX_NODES = 100_000
@@ -97,8 +98,12 @@ def walk(schema: Any, root: str, max_nodes: int = MAX_NODES) -> Walked:
     stack: list[tuple[Any, int, int, int, Place]] = [(schema, SCHEMA, 1, 1, top)]
     nodes = 1
     json_depth = 0
+    steps = 0
     while stack:
         value, kind, depth, nest, here = stack.pop()
+        steps += 1
+        if not steps & 0x3FF:
+            offer()  # a deep or wide schema: let the shared loop in now and then
         if nest > json_depth:
             json_depth = nest
         nodes += len(value)
@@ -201,13 +206,16 @@ def first_key(where: Place) -> str | None:
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
 
 
-def to_json(value: Any, depth: int) -> str:
+def to_json(value: Any, depth: int, long_strings: bool = False) -> str:
     """Compact JSON of ``value`` (whose containers nest ``depth`` deep, from :func:`walk`).
 
-    Shallow values go to ``json.dumps``; deep ones through a loop with its own stack, so a
-    schema nested 10,000 deep costs time in proportion to its size and nothing else.
+    Shallow values go to ``json.dumps``; deep ones, and values with strings over
+    :data:`LONG_STRING` characters, through a loop with its own stack that encodes a long
+    string a piece at a time. So a schema nested 10,000 deep costs time in proportion to its
+    size and nothing else, and a 10 MB description never holds the interpreter for the 50 ms
+    that one ``json.dumps`` of it takes.
     """
-    if depth <= PLAIN_DEPTH:
+    if depth <= PLAIN_DEPTH and not long_strings:
         try:
             return _ENCODE(value)
         except (TypeError, ValueError, RecursionError):
@@ -216,18 +224,36 @@ def to_json(value: Any, depth: int) -> str:
 
 
 _STR = json.encoder.encode_basestring  # type: ignore[attr-defined]
+LONG_STRING = 65_536
+
+
+def _string(text: str) -> str:
+    """A JSON string, encoded :data:`LONG_STRING` characters at a time when long (escaping
+    is per character, so the pieces join into the same text)."""
+    if len(text) <= LONG_STRING:
+        return str(_STR(text))
+    parts = ['"']
+    for start in range(0, len(text), LONG_STRING):
+        offer()
+        parts.append(_STR(text[start:start + LONG_STRING])[1:-1])
+    parts.append('"')
+    return "".join(parts)
 
 
 def _to_json_loop(value: Any) -> str:
     out: list[str] = []
     stack: list[Any] = [value]
     seen: set[int] = set()
+    steps = 0
     while stack:
         item = stack.pop()
+        steps += 1
+        if not steps & 0x3FF:
+            offer()
         if isinstance(item, _Raw):
             out.append(item.text)
         elif isinstance(item, str):
-            out.append(_STR(item))
+            out.append(_string(item))
         elif isinstance(item, dict):
             if id(item) in seen:  # a value that contains itself: JSON cannot say it
                 out.append('"…"')
@@ -238,7 +264,8 @@ def _to_json_loop(value: Any) -> str:
             for i, (key, sub) in enumerate(reversed(list(item.items()))):
                 pending.append(sub)
                 comma = "," if i < len(item) - 1 else ""
-                pending.append(_Raw(f"{comma}{_STR(key if isinstance(key, str) else str(key))}:"))
+                name = key if isinstance(key, str) else str(key)
+                pending.append(_Raw(f"{comma}{_string(name)}:"))
             stack.extend(pending)
         elif isinstance(item, (list, tuple)):
             if id(item) in seen:
@@ -256,7 +283,7 @@ def _to_json_loop(value: Any) -> str:
             try:
                 out.append(_ENCODE(item))
             except (TypeError, ValueError):
-                out.append(_STR(str(item)))
+                out.append(_string(str(item)))
     return "".join(out)
 
 
