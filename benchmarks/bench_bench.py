@@ -30,7 +30,8 @@ from mcp import Client
 from benchmarks import common
 from toolbench import Bench
 from toolbench._bench.journal.journal import Journal
-from toolbench._bench.journal.records import RecordStore, frame, make_record
+from toolbench._bench.journal.record import frame, make_record
+from toolbench._bench.journal.store import RecordStore
 from toolbench._core.client import Result, ToolSpec
 from toolbench._core.ids import Destination, Provenance, ToolId
 from toolbench._notebook.views.display import html_table

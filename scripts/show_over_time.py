@@ -41,7 +41,7 @@ def _refused(what: str, run: object) -> bool:
 
 
 def main() -> int:
-    env = demo._python_path_env()
+    env = demo.python_path_env()
     python = sys.executable
     refusals = []
     with tempfile.TemporaryDirectory() as folder:

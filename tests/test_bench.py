@@ -20,7 +20,7 @@ from mcp.server import Server
 from mcp.server.mcpserver import Context, MCPServer
 
 import toolbench as tb
-from toolbench._bench.journal.records import COLUMNS
+from toolbench._bench.journal.record import COLUMNS
 from toolbench._core.schema import preload as _preload
 
 RECORD_COLUMNS = ["call_id", "batch", "started", "server", "tool", "name", "arguments", "ok",

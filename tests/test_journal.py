@@ -23,9 +23,10 @@ import anyio
 import pytest
 
 import toolbench as tb
-from toolbench._bench.journal import file as _journal_file
+from toolbench._bench.journal import codec as _journal_codec
 from toolbench._bench.journal import writer as _journal_writer
-from toolbench._bench.journal.records import COLUMNS
+from toolbench._bench.journal.record import COLUMNS
+from toolbench._loop import get_loop
 
 
 def _digest(path: Path) -> str:
@@ -65,8 +66,8 @@ def test_round_trip_schema_version_and_no_intent_left(tmp_path: Path) -> None:
             bench.call("w-square", n="three")
         bench.map("w-square", [{"n": i} for i in range(20)], progress=False)
         before = bench.records
-    assert _rows(journal, "PRAGMA application_id") == [(_journal_file.APPLICATION_ID,)]
-    assert _rows(journal, "PRAGMA user_version") == [(_journal_file.SCHEMA_VERSION,)]
+    assert _rows(journal, "PRAGMA application_id") == [(_journal_codec.APPLICATION_ID,)]
+    assert _rows(journal, "PRAGMA user_version") == [(_journal_codec.SCHEMA_VERSION,)]
     assert _rows(journal, "SELECT count(*) FROM intents") == [(0,)]  # every one resolved
     assert _rows(journal, "SELECT count(*) FROM calls") == [(22,)]
     with tb.Bench(journal=journal) as again:
@@ -117,10 +118,10 @@ def test_the_intent_is_on_disk_before_the_tool_runs(tmp_path: Path) -> None:
 def test_sqlite_never_runs_on_the_event_loop_thread(tmp_path: Path) -> None:
     with tb.Bench(journal=tmp_path / "calls.sqlite") as bench:
         bench.add(_box())
-        journal = bench._store.journal
-        assert journal is not None and journal._db is not None
+        journal = bench.store.journal
+        assert journal is not None
         threads: set[str] = set()
-        journal._db.set_trace_callback(lambda _sql: threads.add(threading.current_thread().name))
+        assert journal.trace(lambda _sql: threads.add(threading.current_thread().name))
         bench.call("w-square", n=1)
         bench.map("w-square", [{"n": i} for i in range(30)], progress=False)
         bench.compare("square", [{"n": 1}, {"n": 2}], progress=False)
@@ -142,7 +143,7 @@ def _foreign(path: Path, setup: list[str]) -> None:
     (["CREATE TABLE calls (id INTEGER PRIMARY KEY, what TEXT)",
       "INSERT INTO calls (what) VALUES ('mine')"], "not a toolbench journal"),
     (["PRAGMA application_id = 1234", "CREATE TABLE t (x)"], "application_id 0x4d2"),
-    ([f"PRAGMA application_id = {_journal_file.APPLICATION_ID}", "PRAGMA user_version = 99",
+    ([f"PRAGMA application_id = {_journal_codec.APPLICATION_ID}", "PRAGMA user_version = 99",
       "CREATE TABLE calls (x)"], "newer toolbench"),
 ])
 def test_a_database_that_is_not_a_journal_is_refused_untouched(
@@ -186,7 +187,7 @@ def test_a_journal_from_before_schema_versions_is_migrated(tmp_path: Path) -> No
         assert list(bench.records["call_id"]) == ["c1"]
         bench.add(_box())
         bench.call("w-square", n=5)
-    assert _rows(path, "PRAGMA user_version") == [(_journal_file.SCHEMA_VERSION,)]
+    assert _rows(path, "PRAGMA user_version") == [(_journal_codec.SCHEMA_VERSION,)]
     assert _rows(path, "SELECT call_id FROM calls ORDER BY seq")[0] == ("c1",)
     assert _rows(path, "SELECT count(*) FROM calls") == [(2,)]
 
@@ -296,6 +297,8 @@ def test_a_lock_held_by_another_process_costs_no_record_and_stalls_nobody(
         bench.add(_box(ran))
         other.add(_box())
         bench.call("w-square", n=-1)
+        # a call returns before its outcome commits (within ~5 ms): commit it before the lock
+        assert get_loop().run(bench.store.settle, None) == 0
         with _lock_held(path) as holder:
             stop = threading.Event()
             worst: list[float] = []
@@ -357,6 +360,7 @@ def test_a_full_disk_costs_no_record(tmp_path: Path) -> None:
         with tb.Bench(journal=path) as bench:
             bench.add(_box(size=300))
             bench.call("w-square", n=-1)
+            assert bench.history.written(10)  # the connect's snapshot, before the disk fills
             fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
             try:
                 with contextlib.suppress(OSError):
@@ -486,7 +490,7 @@ def test_a_row_that_cannot_be_built_is_a_bug_not_a_write_failure(
         monkeypatch.setattr(_journal_writer, "sqlite_text", broken)
         with pytest.warns(tb.JournalWarning, match="could not be turned into a row.*KeyError"):
             bench.map("w-square", [{"n": 1}, {"n": 2}])
-        journal = bench._store.journal
+        journal = bench.store.journal
         assert journal is not None
         assert not journal.degraded  # not "retry forever": the file itself is fine
         monkeypatch.setattr(_journal_writer, "sqlite_text", real)

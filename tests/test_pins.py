@@ -209,7 +209,7 @@ f.close()
 @pytest.mark.slow
 def test_two_processes_pinning_at_once_lose_nothing(tmp_path: Path) -> None:
     path = tmp_path / "pins.json"
-    env = {**os.environ, **demo._python_path_env()}
+    env = {**os.environ, **demo.python_path_env()}
     procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(path), f"p{i}"], env=env)
              for i in range(3)]
     for p in procs:
@@ -221,7 +221,7 @@ def test_two_processes_pinning_at_once_lose_nothing(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_a_restarted_stdio_server_is_refused_until_approved(tmp_path: Path) -> None:
     path = tmp_path / "pins.json"
-    env = demo._python_path_env()
+    env = demo.python_path_env()
     with tb.Bench(pins=path) as bench:
         bench.connect("geo_precise", [sys.executable, "-m", "toolbench.demo.geo_precise"],
                       env=env)

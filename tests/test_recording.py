@@ -20,6 +20,7 @@ from servers import everything
 import toolbench as tb
 from toolbench import demo
 from toolbench._bench.replay import recording as recording_mod
+from toolbench._bench.replay.kinds import MAX_REPLAYED_BYTES
 from toolbench.demo import geo
 
 CASES = [{"from_city": "London", "to_city": c} for c in ("Paris", "Tokyo")]
@@ -143,7 +144,7 @@ def test_hostile_and_malformed_recordings(tmp_path: Path) -> None:
 
 # -- over stdio and HTTP, as a separate process ----------------------------------------------------
 def _env() -> dict[str, str]:
-    return demo._python_path_env()
+    return demo.python_path_env()
 
 
 @pytest.mark.slow
@@ -255,7 +256,7 @@ def test_server_everything_recorded_and_served_back_offline(tmp_path: Path) -> N
             offline.prompt("everything-args-prompt", {"city": "Lima"})
         replayed = offline.replay(path, against="everything", progress=False)
         assert not replayed["changed"].any()
-        assert recording_mod.MAX_REPLAYED_BYTES > 0
+        assert MAX_REPLAYED_BYTES > 0
 
 
 def test_resources_and_prompts_are_recorded_and_served_back(tmp_path: Path) -> None:

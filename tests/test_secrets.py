@@ -89,7 +89,7 @@ def shown_by(bench: tb.Bench) -> str:
     records = bench.records.drop(columns=["text", "content", "structured"])
     parts = [str(bench.servers.to_dict("records")), str(records.to_dict("records")),
              repr(bench), str(bench._repr_mimebundle_())]
-    for row in bench._rows.values():
+    for row in bench.connections.rows():
         parts.append(repr(row))
         if row.connection is not None:
             parts.append(repr(row.connection.client))

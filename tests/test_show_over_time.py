@@ -19,7 +19,7 @@ SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "show_over_time.py"
 @pytest.mark.slow
 def test_the_script_prints_a_diff_and_the_refusals() -> None:
     run = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True,
-                         timeout=240, env={**os.environ, **demo._python_path_env()})
+                         timeout=240, env={**os.environ, **demo.python_path_env()})
     assert run.returncode == 0, run.stdout + run.stderr
     out = run.stdout
     assert "PinWarning: server 'geo_precise': 1 pinned tool changed ('distance')" in out

@@ -229,7 +229,7 @@ def test_a_failing_snapshot_write_warns_and_loses_no_record(tmp_path: Path,
 @pytest.mark.slow
 def test_a_restarted_stdio_server_is_a_new_snapshot(tmp_path: Path) -> None:
     path = tmp_path / "calls.sqlite"
-    env = demo._python_path_env()
+    env = demo.python_path_env()
     with tb.Bench(journal=path) as bench:
         bench.connect("geo_precise", [sys.executable, "-m", "toolbench.demo.geo_precise"],
                       env=env)
@@ -271,7 +271,7 @@ def test_without_journal_or_pins_a_connect_lists_tools_only() -> None:
 
     with tb.Bench() as bench:
         bench.connect("beyond", beyond.create())
-        assert bench._kind_listings == {} and bench._kind_tasks == set()
+        assert bench.history.kinds.idle()
 
 
 @pytest.mark.slow
@@ -293,7 +293,7 @@ def test_a_reconnect_stores_every_kind_as_it_came_back(tmp_path: Path) -> None:
             assert time.monotonic() < deadline
             time.sleep(0.05)
         bench.call("ch-pid")  # reconnects; the reconnect re-lists every kind
-        while bench._kind_listings["ch"]["prompt"][0] < between:
+        while _taken(bench, "ch", "prompt") < between:
             assert time.monotonic() < deadline
             time.sleep(0.05)
     db = sqlite3.connect(path)
@@ -311,3 +311,10 @@ def test_a_reconnect_stores_every_kind_as_it_came_back(tmp_path: Path) -> None:
     assert sorted(zip(changes["change"], changes["kind"], changes["name"], strict=True)) == [
         ("changed", "prompt", "greet"), ("changed", "resource", "note://a"),
         ("changed", "resource_template", "city://{name}")]
+
+
+def _taken(bench: tb.Bench, server: str, kind: str) -> datetime:
+    """When ``kind`` of ``server`` was last listed (it was listed at connect)."""
+    found = bench.history.kind_listing(server, kind)
+    assert found is not None, f"{kind} of {server} was never listed"
+    return found[0]

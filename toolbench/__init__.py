@@ -1,14 +1,14 @@
 """toolbench: explore, call, record and compare tools from many MCP servers, in Jupyter."""
 
-from toolbench._bench.calls.resources import ListingWarning
 from toolbench._bench.catalog.handles import ToolHandle
 from toolbench._bench.journal.journal import JournalWarning
 from toolbench._bench.overtime.diff import diff
 from toolbench._bench.overtime.pins import PinWarning
 from toolbench._bench.overtime.snapshot_store import load_snapshot
-from toolbench._bench.replay.recording import serve_recording
+from toolbench._bench.replay.serve import serve_recording
 from toolbench._bench.report.rules import report_rules
 from toolbench._bench.servers.config import ConfigError, ConfigWarning
+from toolbench._bench.servers.servers import ListingWarning
 from toolbench._core.client import Result, ToolClient, ToolSpec
 from toolbench._core.contents import PromptResult, ReadResult
 from toolbench._core.errors import (
@@ -23,7 +23,7 @@ from toolbench._core.errors import (
 )
 from toolbench._core.ids import Destination, Egress, Provenance, ToolId
 from toolbench._core.version import __version__ as __version__
-from toolbench._notebook import accessor as _accessor
+from toolbench._notebook import accessor as _accessor  # noqa: F401 - df.tb, once pandas is
 from toolbench._notebook.ask import ask as _ask  # noqa: F401 - registers "ask" (sampling, elicitation)
 from toolbench._notebook.ask import signin as _signin  # noqa: F401 - the default sign-in (a card)
 from toolbench._notebook.bench import Bench
@@ -76,6 +76,3 @@ __all__ = [
     "tool",
 ]
 
-
-# df.tb on every DataFrame, registered when pandas is imported; this does not import pandas.
-_accessor.install()

@@ -7,25 +7,22 @@ catalogs, prints the per-server table and every finding, and exits 1 when a find
 can run it in CI. ``--json`` prints the same as one JSON object (ASCII only: a hidden
 character in a server's text arrives as ``\\u200b``, never raw on the terminal).
 
-It reuses the command's own way of starting servers, handed in by ``main`` (``start``), so
-this module imports nothing from it.
+It starts servers as ``catalog`` does (``servers.py``), and prints through ``terminal.py``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
-import sys
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
+
+from toolbench._cli.command import EXIT_FAILED, EXIT_OK, Commands
+from toolbench._cli.servers import source_of, start
+from toolbench._cli.terminal import err, safe
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from toolbench._notebook.bench import Bench
-
-EXIT_OK, EXIT_FAILED = 0, 1
 FAIL_ON = ("error", "warning")
 TOKENIZERS = ("auto", "cl100k_base", "estimate")
 
@@ -47,21 +44,9 @@ exit status:
 """
 
 
-class ServerSource(Protocol):
-    """Where the servers come from (``main``'s ``_Source``)."""
-
-    entries: dict[str, Any]
-
-    def check_server(self, name: str) -> None: ...
-
-
-Start = Callable[..., "tuple[Bench, int]"]
-"""``main._start(source, names)``: a bench with those servers started, and how many failed."""
-
-
-def add_report_parser(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
-    """Add ``report`` to the command's subparsers."""
-    p = sub.add_parser("report", parents=list(parents), help=HELP, description=HELP,
+def add(sub: Commands, servers: argparse.ArgumentParser) -> None:
+    """``report [--server NAME]... [--fail-on error|warning] [--json] [--tokenizer T]``."""
+    p = sub.add_parser("report", parents=[servers], help=HELP, description=HELP,
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--server", action="append", default=[], metavar="NAME",
                    help="report only this server (repeatable; only these are started)")
@@ -73,14 +58,16 @@ def add_report_parser(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> N
     p.add_argument("--tokenizer", choices=TOKENIZERS, default="auto",
                    help="how tokens are counted: cl100k_base (pip install "
                         "'toolbench[tokens]'), the estimate, or auto (the best installed)")
+    p.set_defaults(run=report)
 
 
-def report_command(args: argparse.Namespace, source: ServerSource, start: Start) -> int:
+def report(args: argparse.Namespace) -> int:
     """Start the servers, report them, print; the exit status says whether to fail CI."""
-    from toolbench._bench.report.report import report
+    from toolbench._bench.report.report import report as report_of
     from toolbench._bench.report.rules import reaches
     from toolbench._bench.report.tokens import counter
 
+    source = source_of(args)
     names: list[str] = list(dict.fromkeys(args.server))
     for name in names:
         source.check_server(name)
@@ -91,8 +78,8 @@ def report_command(args: argparse.Namespace, source: ServerSource, start: Start)
         catalog = bench.catalog()
         servers = bench.servers
         failed_names = [str(n) for n in servers.loc[servers["status"] == "failed", "name"]]
-    tools = report(catalog, tokenizer=tokenizer)
-    summary = report(tools, by="server")
+    tools = report_of(catalog, tokenizer=tokenizer)
+    summary = report_of(tools, by="server")
     findings = _findings(tools)
     reached = [f for f in findings if args.fail_on and reaches(f["severity"], args.fail_on)]
     if args.json:
@@ -102,7 +89,7 @@ def report_command(args: argparse.Namespace, source: ServerSource, start: Start)
         print(_text(summary, findings))
     if reached:
         noun = "finding reaches" if len(reached) == 1 else "findings reach"
-        _err(f"{len(reached):,} {noun} {args.fail_on!r} (--fail-on {args.fail_on})")
+        err(f"{len(reached):,} {noun} {args.fail_on!r} (--fail-on {args.fail_on})")
     return EXIT_FAILED if reached or failed else EXIT_OK
 
 
@@ -148,24 +135,12 @@ def _text(summary: pd.DataFrame, findings: list[dict[str, str]]) -> str:
     shown["tokens"] = [f"{int(t):,}" for t in shown["tokens"]]
     shown["documented"] = ["—" if d != d else f"{d:.0%}" for d in shown["documented"]]
     tokenizers = ", ".join(sorted(set(map(str, shown.pop("tokenizer")))))
-    lines = [_safe(shown.to_string(index=False)), f"(tokens counted with {tokenizers})", ""]
+    lines = [safe(shown.to_string(index=False)), f"(tokens counted with {tokenizers})", ""]
     counts = {s: sum(1 for f in findings if f["severity"] == s)
               for s in ("error", "warning", "info")}
     lines.append(f"findings: {counts['error']} errors, {counts['warning']} warnings, "
                  f"{counts['info']} infos" + (":" if findings else ""))
     for f in findings:
-        lines.append(_safe(f"  {f['severity']:<8} {f['server']}/{f['tool']}  {f['rule']}: "
+        lines.append(safe(f"  {f['severity']:<8} {f['server']}/{f['tool']}  {f['rule']}: "
                            f"{f['message']}"))
     return "\n".join(lines)
-
-
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def _safe(text: str) -> str:
-    """Control characters shown escaped (``\\x1b``), never sent to the terminal."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-
-
-def _err(message: str) -> None:
-    print(f"toolbench: {_safe(message)}", file=sys.stderr)

@@ -1,12 +1,13 @@
 """``df.tb``: the bench's DataFrames know how to show, pivot, summarise and save themselves.
 
 Registration without importing pandas. ``import toolbench`` must stay light (no pandas), yet
-``pd.api.extensions.register_dataframe_accessor`` needs pandas. So :func:`install` (run by
-``import toolbench``) registers at once if pandas is already imported, and otherwise puts a
-one-shot hook on ``sys.meta_path`` that registers right after pandas finishes importing,
-whoever imports it (the bench, the user, another library), then removes itself. Either way
-``df.tb`` exists on every DataFrame as soon as pandas does, and a kernel that never touches
-pandas never pays for it. :func:`register` is idempotent and can be called directly.
+``pd.api.extensions.register_dataframe_accessor`` needs pandas. So :func:`install` (run when
+this module is imported, by ``import toolbench``) registers at once if pandas is already
+imported, and otherwise puts a one-shot hook on ``sys.meta_path`` that registers right after
+pandas finishes importing, whoever imports it (the bench, the user, another library), then
+removes itself. Either way ``df.tb`` exists on every DataFrame as soon as pandas does, and a
+kernel that never touches pandas never pays for it. :func:`register` is idempotent and can be
+called directly.
 
 The frames are told apart by their columns (the contract in DESIGN.md), so a frame that
 went through ``pd.concat``, a filter or a file still works. Methods that need a certain kind
@@ -429,3 +430,7 @@ def _plain_index(df: pd.DataFrame) -> bool:
     return isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1 \
         and index.name is None
 
+
+# df.tb on every DataFrame once pandas is imported (this does not import pandas): the package's
+# front only hands names on, so the registration happens here, when ``import toolbench`` loads us.
+install()

@@ -1,10 +1,10 @@
 """A journal's file: what makes it one, opening it without writing, and reading its rows.
 
-Why apart from the writer (``toolbench._bench.journal.journal``): reading happens once, on opening,
-on the
-caller's thread, and must never change a byte of a file that is not ours (another
-application's SQLite file is refused untouched), while writing happens on the journal's own
-thread for as long as it is open. A damaged file is read as far as it can be: rows SQLite
+Why apart from the writer (``toolbench._bench.journal.writer``): reading happens once, on
+opening, on the caller's thread, and must never change a byte of a file that is not ours
+(another application's SQLite file is refused untouched), while writing happens on the
+journal's own thread for as long as it is open. Both speak the schema and row format of
+``toolbench._bench.journal.codec``. A damaged file is read as far as it can be: rows SQLite
 cannot reach are read from the leaf pages directly (``toolbench._bench.journal.sqlite_pages``),
 and rows that cannot be decoded are skipped and counted.
 """
@@ -12,82 +12,34 @@ and rows that cannot be decoded are skipped and counted.
 from __future__ import annotations
 
 import functools
-import json
 import os
-import re
 import sqlite3
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
-from toolbench._bench.journal.intent_log import (
-    dead_logs,
-    json_encoder,
-    process_alive,
-    started_text,
+from toolbench._bench.journal.codec import (
+    ADDED_COLUMNS,
+    APPLICATION_ID,
+    CALLS_DDL,
+    INTENT_COLUMNS,
+    INTENTS_DDL,
+    LEGACY_TABLES,
+    SCHEMA_VERSION,
+    TABLES,
+    decode_all,
+    decode_row,
+    log_orphan,
+    log_outcome,
+    orphan_record,
+    text_or_none,
 )
-from toolbench._bench.journal.records import COLUMNS, Record
+from toolbench._bench.journal.intent_log import dead_logs, process_alive
+from toolbench._bench.journal.record import COLUMNS, Record
 from toolbench._bench.journal.sqlite_pages import leaf_rows
 
-APPLICATION_ID = 0x74624A4C
-"""``PRAGMA application_id`` of a toolbench journal ("tbJL"): how a journal is recognised."""
-SCHEMA_VERSION = 3
-"""``PRAGMA user_version``. 1 was the unversioned ``calls``-only file (migrated on open);
-2 adds the ``intents`` table; 3 adds ``calls.kind`` (tool, resource, prompt; added to an
-older file on open, its old rows read as ``tool``). A later toolbench migrates from here;
-this one refuses newer."""
-ADDED_COLUMNS = ("kind",)
-"""``calls`` columns a file from an older schema may lack (always last, in this order)."""
 OPEN_BUSY_S = 5.0
 """How long opening waits for a lock when the file must be created or migrated."""
-
-_LEGACY_TABLES = frozenset({"calls", "sqlite_sequence"})
-_TABLES = frozenset({"calls", "intents", "snapshots"})  # snapshots: _bench.snapshot_store
-_DISPOSITIONS = frozenset({"landed", "in_doubt", "did_not_happen"})
-INTENT_COLUMNS = ("call_id", "session", "pid", "proc", "batch", "started", "server", "tool",
-                  "name", "arguments", "provenance")
-_CALLS_DDL = (
-    "CREATE TABLE IF NOT EXISTS calls (seq INTEGER PRIMARY KEY, "
-    + ", ".join(f"{c} {'INTEGER' if c == 'ok' else 'REAL' if c == 'latency_ms' else 'TEXT'}"
-                for c in COLUMNS)
-    + ")"
-)
-_INTENTS_DDL = (  # only calls in flight live here: tiny, keyed by call, no rowid
-    "CREATE TABLE IF NOT EXISTS intents (call_id TEXT PRIMARY KEY, "
-    + ", ".join(f"{c} {'INTEGER' if c == 'pid' else 'TEXT'}" for c in INTENT_COLUMNS[1:])
-    + ") WITHOUT ROWID"
-)
-_encode = json_encoder(ascii_only=False)
-
-ORPHAN_ERROR = ("the process ended while the call was in flight (pid {pid}); found on "
-                "reopening the journal, so whether the tool ran is unknown")
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def dump_json(value: Any) -> str | None:
-    """JSON text; a value that cannot be encoded (a cycle) is kept as its repr, not lost."""
-    if value is None:
-        return None
-    try:
-        text = _encode(value)
-    except (ValueError, TypeError, RecursionError):
-        text = _encode({"_unencodable": repr(value)[:2000]})
-    if not text.isascii() and _SURROGATE.search(text):
-        # SQLite takes UTF-8 only: one lone surrogate (a refused argument, a server's
-        # "\udc80") would fail the whole commit, good records included. ASCII escapes keep it.
-        text = json.dumps(json.loads(text), ensure_ascii=True)
-    return text
-
-
-def sqlite_text(value: Any) -> Any:
-    """A text column's value SQLite can store: lone surrogates become backslash escapes."""
-    if isinstance(value, str) and not value.isascii() and _SURROGATE.search(value):
-        return value.encode("utf-8", "backslashreplace").decode("utf-8")
-    return value
-
 
 LIVE_SESSIONS: set[str] = set()
 """Sessions of journals open in this process: their intents are in flight, not orphans."""
@@ -156,7 +108,7 @@ def inspect_file(path: str) -> Inspection:
             known = {r.call_id for r in records}
             waiting = {r.call_id: at for at, r in enumerate(orphans)}
             for log in logs:  # finished calls first: an outcome replaces its intent
-                done, bad_lines = _decode(log.outcomes, _log_outcome)
+                done, bad_lines = decode_all(log.outcomes, log_outcome)
                 bad += bad_lines
                 for record in done:
                     if record.call_id in known:
@@ -168,7 +120,7 @@ def inspect_file(path: str) -> Inspection:
                         log_orphans.append(record)
             known.update(waiting)
             for log in logs:
-                found, bad_lines = _decode(log.rows, functools.partial(_log_orphan,
+                found, bad_lines = decode_all(log.rows, functools.partial(log_orphan,
                                                                        pid=log.pid))
                 bad += bad_lines + log.damaged
                 for record in found:
@@ -179,29 +131,6 @@ def inspect_file(path: str) -> Inspection:
                           tuple(log.path for log in logs))
     finally:
         db.close()
-
-
-def _log_orphan(row: Sequence[Any], pid: int) -> Record:
-    """An intent from a dead session's log, as the in_doubt record that replaces it."""
-    call_id, batch, started, server, tool, name, args, prov = row
-    return _orphan(call_id, batch, started_text(started), server, tool, name, dump_json(args),
-                   dump_json(prov), pid)
-
-
-def _log_outcome(row: Sequence[Any]) -> Record:
-    """A finished call from a dead session's log (its outcome line), as its record."""
-    (call_id, batch, started, server, tool, name, args, ok, disposition, error_type, error,
-     latency_ms, text, structured, content, prov, kind) = row
-    return _record((call_id, batch, started_text(started), server, tool, name,
-                    dump_json(args), ok, disposition, error_type, error, latency_ms, text,
-                    dump_json(structured), dump_json(content), dump_json(prov), kind))
-
-
-def _orphan(call_id: Any, batch: Any, started: Any, server: Any, tool: Any, name: Any,
-            args: Any, prov: Any, pid: int) -> Record:
-    """The in_doubt record that replaces an intent whose process is gone (JSON text in)."""
-    return _record((call_id, batch, started, server, tool, name, args, 0, "in_doubt",
-                    "TimedOut", ORPHAN_ERROR.format(pid=pid), None, None, None, None, prov))
 
 
 def _uri_path(path: str) -> str:
@@ -232,7 +161,7 @@ def _classify(path: str, app_id: int, version: int, tables: Mapping[str, list[st
         return
     if app_id == 0 and version == 0 and not names and not others:
         return  # an empty database: nothing to lose, it becomes a journal
-    if (app_id == 0 and version == 0 and "calls" in names and names <= _LEGACY_TABLES
+    if (app_id == 0 and version == 0 and "calls" in names and names <= LEGACY_TABLES
             and all(c in tables["calls"] for c in COLUMNS if c not in ADDED_COLUMNS)
             and not others):
         return  # a journal from before schema versions: migrated when opened for writing
@@ -312,15 +241,15 @@ def open_for_writing(path: str) -> tuple[sqlite3.Connection | None, str | None]:
             app_id = db.execute("PRAGMA application_id").fetchone()[0]
             names = {n for (n,) in db.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table'")}
-            if app_id not in (0, APPLICATION_ID) or not names <= _LEGACY_TABLES | _TABLES:
+            if app_id not in (0, APPLICATION_ID) or not names <= LEGACY_TABLES | TABLES:
                 db.execute("ROLLBACK")
                 raise _refuse(path, "changed while it was being opened; it was left untouched")
-            db.execute(_CALLS_DDL)
+            db.execute(CALLS_DDL)
             present = {c[1] for c in db.execute("PRAGMA table_info(calls)")}
             for column in ADDED_COLUMNS:  # an older file: old rows read NULL (a tool call)
                 if column not in present:
                     db.execute(f"ALTER TABLE calls ADD COLUMN {column} TEXT")
-            db.execute(_INTENTS_DDL)
+            db.execute(INTENTS_DDL)
             db.execute(f"PRAGMA application_id={APPLICATION_ID}")
             db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
             db.execute("COMMIT")
@@ -382,70 +311,6 @@ def _next_readable(db: sqlite3.Connection, table: str, select: str, after: int) 
     return None
 
 
-def _object(text: Any, kind: type) -> Any:
-    if text is None:
-        return None
-    value = json.loads(text)
-    if not isinstance(value, kind):
-        raise ValueError(f"expected a JSON {kind.__name__}")
-    return value
-
-
-def _text(value: Any) -> str | None:
-    if value is not None and not isinstance(value, str):
-        raise ValueError("expected text")
-    return value
-
-
-def _when(value: Any) -> datetime:
-    started = datetime.fromisoformat(value)
-    if started.tzinfo is None:
-        raise ValueError("a time without a zone")
-    return started
-
-
-_KINDS = frozenset({"tool", "resource", "prompt"})
-
-
-def _record(row: Sequence[Any]) -> Record:
-    """A row of ``calls``; one from before ``kind`` existed (16 values, or NULL) is a tool's."""
-    (call_id, batch, started, server, tool, name, arguments, ok, disposition, error_type,
-     error, latency_ms, text, structured, content, provenance) = row[:16]
-    kind = row[16] if len(row) > 16 and row[16] is not None else "tool"
-    if len(row) > 17 or kind not in _KINDS:
-        raise ValueError("bad kind")
-    if not all(isinstance(v, str) and v for v in (call_id, server, tool, name)):
-        raise ValueError("identity columns must be text")
-    if ok not in (0, 1) or disposition not in _DISPOSITIONS:
-        raise ValueError("bad outcome")
-    if latency_ms is not None and (isinstance(latency_ms, bool)
-                                   or not isinstance(latency_ms, (int, float))):
-        raise ValueError("bad latency")
-    blocks = _object(content, list) or []
-    if not all(isinstance(b, dict) for b in blocks):
-        raise ValueError("content blocks must be objects")
-    args = _object(arguments, dict)
-    return Record(
-        call_id=call_id, batch=_text(batch), started=_when(started), server=server,
-        tool=tool, name=name, arguments={} if args is None else args, ok=bool(ok),
-        disposition=disposition, error_type=_text(error_type), error=_text(error),
-        latency_ms=None if latency_ms is None else float(latency_ms), text=_text(text),
-        structured=_object(structured, dict), content=blocks,
-        provenance=_object(provenance, dict), kind=kind,
-    )
-
-
-def _decode(rows: Iterable[Sequence[Any]],
-            decode: Callable[[Sequence[Any]], Any]) -> tuple[list[Any], int]:
-    good, bad = [], 0
-    for row in rows:
-        try:
-            good.append(decode(row))
-        except (ValueError, TypeError, KeyError, RecursionError, OverflowError, OSError):
-            bad += 1
-    return good, bad
-
-
 def _load_calls(db: sqlite3.Connection, path: str) -> tuple[list[Record], int, str | None]:
     present = {c[1] for c in db.execute("PRAGMA table_info(calls)")}
     columns = [c for c in COLUMNS if c in present]  # an older file lacks ADDED_COLUMNS
@@ -467,7 +332,7 @@ def _load_calls(db: sqlite3.Connection, path: str) -> tuple[list[Record], int, s
         lost = top - len(known)  # calls are append-only: seq runs 1, 2, 3, ... without gaps
         damage = (f"{damage}; {lost} record{'s' * (lost != 1)} before #{top} could not be "
                   f"read, nor any after it")
-    records, bad = _decode(rows, lambda row: _record(row[1:]))
+    records, bad = decode_all(rows, lambda row: decode_row(row[1:]))
     return records, bad, damage
 
 
@@ -489,12 +354,12 @@ def _load_orphans(db: sqlite3.Connection) -> tuple[list[Record], int, str | None
             if session in LIVE_SESSIONS:
                 return None
         else:
-            key = (pid, _text(proc))
+            key = (pid, text_or_none(proc))
             if key not in live:
                 live[key] = process_alive(pid, key[1])
             if live[key]:
                 return None  # another process's call, still in flight
-        return _orphan(call_id, batch, started, server, tool, name, args, prov, pid)
+        return orphan_record(call_id, batch, started, server, tool, name, args, prov, pid)
 
-    found, bad = _decode(rows, decode)
+    found, bad = decode_all(rows, decode)
     return [f for f in found if f is not None], bad, None

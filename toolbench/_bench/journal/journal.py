@@ -1,13 +1,12 @@
 """A SQLite (WAL) file that holds every call's outcome, and the intents of calls in flight.
 
 Why intents: a call in flight when the process is killed would otherwise leave no trace, and
-a later ``map(..., resume=True)`` would run it again without anyone knowing. The intent is on
-disk before a byte of the call is sent: appended to the session's intent log (see
-``toolbench._bench.journal.intent_log``: one ``write(2)``, about 20 µs a call, where waiting for a
-SQLite
-commit cost about 200), and committed to SQLite with the outcomes. The outcome (the full
-record) replaces it. Reopening the file turns an intent whose process is gone, in SQLite or
-in a dead session's log, into an ``in_doubt`` record.
+a later ``map(..., resume=True)`` would run it again without anyone knowing. The intent is
+on disk before a byte of the call is sent: appended to the session's intent log (see
+``toolbench._bench.journal.intent_log``: one ``write(2)``, about 20 µs a call, where waiting
+for a SQLite commit cost about 200), and committed to SQLite with the outcomes. The outcome
+(the full record) replaces it. Reopening the file turns an intent whose process is gone, in
+SQLite or in a dead session's log, into an ``in_doubt`` record.
 
 Why one writer thread: SQLite may wait (a lock held by another process, a slow disk), and the
 shared event loop must never wait on it. Every commit happens on one thread, which commits
@@ -33,7 +32,8 @@ killed (a dead kernel); only a power cut could drop the last ones.
 
 The writer thread is ``toolbench._bench.journal.writer``; opening, recognising and reading
 the file is ``toolbench._bench.journal.file``; this module opens the journal and takes what
-the event loop hands over.
+the event loop hands over. What keeps the records and waits on the journal is
+``toolbench._bench.journal.store``, above this module.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ import threading
 import time
 import uuid
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from datetime import datetime
 from typing import Any
@@ -60,7 +60,7 @@ from toolbench._bench.journal.intent_log import (
     outcome_line,
     proc_tag,
 )
-from toolbench._bench.journal.records import Record
+from toolbench._bench.journal.record import Record
 from toolbench._bench.journal.writer import (
     RETRY_FIRST_S,
     JournalWriter,
@@ -341,3 +341,12 @@ class Journal(JournalWriter):
     @property
     def closed(self) -> bool:
         return self._closed
+
+    def trace(self, callback: Callable[[str], object] | None) -> bool:
+        """See every SQL statement the journal runs (``sqlite3``'s trace callback), for tests
+        and diagnostics: which thread runs them, what they are. False for a degraded journal,
+        which runs none."""
+        if self._db is None:
+            return False
+        self._db.set_trace_callback(callback)
+        return True

@@ -23,8 +23,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from toolbench._bench.journal.file import INTENT_COLUMNS, LIVE_SESSIONS, dump_json, sqlite_text
-from toolbench._bench.journal.records import COLUMNS, Record
+from toolbench._bench.journal.codec import INTENT_COLUMNS, dump_json, sqlite_text
+from toolbench._bench.journal.file import LIVE_SESSIONS
+from toolbench._bench.journal.record import COLUMNS, Record
 
 if TYPE_CHECKING:
     from toolbench._bench.journal.intent_log import IntentLog

@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from toolbench._bench.journal.file import APPLICATION_ID, SCHEMA_VERSION
+from toolbench._bench.journal.codec import APPLICATION_ID, SCHEMA_VERSION
 from toolbench._bench.journal.journal import JournalWarning
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """Cassettes, the server's side, beyond tools: a recording's resources, templates and prompts.
 
-``build_server`` (``toolbench._bench.replay.recording``) adds these handlers when the recording
+``build_server`` (``toolbench._bench.replay.serve``) adds these handlers when the recording
 holds any: ``resources/list``, ``resources/templates/list`` and ``prompts/list`` answer what
 the journal's latest snapshot of the server lists; ``resources/read`` answers a URI that was
 read (the last successful read of it) with the recorded contents, and ``prompts/get`` a
@@ -17,7 +17,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from toolbench._bench.journal.records import arguments_key
+from toolbench._bench.journal.record import arguments_key
 
 if TYPE_CHECKING:
     from toolbench._bench.replay.recording import Recording

@@ -10,7 +10,7 @@ import dataclasses
 import json
 from typing import Any
 
-from toolbench._bench.journal.records import Record
+from toolbench._bench.journal.record import Record
 from toolbench._core.errors import ToolError
 from toolbench._transports.mcp.errors import Redactor
 

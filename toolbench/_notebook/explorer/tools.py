@@ -10,7 +10,7 @@ import ipywidgets as widgets
 
 from toolbench._bench.report.report import check_spec
 from toolbench._core import html as _html
-from toolbench._core.html import result_html
+from toolbench._core.client import result_html
 from toolbench._loop import get_loop
 from toolbench._notebook.ask.form import FormError, build_form, css_class
 from toolbench._notebook.explorer.base import (

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolbench._core import html as _html
-from toolbench._core.html import result_html as result_html
+from toolbench._core.client import result_html as result_html
 from toolbench._notebook.views.cells import (
     MAX_CELL,
     MAX_ROWS,
@@ -77,7 +77,7 @@ def error_html(error: BaseException) -> str:
         ]
         urls = getattr(error, "urls", None)  # -32042: a page the user must open first
         if isinstance(urls, list) and urls:
-            from toolbench._notebook.ask.ask import safe_link  # a link, never opened for them
+            from toolbench._notebook.ask.widgets import safe_link  # a link, never opened for them
 
             parts.append("<div>Open " + ", ".join(safe_link(str(u)) for u in urls[:5])
                          + ", then try again.</div>")

@@ -24,8 +24,9 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp_types import RequestParamsMeta
 
 from toolbench._core import html as _html
+from toolbench._core.arguments import check_arguments
 from toolbench._core.checks import seconds
-from toolbench._core.client import Result, ToolSpec, check_arguments
+from toolbench._core.client import Result, ToolSpec
 from toolbench._core.errors import Malformed, Refused, ToolError, ToolFailed, Unreachable
 from toolbench._core.ids import Provenance, ToolId, is_tool_name
 from toolbench._core.schema.validate import validate_output

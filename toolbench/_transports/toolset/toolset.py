@@ -25,8 +25,9 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from toolbench._core import html as _html
+from toolbench._core.arguments import check_arguments
 from toolbench._core.checks import is_whole
-from toolbench._core.client import Result, ToolSpec, check_arguments, result_from_value
+from toolbench._core.client import Result, ToolSpec, result_from_value
 from toolbench._core.errors import Malformed, Refused, TimedOut, ToolFailed, Unreachable
 from toolbench._core.ids import Destination, Provenance, ToolId, check_server_name, check_tool_name
 from toolbench._core.schema.validate import schema_problems, validate_arguments
