@@ -76,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     except KeyboardInterrupt:
         code = 130
     except Exception as exc:
-        from toolbench._transports.mcp.errors import leaves
+        from toolbench._core.redact import leaves
 
         errors = leaves(exc)
         code = max(_status(error) for error in errors)

@@ -32,7 +32,7 @@ from toolbench._core.errors import TimedOut, ToolError, Unreachable, mark_unsent
 from toolbench._core.ids import Provenance
 from toolbench._core.schema import preload as _preload
 from toolbench._core.schema.validate import unchecked, validate_arguments
-from toolbench._transports.mcp.tasks import task_of
+from toolbench._transports.mcp.methods.tasks import task_of
 
 if TYPE_CHECKING:
     from toolbench._bench.journal.store import RecordStore

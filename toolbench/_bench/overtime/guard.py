@@ -40,7 +40,7 @@ from toolbench._bench.overtime.pins import (
 )
 from toolbench._bench.overtime.snapshots import snapshot_frame
 from toolbench._core.ids import ToolId
-from toolbench._transports.mcp.lifecycle import SEND_CHECK
+from toolbench._transports.mcp.session import SEND_CHECK
 
 if TYPE_CHECKING:
     import concurrent.futures

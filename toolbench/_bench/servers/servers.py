@@ -32,6 +32,7 @@ from toolbench._core.checks import seconds
 from toolbench._core.client import ResourceClient
 from toolbench._core.errors import Refused, ToolError, Unreachable
 from toolbench._core.ids import Egress, check_server_name, did_you_mean
+from toolbench._core.redact import Redactor
 from toolbench._loop import get_loop
 from toolbench._routing.connections import (
     Connection,
@@ -41,7 +42,6 @@ from toolbench._routing.connections import (
 )
 from toolbench._routing.pegboard import USE_SERVER_NAME, Namespace
 from toolbench._transports.mcp.client import NotOffered
-from toolbench._transports.mcp.errors import Redactor
 from toolbench._transports.notifications import LEVELS
 from toolbench._transports.toolbox import ToolBox
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from toolbench._core.redact import Redactor
 from toolbench._routing.pegboard import describe_skipped
-from toolbench._transports.mcp.errors import Redactor
 
 if TYPE_CHECKING:
     import pandas as pd
