@@ -6,6 +6,7 @@ from toolbench._bench.overtime.diff import diff
 from toolbench._bench.overtime.pins import PinWarning
 from toolbench._bench.overtime.snapshot_store import load_snapshot
 from toolbench._bench.replay.serve import serve_recording
+from toolbench._bench.report.rules import report_rules
 from toolbench._bench.servers.config import ConfigError, ConfigWarning
 from toolbench._bench.servers.servers import ListingWarning
 from toolbench._core.client import Result, ToolClient, ToolSpec
@@ -69,6 +70,7 @@ __all__ = [
     "Unreachable",
     "diff",
     "load_snapshot",
+    "report_rules",
     "serve_recording",
     "show",
     "tool",

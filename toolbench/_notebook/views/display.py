@@ -164,6 +164,12 @@ def kind_of(df: pd.DataFrame) -> str:
         return "compare"
     if {"call_id", "started", "provenance"} <= columns:
         return "records"
+    if {"tokens", "tokenizer", "findings"} <= columns:
+        return "report"
+    if {"tools", "tokens", "errors", "warnings", "documented"} <= columns:
+        return "report_by_server"
+    if {"tool", "servers", "cheapest", "best_documented"} <= columns:
+        return "report_by_name"
     if {"input_schema", "parameters", "tool"} <= columns:
         return "catalog"
     if {"transport", "status", "stderr_tail"} <= columns:
@@ -187,6 +193,10 @@ def frame_html(df: pd.DataFrame, *, max_rows: int = MAX_ROWS) -> str:
         return html_table(df, max_rows=max_rows, columns=CATALOG_VIEW, caption="catalog")
     if kind == "servers":
         return html_table(df, max_rows=max_rows, columns=SERVER_VIEW, caption="servers")
+    if kind.startswith("report"):
+        from toolbench._notebook.views.report import report_frame_html
+
+        return report_frame_html(df, kind, max_rows=max_rows)
     if kind in ("diff", "schema_diff"):
         from toolbench._notebook.views import diff as diff_view
 
