@@ -1,7 +1,7 @@
 """What pins cost a call: the pin check on the hot path, and a whole call with and without pins.
 
-The check is ``if self._pin_blocked and target.tool in self._pin_blocked`` in the bench's
-``_invoke``: an empty frozenset's truth test without pins (or with no changed tool), one set
+The check is ``if blocked and target.tool in blocked`` (``blocked = guard.blocked``) in
+``Calls.invoke``: an empty frozenset's truth test without pins (or with no changed tool), one set
 lookup (a ToolId's hash) when some pinned tool has changed. Fingerprints are computed when a
 listing is applied, never per call (bench_diff measures that).
 
@@ -13,7 +13,7 @@ Measured here, as medians of several rounds:
   pins file in which another tool is blocked (so every call does the lookup). CPU time is
   reported beside wall time: on a shared machine, wall time mostly measures the wait for a core.
 
-Reads and prompt fetches are gated too (``overtime_kinds._pin_gated``): without pins that is
+Reads and prompt fetches are gated too (``History.gated``): without pins that is
 one truth test; with pins, ``pins.changed_key``: a dict lookup, plus one re2 match per
 changed resource template of the server (none, usually). Measured alone (timeit) for a read
 with no changes, 1 changed resource, and 100 changed templates of the same server.
@@ -117,7 +117,7 @@ def run(quick: bool = False) -> dict[str, Any]:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", tb.PinWarning)
                 pinned.add(box)
-            assert pinned._pin_blocked == frozenset({ToolId("calc", "other")})
+            assert pinned.guard.blocked == frozenset({ToolId("calc", "other")})
             _calls(plain, 200)
             _calls(pinned, 200)  # warm both
             results: dict[str, list[tuple[float, float]]] = {"no_pins": [], "pins": []}

@@ -28,8 +28,9 @@ from toolbench import _loop
 from toolbench._core.schema import preload as _preload
 from toolbench._loop import get_loop
 from toolbench._notebook.ask import ask as ask_mod
-from toolbench._notebook.ask import pump
-from toolbench._notebook.ask.ask import ElicitationAsk, NotebookAsker, SamplingAsk, wait_answered
+from toolbench._notebook.ask import pump, widgets
+from toolbench._notebook.ask.ask import NotebookAsker, wait_answered
+from toolbench._notebook.ask.widgets import ElicitationAsk, SamplingAsk
 from toolbench._transports import server_requests as sr
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -219,7 +220,7 @@ def test_url_elicitation_shows_an_escaped_link_and_opens_nothing(
     view.accept.click()
     reply = future.result(timeout=10)
     assert reply.action == "accept" and reply.content is None
-    evil = ask_mod.safe_link("javascript:alert(1)")
+    evil = widgets.safe_link("javascript:alert(1)")
     assert "href" not in evil and "not an http(s) link" in evil
 
 
@@ -255,11 +256,11 @@ def test_ten_thousand_messages_render_bounded_and_escaped(
     made, _ = asker
     params = sampling_params(10_000, text="<script>alert('x')</script>" + "y" * 5_000)
     started = time.monotonic()
-    html = ask_mod.sampling_html("beyond", params)
+    html = widgets.sampling_html("beyond", params)
     assert time.monotonic() - started < 1.0
     assert "<script>" not in html and "&lt;script&gt;" in html
     assert "9,980 earlier messages not shown (10,000 in all)" in html
-    assert html.count("&lt;script&gt;") == ask_mod.MAX_SHOWN_MESSAGES
+    assert html.count("&lt;script&gt;") == widgets.MAX_SHOWN_MESSAGES
     assert len(html) < 60_000  # 20 messages of at most 2,000 characters, plus markup
     start(sr.ServerRequests(sampling="ask"), "sampling", params)
     (view,) = wait_answered(made)
@@ -404,8 +405,7 @@ def test_accept_settles_so_a_value_sent_with_the_click_counts(
     made, _ = asker
     future = start(sr.ServerRequests(elicitation="ask"), "elicitation", form_params())
     (view,) = wait_answered(made)
-    made._waiting = 1  # as while a blocked cell pumps: settling clicks wait for its slices
-    try:
+    with made.pumping():  # as while a blocked cell pumps: settling clicks wait for its slices
         view.form["destination"].value = "Lim"
         view.form["nights"].value = "-3"
         view.form["budget"].value = "10"
@@ -415,22 +415,17 @@ def test_accept_settles_so_a_value_sent_with_the_click_counts(
         view.form["nights"].value = "5"
         view.decline.click()  # ignored while Accept settles
         assert made.run_deferred(now=time.monotonic() + ask_mod.SETTLE_S + 0.01) == 1
-    finally:
-        made._waiting = 0
     reply = future.result(timeout=10)
     assert reply.action == "accept" and reply.content is not None
     assert (reply.content["destination"], reply.content["nights"]) == ("Lima", 5)
     # Send settles too; Reject (which reads nothing) does not.
     future = start(sr.ServerRequests(sampling="ask"), "sampling", sampling_params())
     (sampling,) = [v for v in wait_answered(made) if isinstance(v, SamplingAsk)]
-    made._waiting = 1
-    try:
+    with made.pumping():
         sampling.reply.value = "Go in"
         sampling.send.click()
         sampling.reply.value = "Go in May."
         assert made.run_deferred(now=float("inf")) == 1
-    finally:
-        made._waiting = 0
     assert future.result(timeout=10).content.text == "Go in May."
 
 

@@ -56,7 +56,7 @@ def _texts(bench: tb.Bench) -> str:
     """Every surface a secret could leak to, as one text."""
     return "\n".join([bench.servers.to_string(), repr(bench.servers.to_dict()),
                       bench.records.to_string(), repr(bench.records.to_dict()),
-                      repr(bench), repr(bench._rows), bench.logs.to_string()])
+                      repr(bench), repr(bench.connections.rows()), bench.logs.to_string()])
 
 
 def test_sign_in_call_and_the_auth_column(server: tuple[str, Provider]) -> None:
@@ -286,7 +286,7 @@ def test_a_server_that_signs_in_cannot_travel_to_a_cluster(server: tuple[str, Pr
     with tb.Bench() as bench:
         bench.connect("p", url, auth=tb.OAuth(authorize=Browser(), store="memory"))
         with pytest.raises(ValueError, match=r"server 'p' signs in \(auth=OAuth\).*Dask"):
-            _spec(bench, "p")
+            _spec(bench.connections, type(bench), "p")
 
 
 def test_a_token_of_a_megabyte_stops_the_sign_in(server: tuple[str, Provider]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -219,25 +220,6 @@ def test_an_argument_the_tool_does_not_have_is_refused_before_calling(
     assert out.stdout == "" and words in out.stderr, out.stderr
 
 
-def test_an_unknown_argument_passes_where_the_schema_admits_any_key() -> None:
-    from toolbench._core.client import ToolSpec
-
-    closed = ToolSpec("t", input_schema={"type": "object", "properties": {"a": {}}})
-    with pytest.raises(_cli.UsageError, match=r"no parameter 'b' \(its parameters: a\)"):
-        _cli._check_parameters("s-t", {"a": 1, "b": 2}, [closed])
-    _cli._check_parameters("s-t", {"a": 1}, [closed])
-    for schema in ({"additionalProperties": True}, {"additionalProperties": {"type": "string"}},
-                   {"patternProperties": {"^x": {}}}):
-        spec = ToolSpec("t", input_schema={"type": "object", "properties": {"a": {}}, **schema})
-        _cli._check_parameters("s-t", {"b": 2}, [spec])
-    none = ToolSpec("t", input_schema={"type": "object"})
-    with pytest.raises(_cli.UsageError, match=r"its parameters: none"):
-        _cli._check_parameters("s-t", {"b": 2}, [none])
-    # compare: a key that one of the compared tools knows is not refused
-    other = ToolSpec("t", input_schema={"type": "object", "properties": {"b": {}}})
-    _cli._check_parameters("t", {"a": 1, "b": 2}, [closed, other])
-
-
 @pytest.mark.parametrize("command", [[], ["catalog"], ["call"], ["compare"], ["demo"]])
 @pytest.mark.slow
 def test_help_on_every_command_documents_exit_codes(tmp_path: Path, command: list[str]) -> None:
@@ -356,6 +338,18 @@ def test_bad_config_file_is_a_usage_error(tmp_path: Path) -> None:
     assert out.returncode == 2 and "mcp.json" in out.stderr
 
 
+def test_every_command_module_adds_its_parsers_with_a_runner() -> None:
+    """The registration pattern (``toolbench._cli.command``): each module in COMMANDS adds
+    its parser(s), and each command parser names what runs it."""
+    parser = _cli._parser()
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    assert list(sub.choices) == ["catalog", "call", "compare", "demo", "report", "auth", "lab",
+                                 "serve-recording"]
+    for name, command in sub.choices.items():
+        assert callable(command.get_default("run")), f"{name} names no runner"
+    assert all(callable(getattr(m, "add", None)) for m in _cli.COMMANDS)
+
+
 @pytest.mark.parametrize("error", [TypeError("bad type"), KeyError("key"),
                                    AttributeError("attr")])
 def test_programming_errors_are_reported_as_bugs_not_user_errors(
@@ -371,12 +365,6 @@ def test_programming_errors_are_reported_as_bugs_not_user_errors(
     err = capsys.readouterr().err
     assert "Traceback" in err and "bug in toolbench" in err
     assert "toolbench: error:" not in err
-
-
-def test_lab_command_adds_allow_root_only_for_root() -> None:
-    assert "--allow-root" in _cli._lab_command(["--no-browser"], 0)
-    assert "--allow-root" not in _cli._lab_command(["--no-browser"], 1000)
-    assert _cli._lab_command(["--allow-root"], 0).count("--allow-root") == 1
 
 
 @pytest.mark.slow

@@ -190,7 +190,9 @@ def test_a_server_that_refuses_the_2025_handshake_gets_the_2026_one() -> None:
         bench.connect("m", [sys.executable, str(SERVERS / "modern_only_server.py")])
         assert bench.servers.iloc[0]["protocol"] == "2026-07-28"
         assert bench.call("m-echo", text="hi").text == "hi"
-        log = bench._rows["m"].connection.client.stderr_tail()  # type: ignore[union-attr]
+        row = bench.connections.row("m")
+        assert row is not None and row.connection is not None
+        log = row.connection.client.stderr_tail()  # type: ignore[attr-defined]
         assert log.splitlines()[:2] == ["method initialize", "method server/discover"]
 
 
@@ -201,23 +203,23 @@ def test_protocol_mode_is_checked() -> None:
 
 def _count_walks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Count the argument walks ``check_arguments`` starts (its top-level ``_plain``)."""
-    from toolbench._core import client as _client
+    from toolbench._core import arguments as _arguments
 
     walks: list[int] = []
-    real = _client._plain
+    real = _arguments._plain
 
     def counting(value: Any, depth: int) -> bool:
         if depth == 0:
             walks.append(1)
         return real(value, depth)
 
-    monkeypatch.setattr(_client, "_plain", counting)
+    monkeypatch.setattr(_arguments, "_plain", counting)
     return walks
 
 
 def test_checked_arguments_are_walked_once_and_rechecked_once_changed(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from toolbench._core.client import CheckedArguments, check_arguments
+    from toolbench._core.arguments import CheckedArguments, check_arguments
 
     walks = _count_walks(monkeypatch)
     original = {"a": 1, "rows": [{"x": "y"}]}

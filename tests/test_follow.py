@@ -53,7 +53,7 @@ def test_a_restarted_server_with_a_renamed_tool_is_followed(tmp_path: Path) -> N
         with pytest.raises(tb.Unreachable, match="rs-tool_v1"):
             bench.call("rs-tool_v1")
         assert bench.servers.set_index("name").loc["rs", "status"] == "connected"
-        assert bench._relists()["rs"]["tools"] == 1
+        assert bench.follower.relists()["rs"]["tools"] == 1
         assert counter.read_text() == "2"
         assert bench.subscriptions() == {"rs": ["note://a"]}
 
@@ -74,7 +74,7 @@ def test_a_restarted_server_with_a_changed_resource_and_prompt_is_followed(
             warnings.simplefilter("ignore")  # trust on first use: nothing to report
             bench.connect("rs", command)
         if not keeping:  # the baseline is listed in the background after the connect
-            assert _wait_for(lambda: {"resource", "prompt"} <= set(bench._kept().get("rs", {})))
+            assert _wait_for(lambda: {"resource", "prompt"} <= set(bench.follower.kept("rs")))
         pid = int(bench.call("rs-pid").text)
         os.kill(pid, signal.SIGKILL)
         assert _wait_for(lambda: bench.servers.set_index("name").loc["rs", "status"] == "lost")
@@ -84,8 +84,8 @@ def test_a_restarted_server_with_a_changed_resource_and_prompt_is_followed(
             # The prompts are applied last: then the whole round is.
             assert _wait_for(lambda: any(isinstance(d, dict) and d.get("kind") == "prompt"
                                          for d in bench.logs["data"]))
-        assert bench._relists()["rs"] == {"tools": 1, "resources": 1, "prompts": 1}
-        kept = bench._kept()["rs"]
+        assert bench.follower.relists()["rs"] == {"tools": 1, "resources": 1, "prompts": 1}
+        kept = bench.follower.kept("rs")
         assert set(kept["resource"]) == {"note://fixed", "note://v2"}
         assert kept["resource"]["note://fixed"]["description"] == "start 2"
         assert set(kept["prompt"]) == {"greet_v2"}

@@ -26,6 +26,7 @@ import toolbench as tb
 from toolbench._bench.journal import codec as _journal_codec
 from toolbench._bench.journal import writer as _journal_writer
 from toolbench._bench.journal.record import COLUMNS
+from toolbench._loop import get_loop
 
 
 def _digest(path: Path) -> str:
@@ -117,10 +118,10 @@ def test_the_intent_is_on_disk_before_the_tool_runs(tmp_path: Path) -> None:
 def test_sqlite_never_runs_on_the_event_loop_thread(tmp_path: Path) -> None:
     with tb.Bench(journal=tmp_path / "calls.sqlite") as bench:
         bench.add(_box())
-        journal = bench._store.journal
-        assert journal is not None and journal._db is not None
+        journal = bench.store.journal
+        assert journal is not None
         threads: set[str] = set()
-        journal._db.set_trace_callback(lambda _sql: threads.add(threading.current_thread().name))
+        assert journal.trace(lambda _sql: threads.add(threading.current_thread().name))
         bench.call("w-square", n=1)
         bench.map("w-square", [{"n": i} for i in range(30)], progress=False)
         bench.compare("square", [{"n": 1}, {"n": 2}], progress=False)
@@ -296,6 +297,8 @@ def test_a_lock_held_by_another_process_costs_no_record_and_stalls_nobody(
         bench.add(_box(ran))
         other.add(_box())
         bench.call("w-square", n=-1)
+        # a call returns before its outcome commits (within ~5 ms): commit it before the lock
+        assert get_loop().run(bench.store.settle, None) == 0
         with _lock_held(path) as holder:
             stop = threading.Event()
             worst: list[float] = []
@@ -357,6 +360,7 @@ def test_a_full_disk_costs_no_record(tmp_path: Path) -> None:
         with tb.Bench(journal=path) as bench:
             bench.add(_box(size=300))
             bench.call("w-square", n=-1)
+            assert bench.history.written(10)  # the connect's snapshot, before the disk fills
             fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
             try:
                 with contextlib.suppress(OSError):
@@ -486,7 +490,7 @@ def test_a_row_that_cannot_be_built_is_a_bug_not_a_write_failure(
         monkeypatch.setattr(_journal_writer, "sqlite_text", broken)
         with pytest.warns(tb.JournalWarning, match="could not be turned into a row.*KeyError"):
             bench.map("w-square", [{"n": 1}, {"n": 2}])
-        journal = bench._store.journal
+        journal = bench.store.journal
         assert journal is not None
         assert not journal.degraded  # not "retry forever": the file itself is fine
         monkeypatch.setattr(_journal_writer, "sqlite_text", real)

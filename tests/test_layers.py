@@ -307,3 +307,21 @@ def test_the_room_checks_can_fail() -> None:
              "    def same(self, other):\n        return other._rows == self._rows\n"
     assert _private_reaches(outside, owned) == ["line 2: bench.servers._rows"]
     assert _private_reaches(inside, owned) == []
+
+
+def _room(module: str) -> str:
+    """``_bench.journal.store`` → ``_bench.journal``: the folder a module lives in, one level
+    below its layer (a module right in a layer folder is a room of its own)."""
+    return ".".join(module.split(".")[:2])
+
+
+def test_no_circle_between_rooms() -> None:
+    """Inside a layer the rooms are floors too: a reader can start at the bottom room and
+    read up, as each package's docstring lists them."""
+    rooms: dict[str, set[str]] = collections.defaultdict(set)
+    for module, targets in _imports().items():
+        for target in targets:
+            if _room(module) != _room(target):
+                rooms[_room(module)].add(_room(target))
+    assert _cycles(rooms) == set()
+    assert _room("_bench.journal.store") == "_bench.journal" and _room("_loop") == "_loop"

@@ -1,12 +1,12 @@
 """The error mapping, one layer: each origin of a failure and the disposition it must get.
 
 Real exceptions, raised where the SDK raises them where that is possible; the tickets stand in
-for what the stream tracker saw (tests/test_recovery.py proves the same cases on real servers).
+for what the stream tracker saw (tests/test_mcp_tracking.py tests the tracker itself, and
+tests/test_recovery.py proves the same cases on real servers).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -17,31 +17,23 @@ import pydantic
 import pytest
 from mcp.client import InputRequiredRoundsExceededError, UnexpectedClaimedResult
 from mcp.shared.exceptions import MCPError
-from mcp.shared.message import SessionMessage
 from mcp_types import (
     CONNECTION_CLOSED,
     REQUEST_TIMEOUT,
-    JSONRPCError,
-    JSONRPCNotification,
-    JSONRPCRequest,
-    JSONRPCResponse,
 )
 
 from toolbench._core.client import Result, ToolSpec
 from toolbench._core.errors import Malformed, Refused, TimedOut, Unreachable, is_unsent
 from toolbench._core.ids import Destination, Provenance, ToolId
+from toolbench._core.redact import Redactor
 from toolbench._routing.router import ToolRouter, takes_timeout
 from toolbench._transports.mcp.errors import (
-    TICKET,
-    CallTicket,
-    Redactor,
-    Tracker,
     handshake_refused,
     is_transport_failure,
     map_call_error,
     refused_connect,
-    tracked,
 )
+from toolbench._transports.mcp.tracking import CallTicket
 
 TOOL = ToolId("srv", "t")
 NO_SECRETS = Redactor(())
@@ -230,87 +222,6 @@ def test_server_message_is_redacted_and_capped() -> None:
                            action="call", ticket=ticket(error_reply=True))
     assert "s3cr3t-value" not in error.detail and "[redacted]" in error.detail
     assert len(error.detail) < 700
-
-
-# -- the tracker on real memory streams ------------------------------------------------------
-def request(request_id: int, method: str = "tools/call") -> SessionMessage:
-    return SessionMessage(JSONRPCRequest(jsonrpc="2.0", id=request_id, method=method))
-
-
-def test_tracker_follows_a_request_out_and_its_reply_back() -> None:
-    async def main() -> tuple[CallTicket, CallTicket]:
-        tracker = Tracker()
-        to_server, server_in = anyio.create_memory_object_stream[Any](4)
-        server_out, from_server = anyio.create_memory_object_stream[Any](4)
-
-        @contextlib.asynccontextmanager
-        async def transport() -> Any:
-            yield from_server, to_server
-
-        async with tracked(transport(), tracker) as (read, write):
-            assert tracker.active
-            mine, other = CallTicket(tracked=True), CallTicket(tracked=True)
-            token = TICKET.set(mine)
-            try:
-                await write.send(SessionMessage(JSONRPCNotification(
-                    jsonrpc="2.0", method="notifications/progress")))
-                assert mine.stage == "unsent"  # a notification is not the call
-                await write.send(request(7))
-                await write.send(request(8))  # a second request of the same call: ignored
-            finally:
-                TICKET.reset(token)
-            assert mine.stage == "sent" and mine.request_id == "7"
-            await server_out.send(SessionMessage(JSONRPCError(
-                jsonrpc="2.0", id="7", error={"code": -32000, "message": "x"})))
-            await server_out.send(SessionMessage(JSONRPCResponse(jsonrpc="2.0", id=99,
-                                                                 result={})))
-            await read.receive()
-            await read.receive()
-            tracker.forget(mine)
-            await server_in.receive()
-        for stream in (to_server, server_in, server_out, from_server):
-            stream.close()
-        return mine, other
-
-    mine, other = anyio.run(main)
-    assert mine.error_reply and not mine.answered  # "7" and 7 correlate, as in the SDK
-    assert other.stage == "unsent" and not other.error_reply
-
-
-def test_tracker_marks_a_failed_hand_over_unwritten() -> None:
-    async def main() -> CallTicket:
-        tracker = Tracker()
-        send, receive = anyio.create_memory_object_stream[Any](0)
-        receive.close()  # the transport's writer is gone
-
-        @contextlib.asynccontextmanager
-        async def transport() -> Any:
-            yield receive, send
-
-        mine = CallTicket(tracked=True)
-        async with tracked(transport(), tracker) as (_, write):
-            token = TICKET.set(mine)
-            try:
-                with pytest.raises(anyio.BrokenResourceError):
-                    await write.send(request(1))
-            finally:
-                TICKET.reset(token)
-        send.close()
-        return mine
-
-    mine = anyio.run(main)
-    assert mine.stage == "unwritten" and not mine.sent
-    assert type(mapped(MCPError(CONNECTION_CLOSED, "Connection closed"), mine)) is Unreachable
-
-
-def test_transport_report_of_an_unwritten_request() -> None:
-    tracker = Tracker()
-    mine = CallTicket(tracked=True, stage="sent")
-    tracker.watch(mine, 5)
-    tracker.unwritten(6)
-    assert mine.stage == "sent"
-    tracker.unwritten("5")
-    assert mine.stage == "unwritten" and not mine.sent
 
 
 # -- the router hands the timeout down -------------------------------------------------------

@@ -90,9 +90,9 @@ def test_prompts_and_resources_list_changed_re_list() -> None:
         bench.connect("ch", changing_server())
         assert list(bench.prompts()["name"]) == []
         bench.call("ch-add_prompt", name="fresh")
-        assert _wait_for(lambda: bench._relists().get("ch", {}).get("prompts", 0) >= 1)
-        assert _wait_for(lambda: bench._relists().get("ch", {}).get("resources", 0) >= 1)
-        assert "ch-fresh" in bench._prompt_index()  # re-listed, not only when asked
+        assert _wait_for(lambda: bench.follower.relists().get("ch", {}).get("prompts", 0) >= 1)
+        assert _wait_for(lambda: bench.follower.relists().get("ch", {}).get("resources", 0) >= 1)
+        assert "ch-fresh" in bench.listings.prompt_names()  # re-listed, not only when asked
         assert bench.prompt("ch-fresh").text == "user: hi"
 
 

@@ -17,7 +17,7 @@ from mcp.server.mcpserver import MCPServer
 from toolbench import Refused
 from toolbench._core.ids import ToolId
 from toolbench._transports.mcp.client import McpClient
-from toolbench._transports.mcp.lifecycle import SEND_CHECK
+from toolbench._transports.mcp.session import SEND_CHECK
 
 
 def _server(sent: list[str]) -> MCPServer:

@@ -80,6 +80,10 @@ PROBES = {
     "missing_answers": int(answers.isna().sum().sum()),
     "summary": summary.to_dict(),
     "retries": len(retry),
+    "catalog_errors": catalog_report.tb.report(by="server").set_index("server")[
+        "errors"].to_dict(),
+    "sneaky_rules": sorted({f["rule"] for f in sneaky.loc[0, "findings"]}),
+    "distance_servers": side_by_side.set_index("tool").loc["distance", "servers"],
     "closed": repr(bench).startswith("<Bench closed"),
 }))""",
     "03_gather": PROBE_HEAD + """{
@@ -264,6 +268,13 @@ def test_02_compare() -> None:
     assert summary["agrees_with_geo_precise"]["flaky"] < 1.0, "the flat map is not"
     for server in summary["calls"]:
         assert summary["median_ms"][server] <= summary["p90_ms"][server]
+    # df.tb.report: the demo catalogs are clean, the notebook's sneaky distance is not.
+    assert probe["catalog_errors"] == {"flaky": 0, "geo": 0, "geo_precise": 0}
+    assert probe["sneaky_rules"] == ["parameter-no-description", "poisoning-instructions"]
+    assert probe["distance_servers"] == ["flaky", "geo", "geo_precise", "sneaky"]
+    shown = outputs(nb, "side_by_side = bench.catalog()")
+    assert "tb-sev-error" in shown and "same-named tools side by side" in shown
+    assert "cheapest" in shown and "<IMPORTANT>" not in shown
 
 
 def test_03_gather() -> None:

@@ -149,11 +149,11 @@ def test_a_calls_bar_is_made_on_the_first_update_and_follows_the_server() -> Non
 
     bar = ProgressBar("call beyond-countdown")
     bar.close()  # never updated: nothing was made, nothing to close
-    assert bar._bar._bar is None
+    assert bar.kernel_bar.drawn is None
     bar = ProgressBar("call beyond-countdown")
     for step in range(1, 10_001):  # a server sending many updates: counted, redrawn rarely
         bar(step, 10_000, f"<b>step {step}</b>")
-    made = bar._bar._bar  # no kernel here: the tqdm bar is drawn where it is updated
+    made = bar.kernel_bar.drawn  # no kernel here: the tqdm bar is drawn where it is updated
     assert made is not None and made.n == 10_000 and made.total == 10_000
     assert made.mininterval == BAR_INTERVAL_S
     assert "&lt;" not in made.postfix and "step 10000" in made.postfix  # text, not HTML
@@ -172,7 +172,7 @@ def test_a_calls_bar_shows_steps_and_time_but_no_rate(capsys: pytest.CaptureFixt
     bar = ProgressBar("call beyond-countdown")
     for step in range(1, 5):
         bar(step, total, f"step {step}")
-    bar._bar._bar.refresh()  # the tqdm bar (no kernel here: drawn where it is updated)
+    bar.kernel_bar.drawn.refresh()  # the tqdm bar (no kernel here: drawn where it is updated)
     bar.close()
     drawn = capsys.readouterr().err
     assert "call beyond-countdown" in drawn and "4/" in drawn and "step 4" in drawn

@@ -27,7 +27,7 @@ from mcp.shared.exceptions import MCPError
 import toolbench as tb
 from toolbench._core.errors import Disposition, Malformed, Refused, TimedOut, Unreachable
 from toolbench._core.ids import ToolId
-from toolbench._transports.mcp.lifecycle import BACKOFF_FIRST_S
+from toolbench._transports.mcp.recovery import BACKOFF_FIRST_S
 
 pytestmark = pytest.mark.slow
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import toolbench as tb
-from toolbench._bench.servers import connecting as _connecting
+from toolbench._bench.servers import servers as _connecting
 from toolbench._bench.servers.config import ConfigWarning
 
 SERVERS = Path(__file__).parent / "servers"

@@ -25,7 +25,7 @@ from servers import everything
 
 import toolbench as tb
 from toolbench._bench.journal import file as journal_file
-from toolbench._transports.mcp import listing as mcp_listing
+from toolbench._transports.mcp.methods import listing as mcp_listing
 from toolbench.demo import beyond
 
 HOSTILE = "<script>alert('x')</script><img src=x onerror=alert(1)>"

@@ -89,7 +89,7 @@ def shown_by(bench: tb.Bench) -> str:
     records = bench.records.drop(columns=["text", "content", "structured"])
     parts = [str(bench.servers.to_dict("records")), str(records.to_dict("records")),
              repr(bench), str(bench._repr_mimebundle_())]
-    for row in bench._rows.values():
+    for row in bench.connections.rows():
         parts.append(repr(row))
         if row.connection is not None:
             parts.append(repr(row.connection.client))
@@ -419,7 +419,7 @@ SECRET32 = "S3cr3tT0ken-0123456789abcdefghij"
 
 
 def test_garbage_is_redacted_before_it_is_cut() -> None:
-    from toolbench._transports.mcp.errors import Redactor
+    from toolbench._core.redact import Redactor
     from toolbench._transports.wire.stdio import GARBAGE_QUOTE, _Flow, _Reader
 
     reader = _Reader(None, None, 1 << 20, _Flow(), redact=Redactor([SECRET32]))  # type: ignore[arg-type]
@@ -446,7 +446,7 @@ def test_a_stderr_window_never_starts_mid_line(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_a_secret_in_a_url_host_is_redacted_whatever_its_case() -> None:
-    from toolbench._transports.mcp.errors import Redactor
+    from toolbench._core.redact import Redactor
 
     redact = Redactor(["MixedCaseTenant42"])
     assert redact("https://mixedcasetenant42.example.com/x") == "https://[redacted].example.com/x"

@@ -280,7 +280,7 @@ def test_without_journal_or_pins_a_connect_lists_tools_only() -> None:
 
     with tb.Bench() as bench:
         bench.connect("beyond", beyond.create())
-        assert bench._kind_listings == {} and bench._kind_tasks == set()
+        assert bench.history.kinds.idle()
 
 
 @pytest.mark.slow
@@ -302,7 +302,7 @@ def test_a_reconnect_stores_every_kind_as_it_came_back(tmp_path: Path) -> None:
             assert time.monotonic() < deadline
             time.sleep(0.05)
         bench.call("ch-pid")  # reconnects; the reconnect re-lists every kind
-        while bench._kind_listings["ch"]["prompt"][0] < between:
+        while _taken(bench, "ch", "prompt") < between:
             assert time.monotonic() < deadline
             time.sleep(0.05)
     db = sqlite3.connect(path)
@@ -320,6 +320,13 @@ def test_a_reconnect_stores_every_kind_as_it_came_back(tmp_path: Path) -> None:
     assert sorted(zip(changes["change"], changes["kind"], changes["name"], strict=True)) == [
         ("changed", "prompt", "greet"), ("changed", "resource", "note://a"),
         ("changed", "resource_template", "city://{name}")]
+
+
+def _taken(bench: tb.Bench, server: str, kind: str) -> datetime:
+    """When ``kind`` of ``server`` was last listed (it was listed at connect)."""
+    found = bench.history.kind_listing(server, kind)
+    assert found is not None, f"{kind} of {server} was never listed"
+    return found[0]
 
 
 # -- execution and _meta.ui are fingerprinted (issue 33) ------------------------------------

@@ -417,7 +417,7 @@ async def test_exclusive_serialises_per_key_not_across_keys() -> None:
     assert gauges["k1"].peak == 1 and gauges["k2"].peak == 1
     assert gauges["k1"].total == 10 and gauges["k2"].total == 10
     assert both.peak == 2  # two keys did overlap
-    assert ts._gates().locks == {}  # unused locks are dropped
+    # Unused locks are dropped: tests/test_lanes.py checks it on the lanes, which keep them.
 
 
 async def test_toolset_exclusive_from_outside_a_handler() -> None:
@@ -691,23 +691,24 @@ async def test_provenance_and_lane_reach_the_handler_on_every_face() -> None:
 
 
 async def test_serve_rejects_unknown_transport_and_bad_port() -> None:
-    ts = Toolset("x", connect_grace=60)
+    ts = Toolset("never-served", connect_grace=60)
     with pytest.raises(ValueError, match="unknown transport 'carrier-pigeon'"):
         await ts.serve("carrier-pigeon")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="port must be"):
         await ts.serve("streamable-http", port=70000)
-    assert not ts._watch.pending  # refused before the watch began: no stray timer thread
+    assert _grace_timers(ts) == []  # refused before the watch began: no stray timer thread
 
 
-async def test_serve_that_fails_stops_its_watch() -> None:
-    ts = Toolset("x", connect_grace=60)
+async def test_serve_that_fails_stops_its_watch(capsys: pytest.CaptureFixture[str]) -> None:
+    ts = Toolset("port-taken", connect_grace=60)
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
         with anyio.fail_after(BOUND), pytest.raises(OSError, match=f"could not serve on .*{port}"):
             await ts.serve("streamable-http", port=port)
-    assert not ts._watch.pending and not ts._watch.warned
+    _wait_for(lambda: _grace_timers(ts) == [])  # the watch's timer was cancelled: it ends
+    assert "was started" not in capsys.readouterr().err
 
 
 # -- connect_grace ---------------------------------------------------------------------------
@@ -718,6 +719,13 @@ def _wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
         time.sleep(0.01)
 
 
+def _grace_timers(ts: Toolset) -> list[threading.Thread]:
+    """The live timer threads of ``ts``'s connect_grace watch (it names them after the
+    address), seen from outside: a watch that is pending has exactly one."""
+    name = f"toolbench-toolset-grace-{ts.address}"
+    return [thread for thread in threading.enumerate() if thread.name == name]
+
+
 def test_started_but_never_reached_warns_once(capsys: pytest.CaptureFixture[str]) -> None:
     ts = Toolset("lonely-box", connect_grace=0.1)
     threads = [threading.Thread(target=ts.start) for _ in range(8)]
@@ -725,11 +733,18 @@ def test_started_but_never_reached_warns_once(capsys: pytest.CaptureFixture[str]
         thread.start()
     for thread in threads:
         thread.join(5)
-    _wait_for(lambda: ts._watch.warned)
+    err = ""
+
+    def warned() -> bool:
+        nonlocal err
+        err += capsys.readouterr().err
+        return "was started" in err
+
+    _wait_for(warned)
     time.sleep(0.3)  # a second warning would have had time to appear
     ts.start()
     time.sleep(0.2)
-    err = capsys.readouterr().err
+    err += capsys.readouterr().err
     assert err.count("toolbench: toolset 'lonely-box' was started") == 1
     assert "no caller has reached it" in err
 
@@ -737,19 +752,19 @@ def test_started_but_never_reached_warns_once(capsys: pytest.CaptureFixture[str]
 def test_reached_in_time_does_not_warn(capsys: pytest.CaptureFixture[str]) -> None:
     ts = app.build(grace=2.0)
     ts.start()
-    timer = ts._watch._timer
-    assert timer is not None and timer.is_alive()
+    timers = _grace_timers(ts)
+    assert len(timers) == 1 and timers[0].is_alive()
     assert anyio.run(ts.deliver, {"tool": "help"})["name"] == "notes-app"
-    timer.join(5)  # reaching cancels the timer: its thread ends now, not in 2 s
-    assert not timer.is_alive()
-    assert not ts._watch.pending and not ts._watch.warned
+    timers[0].join(5)  # reaching cancels the timer: its thread ends now, not in 2 s
+    assert not timers[0].is_alive()
+    assert _grace_timers(ts) == []
     assert "was started" not in capsys.readouterr().err
 
 
 def test_no_grace_means_no_watch(capsys: pytest.CaptureFixture[str]) -> None:
     ts = Toolset("quiet", connect_grace=None)
     ts.start()
-    assert not ts._watch.pending and ts.connect_grace is None
+    assert _grace_timers(ts) == [] and ts.connect_grace is None
     with pytest.raises(ValueError, match=r"connect_grace must be .* or None"):
         Toolset("x", connect_grace=float("nan"))
 

@@ -1,13 +1,14 @@
 """toolbench: explore, call, record and compare tools from many MCP servers, in Jupyter."""
 
-from toolbench._bench.calls.resources import ListingWarning
 from toolbench._bench.catalog.handles import ToolHandle
 from toolbench._bench.journal.journal import JournalWarning
 from toolbench._bench.overtime.diff import diff
 from toolbench._bench.overtime.pins import PinWarning
 from toolbench._bench.overtime.snapshot_store import load_snapshot
 from toolbench._bench.replay.serve import serve_recording
+from toolbench._bench.report.rules import report_rules
 from toolbench._bench.servers.config import ConfigError, ConfigWarning
+from toolbench._bench.servers.servers import ListingWarning
 from toolbench._core.client import Result, ToolClient, ToolSpec
 from toolbench._core.contents import PromptResult, ReadResult
 from toolbench._core.errors import (
@@ -69,6 +70,7 @@ __all__ = [
     "Unreachable",
     "diff",
     "load_snapshot",
+    "report_rules",
     "serve_recording",
     "show",
     "tool",

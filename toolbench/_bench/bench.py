@@ -1,18 +1,38 @@
-"""The bench layer's Bench: connections, catalog, calls, records, over router and pegboard.
+"""The bench layer's Bench: a few collaborators, each owning its state, behind faces.
 
-Each operation's logic is one private coroutine (``_call``) that runs on the shared loop; its
-public faces are written out beside it (``acall`` awaits it from any loop, ``call`` blocks a
-cell on it), each with its own signature and docstring and one line that hands off, so the
-two faces can never disagree. Every call, whatever its outcome, leaves one record; the
-single-call API raises only after that record exists. What a notebook shows (the HTML repr,
-the explorer) and the bundled demo servers are added above this layer, by the public
-``toolbench.Bench`` in ``toolbench._notebook.bench``.
+``BaseBench`` builds the collaborators, in the order they may call each other, and wires
+them with two hooks instead of direct calls; it is the only class of ``Bench`` that keeps
+anything on ``self``. Every other base is a *face*: a stateless class that keeps each public
+method's signature and docstring beside its concept and hands off to one collaborator.
 
-``BaseBench`` is put together from one module per concern: ``connecting`` (servers in and
-out), ``calling`` (one call), ``many_calls`` (``compare``, ``map``), ``tables`` (``servers``,
-``catalog``, ``logs``, ``records``), ``resources``, ``prompts`` and ``fetch_many``,
-``client_rest``, ``follow``, ``overtime`` and ``replay``; this module holds its state, its
-roots and closing.
+======================  ===================================  ==================================
+collaborator            owns                                 may call
+======================  ===================================  ==================================
+``store``               records, journal, resume index       (journal only)
+``connections``         rows, timeouts, egress, requests,    router, pegboard, transports
+(``Servers``)           notifications, closed
+``guard`` (PinGuard)    pins file, changes, blocked tools    pins, diff
+``history``             tool and kind listings, snapshots    connections, store, guard
+``listings``            the prompt-name index                connections
+``follower``            kept listings, re-list counts        connections, history, listings
+``completions``,        nothing                              connections, listings, history,
+``calls``, ``fetches``                                       guard, store, router
+``batches``,            nothing                              calls, fetches, store (a cluster
+``fetch_batches``                                            through ``cluster.Driver``)
+``replays``             nothing                              batches, store
+======================  ===================================  ==================================
+
+Hooks: ``pegboard.on_listing(history.on_listing)`` (each tool listing is fingerprinted,
+stored and checked against the pins) and ``connections.on_connected(follower.adopt)`` (a
+connected server is followed). Closing runs in reverse order.
+
+Each operation's logic is one coroutine of its collaborator that runs on the shared loop;
+its faces are written out (``acall`` awaits it from any loop, ``call`` blocks a cell on it),
+each with its own signature and docstring and one line that hands off, so the two faces can
+never disagree. Every call, whatever its outcome, leaves one record; the single-call API
+raises only after that record exists. What a notebook shows (the HTML repr, the explorer)
+and the bundled demo servers are added above this layer, by the public ``toolbench.Bench``
+in ``toolbench._notebook.bench``.
 """
 
 from __future__ import annotations
@@ -22,33 +42,40 @@ import os
 from collections.abc import Iterable
 from typing import Any, Self
 
-import anyio
-
-from toolbench._bench.catalog.follow import FollowServers
+from toolbench._bench.calls.calling import Calls
+from toolbench._bench.calls.faces import CallFaces
+from toolbench._bench.calls.fetches import Fetches
+from toolbench._bench.catalog.completions import Completions
+from toolbench._bench.catalog.faces import CatalogFaces
+from toolbench._bench.catalog.follow import Follower
 from toolbench._bench.catalog.handles import ToolHandles
+from toolbench._bench.catalog.listing import Listings
 from toolbench._bench.journal.journal import Journal, warn_unwritten
 from toolbench._bench.journal.store import RecordStore
-from toolbench._bench.many.fetch_many import ResourcesAndPrompts
-from toolbench._bench.many.many_calls import ManyCalls
-from toolbench._bench.overtime.overtime import OverTime
+from toolbench._bench.many.faces import ManyFaces
+from toolbench._bench.many.fetch_many import FetchBatches
+from toolbench._bench.many.many_calls import Batches
+from toolbench._bench.overtime.faces import HistoryFaces
+from toolbench._bench.overtime.guard import PinGuard
+from toolbench._bench.overtime.history import History
+from toolbench._bench.replay.faces import ReplayFaces
 from toolbench._bench.replay.replay import Replays
-from toolbench._bench.servers.client_rest import RestOfClient
-from toolbench._bench.servers.connecting import CLOSE_BOUND_S, Connecting, _Row
+from toolbench._bench.servers.faces import ServerFaces
+from toolbench._bench.servers.servers import CLOSE_BOUND_S, Servers
 from toolbench._bench.tables import Tables
 from toolbench._core.checks import seconds
 from toolbench._core.html import counted
 from toolbench._core.ids import Egress
 from toolbench._core.schema import preload as _preload
 from toolbench._loop import get_loop
-from toolbench._routing.connections import Connection
 from toolbench._routing.pegboard import PegBoard
 from toolbench._routing.router import ToolRouter
 from toolbench._transports.notifications import LogLevel, Notifications
 from toolbench._transports.server_requests import Handler, ServerRequests
 
 
-class BaseBench(Connecting, ManyCalls, Tables, ResourcesAndPrompts, RestOfClient,
-                FollowServers, OverTime, Replays):
+class BaseBench(ServerFaces, CatalogFaces, CallFaces, ManyFaces, HistoryFaces, ReplayFaces,
+                Tables):
     """Connect many servers, browse their tools, call, compare and map them, keep records.
 
     A bench owns its connections (stdio children end when it closes) and one record of every
@@ -121,75 +148,44 @@ class BaseBench(Connecting, ManyCalls, Tables, ResourcesAndPrompts, RestOfClient
             >>> bench = tb.Bench(journal="calls.sqlite", timeout=10)   # doctest: +SKIP
             >>> bench.connect("time", "mcp-server-time --local-timezone UTC")  # doctest: +SKIP
         """
-        self.timeout = seconds(timeout, "timeout")
-        self.connect_timeout = seconds(connect_timeout, "connect_timeout")
         if egress is not None and not isinstance(egress, Egress):
             egress = Egress(egress)
-        self.egress: Egress | None = egress
         self.router = ToolRouter(egress)
         self.pegboard = PegBoard(self.router, separator)
-        self._init_over_time(journal, pins)  # a bad pins file fails before the journal opens
-        self._rows: dict[str, _Row] = {}
-        self._store = RecordStore(Journal(journal) if journal is not None else None)
-        self._closed = False
-        self._requests = ServerRequests(sampling, elicitation, roots)
-        self._notifications = Notifications(log_level)
-        self.tools = ToolHandles(self)
+        self.guard = PinGuard(pins)  # a bad pins file fails before the journal opens
+        self.connections = Servers(
+            self.router, self.pegboard, timeout=seconds(timeout, "timeout"),
+            connect_timeout=seconds(connect_timeout, "connect_timeout"), egress=egress,
+            requests=ServerRequests(sampling, elicitation, roots),
+            notifications=Notifications(log_level))
+        self.store = RecordStore(Journal(journal) if journal is not None else None)
+        self.history = History(self.connections, self.store, self.guard, self.pegboard, journal)
+        self.listings = Listings(self.connections, self.pegboard)
+        self.follower = Follower(self.connections, self.pegboard, self.history, self.guard,
+                                 self.listings, stored=journal is not None)
+        self.completions = Completions(self.connections, self.listings)
+        self.calls = Calls(self.connections, self.guard, self.store, self.router, self.pegboard)
+        self.fetches = Fetches(self.connections, self.history, self.listings, self.store)
+        self.batches = Batches(self.connections, self.calls, self.store, type(self))
+        self.fetch_batches = FetchBatches(self.connections, self.fetches, self.listings,
+                                          self.store)
+        self.replays = Replays(self.connections, self.store, self.batches)
+        self.tools = ToolHandles(self, self.pegboard)
+        self.pegboard.on_listing(self.history.on_listing)
+        self.connections.on_connected(self.follower.adopt)
         get_loop().track(self)
         _preload.start()  # jsonschema's slow import, done before the first call needs it
 
-    # -- requests from servers --------------------------------------------------------------
-    @property
-    def roots(self) -> list[str]:
-        """The ``file://`` URIs advertised to servers as roots (``[]`` when none).
-
-        Assign paths or ``file://`` URIs to change them; connected servers get
-        ``notifications/roots/list_changed`` (bounded by each server's call timeout). A bench
-        made with ``roots=None`` advertises no roots, so new roots reach only servers
-        connected later.
-        """
-        return [str(r.uri) for r in self._requests.roots or ()]
-
-    @roots.setter
-    def roots(self, values: Iterable[Any] | None) -> None:
-        self._requests.set_roots(values)
-        loop = get_loop()
-        if loop.in_loop_thread():
-            loop.submit(self._notify_roots)
-        else:
-            loop.run(self._notify_roots)
-
-    async def _notify_roots(self) -> int:
-        """Tell the servers that use the bench's roots (not those with their own)."""
-        rows = [row for row in self._rows.values() if row.connection is not None
-                and not self._requests.has_own_roots(row.name)]
-        told = [0]
-
-        async def one(connection: Connection) -> None:
-            if await connection.notify_roots_changed():
-                told[0] += 1
-
-        async with anyio.create_task_group() as group:
-            for row in rows:
-                assert row.connection is not None
-                group.start_soon(one, row.connection)
-        return told[0]
-
     async def _close(self) -> None:
-        """Connections close concurrently, so one slow server does not hold up the rest."""
-        if self._closed:
+        """Closing runs against the build order: listings in flight are kept, connections
+        close (concurrently), then the journal, then snapshots and pins."""
+        if not self.connections.mark_closed():
             return
-        self._closed = True
-        await self._kinds_settled(CLOSE_BOUND_S)  # listings in flight are stored first
-        async with anyio.create_task_group() as tg:
-            for row in self._rows.values():
-                if row.connection is not None:
-                    tg.start_soon(row.connection.close)
-        for row in self._rows.values():
-            row.status = "closed"
-        if self._store.journal is not None:  # committed on the journal's own thread
-            warn_unwritten(self._store.journal, await self._store.aclose())
-        await asyncio.to_thread(self._close_over_time)  # snapshots and pins still queued
+        await self.history.settled(CLOSE_BOUND_S)  # listings in flight are stored first
+        await self.connections.close_connections()
+        if self.store.journal is not None:  # committed on the journal's own thread
+            warn_unwritten(self.store.journal, await self.store.aclose())
+        await asyncio.to_thread(self.history.close)  # snapshots and pins still queued
         get_loop().untrack(self)
 
     def close(self) -> None:
@@ -206,15 +202,6 @@ class BaseBench(Connecting, ManyCalls, Tables, ResourcesAndPrompts, RestOfClient
         """Awaitable :meth:`close`; ``async with`` does this on exit."""
         await get_loop().arun(self._close)
 
-    @property
-    def closed(self) -> bool:
-        """True once ``close()`` has begun: nothing can be connected or called any more."""
-        return self._closed
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise RuntimeError("this Bench is closed; make a new one")
-
     def __enter__(self) -> Self:
         return self
 
@@ -230,9 +217,9 @@ class BaseBench(Connecting, ManyCalls, Tables, ResourcesAndPrompts, RestOfClient
     # -- display ----------------------------------------------------------------------
     def __repr__(self) -> str:
         try:
-            state = "closed" if self._closed else "open"
-            return (f"<Bench {state}: {counted(len(self._rows), 'server')}, "
+            state = "closed" if self.connections.closed else "open"
+            return (f"<Bench {state}: {counted(len(self.connections), 'server')}, "
                     f"{counted(self.pegboard.tool_count(), 'tool')}, "
-                    f"{counted(len(self._store), 'record')}>")
+                    f"{counted(len(self.store), 'record')}>")
         except Exception:
             return "<Bench>"

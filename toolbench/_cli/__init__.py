@@ -1,2 +1,7 @@
-"""The `toolbench` command: its parser and entry point (main), and one module per group of
-commands. May import every layer below it."""
+"""Layer 5, the ``toolbench`` command: the parser and dispatch (``main``), what a command
+module is (``command``), what the command prints (``terminal``), which servers it starts
+(``servers``), and one module per group of commands (``catalog``, ``calls``, ``demo``,
+``lab``, ``auth``, ``serve_recording``), each listed in ``main.COMMANDS``.
+
+May import every layer below, the notebook ``Bench`` and the bundled ``demo``.
+"""

@@ -7,10 +7,7 @@ import binascii
 import html
 import json
 import re
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from toolbench._core.client import Result
+from typing import Any
 
 # Raster formats only: SVG can carry script, so it is never inlined.
 SAFE_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
@@ -18,7 +15,6 @@ _BASE64_RE = re.compile(r"[A-Za-z0-9+/=\s]*")
 MAX_INLINE_IMAGE_BYTES = 4 * 1024 * 1024
 RESULT_BUDGET = 40_000
 """Characters of text and JSON a rendered result may hold (images come on top)."""
-MAX_IMAGES = 8
 
 
 def escape(value: object) -> str:
@@ -112,51 +108,6 @@ def trim(value: Any, limit: int, depth: int = 0, cut: list[bool] | None = None) 
     if isinstance(value, (list, tuple)):
         return [trim(v, limit, depth + 1, cut) for v in list(value)[:200]]
     return value
-
-
-def result_html(result: Result, *, budget: int = RESULT_BUDGET) -> str:
-    """Text, pretty JSON and inline images of a result, escaped, within ``budget`` chars."""
-    try:
-        return _result_html(result, budget)
-    except Exception as exc:  # never raise from display
-        return f"<pre>{escape(type(exc).__name__)}: result could not be shown</pre>"
-
-
-def _result_html(result: Result, budget: int) -> str:
-    parts = []
-    head = escape(result.tool or "result")
-    if result.latency_s is not None:
-        head += f" <small>{result.latency_s * 1000:.1f} ms</small>"
-    parts.append(f"<div><b>{head}</b></div>")
-    left = budget
-    images = 0
-    for block in result.content[:200]:
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
-        if kind == "text" and result.structured is None and left > 0:
-            text = str(block.get("text", ""))
-            short = shorten(text, left)
-            left -= len(short)
-            more = f" <small>({len(text):,} characters in all)</small>" if short != text else ""
-            parts.append(f"<pre style='white-space:pre-wrap'>{escape(short)}</pre>{more}")
-        elif kind == "image" and images < MAX_IMAGES:
-            images += 1
-            tag = image_tag(block.get("data"), block.get("mimeType"))
-            parts.append(tag or f"<i>[image {escape(block.get('mimeType'))} not shown]</i>")
-        elif kind in ("resource_link", "resource"):
-            shown = resource_block_html(block, max(left, 200))
-            left -= len(shown)
-            parts.append(shown)
-        elif kind not in ("text", "image"):
-            parts.append(f"<i>[{escape(shorten(str(kind), 40))} block]</i>")
-    if result.structured is not None:
-        cut: list[bool] = []
-        room = max(left, 200)
-        text = pretty_json(trim(result.structured, room, cut=cut), room)
-        note = " <small>(shortened)</small>" if cut or text.endswith("…") else ""
-        parts.append(f"<pre style='white-space:pre-wrap'>{escape(text)}</pre>{note}")
-    return "<div class='toolbench-result'>" + "".join(parts) + "</div>"
 
 
 # -- resources: links, embedded contents, reads ---------------------------------------------

@@ -227,6 +227,16 @@ class TableAccessor:
 
         return schema_diff(self._df)
 
+    def report(self, by: str | None = None, *, tokenizer: str | None = None) -> pd.DataFrame:
+        """For a catalog or a snapshot: what each tool costs a model and the rules it breaks
+        (one row per tool: ``tokens``, ``tokenizer``, ``documented``, ``findings``...);
+        ``by="server"`` sums it per server, ``by="name"`` lines up same-named tools across
+        servers. ``tokenizer``: ``"cl100k_base"``, ``"estimate"``, or None for the best one
+        installed. See ``toolbench._bench.report``; ``tb.report_rules()`` lists the rules."""
+        from toolbench._bench.report.report import report
+
+        return report(self._df, by=by, tokenizer=tokenizer)
+
     def json_ready(self) -> pd.DataFrame:
         """A copy fit for a file: a column holding dicts or lists becomes JSON text (every
         value in it, so it reads back with ``json.loads``), as does a column of mixed types."""

@@ -39,13 +39,16 @@ server; a server has one namespace. Removing a service (``remove_service`` or
 ``unregister_namespace``) drops its tools, its related-name entries and, when the router
 sends that server to the client the service was added with, its route, so re-adding works.
 
-The entries, the immutable snapshot and the naming rules live in
-``toolbench._routing.pegboard_board``; this module is the board's behaviour.
+**Each value is checked once, at the door.** A public method checks its arguments (the
+server name, the namespace, the client) and passes them on checked: the naming rules and a
+listing's entries are ``toolbench._routing.pegboard_names``; the snapshot, and every change
+to it as one call that checks the whole change and returns the next snapshot, are
+``toolbench._routing.pegboard_board``. This module is the board's behaviour: listing through
+the client, the lock, routing, following a server's changes, the listing hooks.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import itertools
 import logging
@@ -54,17 +57,9 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from toolbench._core.client import Result, ToolClient, ToolSpec
-from toolbench._core.errors import Unreachable
-from toolbench._core.ids import (
-    TOOL_RULE,
-    Provenance,
-    ToolId,
-    check_server_name,
-    did_you_mean,
-    is_tool_name,
-)
-from toolbench._routing.pegboard_board import (
-    _EMPTY,
+from toolbench._core.ids import TOOL_RULE, Provenance, ToolId, check_server_name, is_tool_name
+from toolbench._routing.pegboard_board import EMPTY, Board
+from toolbench._routing.pegboard_names import (
     NAMESPACE_RULE,
     SEPARATOR_RULE,
     SKIP_INVALID,
@@ -73,17 +68,13 @@ from toolbench._routing.pegboard_board import (
     USE_SERVER_NAME,
     Namespace,
     PegEntry,
-    _Board,
-    _check_name_arg,
-    _check_namespace,
-    _check_separator,
-    _replace_unsubscribe,
-    _Service,
-    _suggestion_pool,
-    clashes,
+    check_name_arg,
+    check_namespace,
+    check_separator,
+    check_tool_arg,
     describe_skipped,
     entries_for,
-    refuse,
+    prefixed_name,
 )
 from toolbench._routing.router import ToolRouter
 
@@ -112,8 +103,8 @@ class PegBoard:
         elif not isinstance(router, ToolRouter):
             raise TypeError(f"router must be a ToolRouter or None, not {router!r}")
         self.router: ToolRouter = router
-        self.separator = _check_separator(separator)
-        self._board = _EMPTY
+        self.separator = check_separator(separator)
+        self._board = EMPTY
         self._lock = threading.Lock()
         self._tokens = itertools.count(1)
         self._seq = itertools.count(1)
@@ -136,17 +127,8 @@ class PegBoard:
     # -- naming ---------------------------------------------------------------------------
     def prefixed(self, namespace: str | None, tool: str) -> str:
         """The name ``tool`` gets in ``namespace``; raises if it is not a valid tool name."""
-        ns = _check_namespace(namespace)
-        _check_name_arg(tool)
-        if not is_tool_name(tool):
-            raise ValueError(f"invalid tool name {tool!r}: a tool name is {TOOL_RULE}")
-        name = f"{ns}{self.separator}{tool}" if ns else tool
-        if not is_tool_name(name):
-            raise ValueError(
-                f"prefixed name {name!r} is {len(name)} characters long: a tool name is "
-                f"{TOOL_RULE}; use a shorter namespace"
-            )
-        return name
+        ns = check_namespace(namespace)
+        return prefixed_name(self.separator, ns, check_tool_arg(tool))
 
     # -- registering ----------------------------------------------------------------------
     async def add_service(self, server: str, client: ToolClient,
@@ -164,42 +146,37 @@ class PegBoard:
         check_server_name(server)
         if not isinstance(client, ToolClient):
             raise TypeError(f"client for {server!r} is not a ToolClient: {client!r}")
-        ns = server if namespace is USE_SERVER_NAME else _check_namespace(namespace)
+        ns = server if namespace is USE_SERVER_NAME else check_namespace(namespace)
         self._check_can_add(self._board, server, client)
         seq = next(self._seq)
-        specs = await client.list_tools(server)
-        if not isinstance(specs, list):
-            raise TypeError(f"{client!r}.list_tools({server!r}) returned {specs!r}, not a list")
-        entries, skipped = entries_for(self.separator, server, ns, specs)
+        entries, skipped = entries_for(self.separator, server, ns,
+                                       await self._list(client, server))
         with self._lock:
             board = self._board
             self._check_can_add(board, server, client)
-            names, why = clashes(board, entries)
-            owner = board.namespaces.get(ns) if ns else None
-            if owner is not None:
-                names = [e.name for e in entries] or [ns]
-                why = [f"namespace {ns!r} already belongs to server {owner!r}", *why]
-            if names:
-                raise refuse(names, why)
+            token = next(self._tokens)
+            added = board.with_service(server, ns, client, entries, skipped,
+                                       token=token, seq=seq)
             if server not in self.router:
                 self.router.server(server, client)
-            service = _Service(ns, client, tuple(sorted(e.name for e in entries)),
-                               next(self._tokens), seq, skipped=tuple(skipped))
-            self._board = board.edit(
-                add=entries,
-                services={**board.services, server: service},
-                namespaces={**board.namespaces, ns: server} if ns else None,
-            )
+            self._board = added
         try:
             if follow:
-                self._subscribe(server, client, service.token)
+                self._subscribe(server, client, token)
         except Exception:
             self.remove_service(server)
             raise
         self._listed(server, entries, "connect")
         return len(entries)
 
-    def _check_can_add(self, board: _Board, server: str, client: ToolClient) -> None:
+    @staticmethod
+    async def _list(client: ToolClient, server: str) -> list[ToolSpec]:
+        specs = await client.list_tools(server)
+        if not isinstance(specs, list):
+            raise TypeError(f"{client!r}.list_tools({server!r}) returned {specs!r}, not a list")
+        return specs
+
+    def _check_can_add(self, board: Board, server: str, client: ToolClient) -> None:
         if server in board.services:
             raise ValueError(
                 f"server {server!r} is already on this pegboard; refresh it, or remove it "
@@ -247,13 +224,9 @@ class PegBoard:
                 unsubscribe = _both(unsubscribe, on_connected)
         if unsubscribe is not None:
             with self._lock:
-                board = self._board
-                current = board.services.get(server)
-                if current is not None and current.token == token:
-                    services = dict(board.services)
-                    services[server] = _replace_unsubscribe(current, unsubscribe)
-                    self._board = _Board(board.entries, services, board.namespaces,
-                                         board.by_original)
+                following = self._board.subscribed(server, token, unsubscribe)
+                if following is not None:
+                    self._board = following
                     return
             unsubscribe()  # removed while subscribing
 
@@ -269,38 +242,16 @@ class PegBoard:
         check_server_name(server)
         if not isinstance(spec, ToolSpec):
             raise TypeError(f"register_tool takes a ToolSpec, not {spec!r}")
-        ns = _check_namespace(namespace)
+        ns = check_namespace(namespace)
         if not is_tool_name(spec.name):
             raise ValueError(f"invalid tool name {spec.name!r}: a tool name is {TOOL_RULE}")
-        name = self.prefixed(ns, spec.name)  # by hand: a bad name is the caller's mistake
+        # by hand: a name too long once prefixed is the caller's mistake, not a skip
+        name = prefixed_name(self.separator, ns, spec.name)
         entry = PegEntry(name, server, spec.name, ns,
                          spec if name == spec.name else spec.renamed(name),
                          ToolId(server, spec.name))
         with self._lock:
-            board = self._board
-            current = board.services.get(server)
-            if current is not None and current.namespace != ns:
-                raise ValueError(
-                    f"server {server!r} is in namespace {current.namespace!r}, not {ns!r}: "
-                    "a server has one namespace"
-                )
-            names, why = clashes(board, [entry])
-            owner = board.namespaces.get(ns) if ns else None
-            if owner is not None and owner != server:
-                names = [entry.name]
-                why = [f"namespace {ns!r} already belongs to server {owner!r}", *why]
-            if names:
-                raise refuse(names, why)
-            if current is None:
-                service = _Service(ns, None, (entry.name,), next(self._tokens), 0)
-            else:
-                service = dataclasses.replace(
-                    current, names=tuple(sorted((*current.names, entry.name))))
-            self._board = board.edit(
-                add=[entry],
-                services={**board.services, server: service},
-                namespaces={**board.namespaces, ns: server} if ns else None,
-            )
+            self._board = self._board.with_tool(entry, token=next(self._tokens))
         return entry.name
 
     async def refresh(self, server: str, *, cause: str = "relist") -> int:
@@ -315,24 +266,14 @@ class PegBoard:
             raise ValueError(f"server {server!r} is not on this pegboard; add_service it first")
         client = service.client if service.client is not None else self.router.client(server)
         seq = next(self._seq)
-        specs = await client.list_tools(server)
-        if not isinstance(specs, list):
-            raise TypeError(f"{client!r}.list_tools({server!r}) returned {specs!r}, not a list")
-        entries, skipped = entries_for(self.separator, server, service.namespace, specs)
+        entries, skipped = entries_for(self.separator, server, service.namespace,
+                                       await self._list(client, server))
         with self._lock:
             board = self._board
-            current = board.services.get(server)
-            if current is None or current.token != service.token:
-                raise ValueError(f"server {server!r} was removed while it was being refreshed")
-            if current.listed_seq > seq:
-                return len(current.names)  # a later listing already landed; keep it
-            names, why = clashes(board, entries, replacing=server)
-            if names:
-                raise refuse(names, why)
-            updated = dataclasses.replace(current, names=tuple(sorted(e.name for e in entries)),
-                                          listed_seq=seq, skipped=tuple(skipped))
-            self._board = board.edit(drop=current.names, add=entries,
-                                     services={**board.services, server: updated})
+            relisted = board.relisted(server, service.token, entries, skipped, seq)
+            if relisted is None:  # a later listing already landed; keep it
+                return len(board.services[server].names)
+            self._board = relisted
         self._listed(server, entries, cause)
         return len(entries)
 
@@ -340,13 +281,7 @@ class PegBoard:
     def unregister_tool(self, name: str) -> None:
         """Remove one name; its service (and route) stay."""
         with self._lock:
-            board = self._board
-            entry = self._entry(board, name)
-            service = board.services[entry.server]
-            kept = tuple(n for n in service.names if n != name)
-            updated = dataclasses.replace(service, names=kept)
-            self._board = board.edit(drop=[name],
-                                     services={**board.services, entry.server: updated})
+            self._board = self._board.without_tool(name)
 
     def remove_service(self, server: str) -> int:
         """Drop a server's tools, namespace, listener and route; returns how many tools went.
@@ -354,20 +289,12 @@ class PegBoard:
         An unknown server removes nothing and returns 0. The route is removed only when it
         still sends ``server`` to the client that this service was added with.
         """
-        _check_name_arg(server, "server name")
+        check_name_arg(server, "server name")
         with self._lock:
-            board = self._board
-            service = board.services.get(server)
-            if service is None:
+            removed = self._board.without_service(server)
+            if removed is None:
                 return 0
-            services = dict(board.services)
-            del services[server]
-            namespaces = board.namespaces
-            if service.namespace:
-                namespaces = dict(namespaces)
-                namespaces.pop(service.namespace, None)
-            self._board = board.edit(drop=service.names, services=services,
-                                     namespaces=namespaces)
+            self._board, service = removed
             if (service.client is not None and server in self.router
                     and self.router.client(server) is service.client):
                 self.router.unroute(server)
@@ -381,7 +308,7 @@ class PegBoard:
 
     def unregister_namespace(self, namespace: str) -> int:
         """Remove the service owning ``namespace`` (tools, related entries, route)."""
-        ns = _check_name_arg(namespace, "namespace")
+        ns = check_name_arg(namespace, "namespace")
         if not ns:
             raise ValueError(
                 "unregister_namespace('') is ambiguous: unprefixed tools belong to several "
@@ -391,33 +318,19 @@ class PegBoard:
         return 0 if server is None else self.remove_service(server)
 
     # -- looking up -----------------------------------------------------------------------
-    def _entry(self, board: _Board, name: object) -> PegEntry:
-        try:  # the hot path: one dict lookup; anything unusual is sorted out below
-            return board.entries[name]  # type: ignore[index]
-        except (KeyError, TypeError):
-            pass
-        key = _check_name_arg(name)
-        entry = board.entries.get(key)
-        if entry is None:
-            raise self._unknown(board, key) from None
-        return entry
-
-    @staticmethod
-    def _unknown(board: _Board, name: str) -> Unreachable:
-        hint = did_you_mean(name, _suggestion_pool(board.sorted_names(), name))
-        return Unreachable(f"no tool named {name!r} on this pegboard{hint}")
-
     def get_tool(self, name: str) -> ToolSpec:
         """The spec under its pegboard name (exact match only)."""
-        return self._entry(self._board, name).spec
+        return self._board.entry(name).spec
 
     def entry(self, name: str) -> PegEntry:
         """Everything known about one name, from one snapshot."""
-        return self._entry(self._board, name)
+        board = self._board
+        entry = board.entries.get(name) if type(name) is str else None
+        return entry if entry is not None else board.entry(name)  # refusals: the board's
 
     def tool_id(self, name: str) -> ToolId:
         """The (server, original name) a pegboard name routes to, as a ToolId."""
-        return self._entry(self._board, name).tool_id
+        return self._board.entry(name).tool_id
 
     def get_tool_route(self, name: str) -> tuple[str, str]:
         """``(server, tool)`` behind a pegboard name.
@@ -425,7 +338,7 @@ class PegBoard:
         Raises:
             Unreachable: no such name (with close names).
         """
-        tid = self._entry(self._board, name).tool_id
+        tid = self._board.entry(name).tool_id
         return tid.server, tid.tool
 
     def select_tools(self, names: Iterable[str]) -> list[ToolSpec] | None:
@@ -435,7 +348,7 @@ class PegBoard:
         board = self._board
         specs: list[ToolSpec] = []
         for name in names:
-            entry = board.entries.get(_check_name_arg(name))
+            entry = board.entries.get(check_name_arg(name))
             if entry is None:
                 return None
             specs.append(entry.spec)
@@ -448,25 +361,14 @@ class PegBoard:
         return len(self._board.entries)
 
     # -- listing --------------------------------------------------------------------------
-    @staticmethod
-    def _names_in(board: _Board, namespace: str | None) -> list[str]:
-        if namespace is not None and not isinstance(namespace, str):
-            raise TypeError(
-                f"a namespace is a str or None, not {type(namespace).__name__} {namespace!r}"
-            )
-        if namespace:
-            server = board.namespaces.get(namespace)
-            return [] if server is None else list(board.services[server].names)
-        return sorted(n for s in board.services.values() if not s.namespace for n in s.names)
-
     def list_tools_in_namespace(self, namespace: str | None) -> list[str]:
         """Sorted names in ``namespace``; ``None``/``""`` lists the unprefixed ones."""
-        return self._names_in(self._board, namespace)
+        return self._board.names_in(namespace)
 
     def get_tools_in_namespace(self, namespace: str | None) -> list[ToolSpec]:
         """Specs (under their pegboard names) in ``namespace``, sorted by name."""
         board = self._board
-        return [board.entries[n].spec for n in self._names_in(board, namespace)]
+        return [board.entries[n].spec for n in board.names_in(namespace)]
 
     def list_all_tools(self) -> list[str]:
         """Every pegboard name, sorted."""
@@ -482,7 +384,7 @@ class PegBoard:
         board = self._board
         if server is None:
             return [board.entries[n] for n in board.sorted_names()]
-        service = board.services.get(_check_name_arg(server, "server name"))
+        service = board.services.get(check_name_arg(server, "server name"))
         return [] if service is None else [board.entries[n] for n in service.names]
 
     def list_namespaces(self) -> list[str]:
@@ -495,17 +397,17 @@ class PegBoard:
 
     def names_for_server(self, server: str) -> list[str]:
         """Sorted pegboard names of one server's tools; [] for a server not on the board."""
-        service = self._board.services.get(_check_name_arg(server, "server name"))
+        service = self._board.services.get(check_name_arg(server, "server name"))
         return [] if service is None else list(service.names)
 
     def skipped(self, server: str) -> list[tuple[str, str]]:
         """``(tool name, reason)`` for each tool of ``server`` its last listing skipped."""
-        service = self._board.services.get(_check_name_arg(server, "server name"))
+        service = self._board.services.get(check_name_arg(server, "server name"))
         return [] if service is None else list(service.skipped)
 
     def namespace_of(self, server: str) -> str | None:
         """The server's namespace ('' when unprefixed), or None if it is not on the board."""
-        service = self._board.services.get(_check_name_arg(server, "server name"))
+        service = self._board.services.get(check_name_arg(server, "server name"))
         return None if service is None else service.namespace
 
     # -- counting -------------------------------------------------------------------------
@@ -524,26 +426,17 @@ class PegBoard:
     # -- related names --------------------------------------------------------------------
     def related(self, name: str) -> list[str]:
         """Names of tools with the same original name on other servers, sorted."""
-        board = self._board
-        entry = self._entry(board, name)
-        return [n for n in board.by_original.get(entry.tool, ())
-                if board.entries[n].server != entry.server]
+        return self._board.related(name)
 
     def same_named(self) -> dict[str, list[str]]:
         """Each original name offered by two or more servers -> their pegboard names."""
-        board = self._board
-        out: dict[str, list[str]] = {}
-        for original in sorted(board.by_original):
-            names = board.by_original[original]
-            if len({board.entries[n].server for n in names}) >= 2:
-                out[original] = list(names)
-        return out
+        return self._board.same_named()
 
     # -- calling --------------------------------------------------------------------------
     async def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None,
                         provenance: Provenance | None = None) -> Result:
         """Send the call, under the tool's original name, to its server through the router."""
-        tid = self._entry(self._board, name).tool_id
+        tid = self._board.entry(name).tool_id
         return await self.router.call(tid, {} if arguments is None else arguments, provenance)
 
     def __repr__(self) -> str:

@@ -1,64 +1,33 @@
-"""The pegboard's pieces without behaviour: its entries, its immutable snapshot, and the rules
-of names (separator, namespace, skipped tools, suggestions).
+"""The pegboard's snapshot: every name, service and namespace, never changed once published.
 
-``toolbench._routing.pegboard`` builds on these; everything here is pure and thread-safe by
-being immutable (a ``_Board`` is never changed after it is published, except a lazy cache).
+A ``Board`` owns the rules of its own changes. Each change (a service added, a tool
+registered by hand, a listing replaced, a tool or a service removed) is one call that checks
+the whole change against this snapshot (a name taken, a namespace owned, a server in another
+namespace) and returns the next snapshot, or raises before anything is built.
+``toolbench._routing.pegboard`` checks its arguments once at the door, takes its lock, makes
+the one call, and publishes the result; reads need no lock at all.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import enum
-import heapq
-import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from toolbench._core.client import ToolClient, ToolSpec
-from toolbench._core.errors import NameCollision
-from toolbench._core.ids import SERVER_RULE, TOOL_RULE, ToolId, is_server_name, is_tool_name
+from toolbench._core.client import ToolClient
+from toolbench._core.errors import NameCollision, Unreachable
+from toolbench._core.ids import did_you_mean
+from toolbench._routing.pegboard_names import PegEntry, check_name_arg, suggestion_pool
 
-_log = logging.getLogger("toolbench.pegboard")
-
-SEPARATOR_RULE = (
-    "a separator is 1 or more characters of the MCP tool-name alphabet [A-Za-z0-9_.-], "
-    "because the prefixed name is sent onward as a tool name (\"-\", \"__\", \".\" work; "
-    "\"::\" does not)"
-)
-NAMESPACE_RULE = f"a namespace is {SERVER_RULE} (the server-name rule), or None/'' for none"
 _SHOWN_CLASHES = 10
-SKIP_INVALID = f"the name breaks the MCP tool-name rule, {TOOL_RULE}"
-SKIP_REPEATED = "the server lists the name more than once, so which one runs is unknown"
-SKIP_TOO_LONG = f"the prefixed name would break the MCP tool-name rule, {TOOL_RULE}"
-_SUGGESTION_POOL = 200
-
-
-class _Default(enum.Enum):
-    SERVER = "the server name"
-
-
-USE_SERVER_NAME = _Default.SERVER
-"""The default namespace of ``add_service``: the server's own name."""
-
-Namespace = str | Literal[_Default.SERVER] | None
-"""A tools' name prefix: text, the server's own name (the default), or none."""
 
 
 @dataclass(frozen=True, slots=True)
-class PegEntry:
-    """One name on the board: the spec handed out (renamed) and where it routes back to."""
+class Service:
+    """A server on the board: its namespace, client and names; ``token`` tells a service from
+    a later one of the same server, ``listed_seq`` which listing it holds."""
 
-    name: str
-    server: str
-    tool: str
-    namespace: str
-    spec: ToolSpec
-    tool_id: ToolId
-
-
-@dataclass(frozen=True, slots=True)
-class _Service:
     namespace: str
     client: ToolClient | None
     names: tuple[str, ...]
@@ -68,12 +37,12 @@ class _Service:
     skipped: tuple[tuple[str, str], ...] = ()
 
 
-class _Board:
+class Board:
     """One immutable snapshot; never mutated after it is published (except a lazy cache)."""
 
     __slots__ = ("_sorted", "by_original", "entries", "namespaces", "services")
 
-    def __init__(self, entries: dict[str, PegEntry], services: dict[str, _Service],
+    def __init__(self, entries: dict[str, PegEntry], services: dict[str, Service],
                  namespaces: dict[str, str], by_original: dict[str, tuple[str, ...]]) -> None:
         self.entries = entries
         self.services = services
@@ -81,6 +50,7 @@ class _Board:
         self.by_original = by_original
         self._sorted: tuple[str, ...] | None = None
 
+    # -- reading ----------------------------------------------------------------------------
     def sorted_names(self) -> tuple[str, ...]:
         # A benign race: two readers may both sort; each publishes the same tuple.
         names = self._sorted
@@ -89,9 +59,145 @@ class _Board:
             self._sorted = names
         return names
 
+    def entry(self, name: object) -> PegEntry:
+        """The entry of a name; ``Unreachable`` (with close names) when there is none."""
+        try:  # the hot path: one dict lookup; anything unusual is sorted out below
+            return self.entries[name]  # type: ignore[index]
+        except (KeyError, TypeError):
+            pass
+        key = check_name_arg(name)
+        entry = self.entries.get(key)
+        if entry is None:
+            hint = did_you_mean(key, suggestion_pool(self.sorted_names(), key))
+            raise Unreachable(f"no tool named {key!r} on this pegboard{hint}") from None
+        return entry
+
+    def names_in(self, namespace: str | None) -> list[str]:
+        """Sorted names in ``namespace``; ``None``/``""``: the unprefixed ones."""
+        if namespace is not None and not isinstance(namespace, str):
+            raise TypeError(
+                f"a namespace is a str or None, not {type(namespace).__name__} {namespace!r}"
+            )
+        if namespace:
+            server = self.namespaces.get(namespace)
+            return [] if server is None else list(self.services[server].names)
+        return sorted(n for s in self.services.values() if not s.namespace for n in s.names)
+
+    def related(self, name: str) -> list[str]:
+        """Names of tools with the same original name on other servers, sorted."""
+        entry = self.entry(name)
+        return [n for n in self.by_original.get(entry.tool, ())
+                if self.entries[n].server != entry.server]
+
+    def same_named(self) -> dict[str, list[str]]:
+        """Each original name offered by two or more servers -> their names."""
+        out: dict[str, list[str]] = {}
+        for original in sorted(self.by_original):
+            names = self.by_original[original]
+            if len({self.entries[n].server for n in names}) >= 2:
+                out[original] = list(names)
+        return out
+
+    # -- changing: each returns the next snapshot, or raises with nothing changed -----------
+    def with_service(self, server: str, namespace: str, client: ToolClient,
+                     entries: list[PegEntry], skipped: list[tuple[str, str]], *,
+                     token: int, seq: int) -> Board:
+        """A new service and all its entries, or ``NameCollision`` naming every clash (a
+        name taken, or the namespace owned by another server)."""
+        names, why = _clashes(self, entries)
+        owner = self.namespaces.get(namespace) if namespace else None
+        if owner is not None:
+            names = [e.name for e in entries] or [namespace]
+            why = [f"namespace {namespace!r} already belongs to server {owner!r}", *why]
+        if names:
+            raise _refuse(names, why)
+        service = Service(namespace, client, tuple(sorted(e.name for e in entries)), token,
+                          seq, skipped=tuple(skipped))
+        return self.edit(
+            add=entries,
+            services={**self.services, server: service},
+            namespaces={**self.namespaces, namespace: server} if namespace else None,
+        )
+
+    def with_tool(self, entry: PegEntry, *, token: int) -> Board:
+        """One tool registered by hand, into its server's service (made, with ``token``, when
+        the server has none); a server keeps one namespace."""
+        server, ns = entry.server, entry.namespace
+        current = self.services.get(server)
+        if current is not None and current.namespace != ns:
+            raise ValueError(
+                f"server {server!r} is in namespace {current.namespace!r}, not {ns!r}: "
+                "a server has one namespace"
+            )
+        names, why = _clashes(self, [entry])
+        owner = self.namespaces.get(ns) if ns else None
+        if owner is not None and owner != server:
+            names = [entry.name]
+            why = [f"namespace {ns!r} already belongs to server {owner!r}", *why]
+        if names:
+            raise _refuse(names, why)
+        if current is None:
+            service = Service(ns, None, (entry.name,), token, 0)
+        else:
+            service = dataclasses.replace(
+                current, names=tuple(sorted((*current.names, entry.name))))
+        return self.edit(
+            add=[entry],
+            services={**self.services, server: service},
+            namespaces={**self.namespaces, ns: server} if ns else None,
+        )
+
+    def relisted(self, server: str, token: int, entries: list[PegEntry],
+                 skipped: list[tuple[str, str]], seq: int) -> Board | None:
+        """The service's entries replaced by a new listing, all at once; ``None`` when a later
+        listing already landed (keep it). Raises if the service went, or on a clash."""
+        current = self.services.get(server)
+        if current is None or current.token != token:
+            raise ValueError(f"server {server!r} was removed while it was being refreshed")
+        if current.listed_seq > seq:
+            return None
+        names, why = _clashes(self, entries, replacing=server)
+        if names:
+            raise _refuse(names, why)
+        updated = dataclasses.replace(current, names=tuple(sorted(e.name for e in entries)),
+                                      listed_seq=seq, skipped=tuple(skipped))
+        return self.edit(drop=current.names, add=entries,
+                         services={**self.services, server: updated})
+
+    def subscribed(self, server: str, token: int, unsubscribe: Callable[[], Any]) -> Board | None:
+        """The service with how to stop following it; ``None`` if it went (or was replaced)."""
+        current = self.services.get(server)
+        if current is None or current.token != token:
+            return None
+        services = dict(self.services)
+        services[server] = dataclasses.replace(current, unsubscribe=unsubscribe)
+        return Board(self.entries, services, self.namespaces, self.by_original)
+
+    def without_tool(self, name: str) -> Board:
+        """One name gone; its service stays."""
+        entry = self.entry(name)
+        service = self.services[entry.server]
+        kept = tuple(n for n in service.names if n != name)
+        updated = dataclasses.replace(service, names=kept)
+        return self.edit(drop=[name], services={**self.services, entry.server: updated})
+
+    def without_service(self, server: str) -> tuple[Board, Service] | None:
+        """A service gone with its names and namespace, and the service that went; ``None``
+        for a server not on the board."""
+        service = self.services.get(server)
+        if service is None:
+            return None
+        services = dict(self.services)
+        del services[server]
+        namespaces = self.namespaces
+        if service.namespace:
+            namespaces = dict(namespaces)
+            namespaces.pop(service.namespace, None)
+        return self.edit(drop=service.names, services=services, namespaces=namespaces), service
+
     def edit(self, *, drop: Iterable[str] = (), add: Iterable[PegEntry] = (),
-             services: dict[str, _Service] | None = None,
-             namespaces: dict[str, str] | None = None) -> _Board:
+             services: dict[str, Service] | None = None,
+             namespaces: dict[str, str] | None = None) -> Board:
         entries = dict(self.entries)
         by_original = dict(self.by_original)
         touched: dict[str, set[str]] = {}
@@ -108,7 +214,7 @@ class _Board:
                 by_original[original] = tuple(sorted(names))
             else:
                 by_original.pop(original, None)
-        return _Board(
+        return Board(
             entries,
             self.services if services is None else services,
             self.namespaces if namespaces is None else namespaces,
@@ -116,120 +222,10 @@ class _Board:
         )
 
 
-_EMPTY = _Board({}, {}, {}, {})
+EMPTY = Board({}, {}, {}, {})
 
 
-def _check_name_arg(name: object, what: str = "tool name") -> str:
-    if not isinstance(name, str):
-        raise TypeError(f"a {what} is a str, not {type(name).__name__} {name!r}")
-    return name
-
-
-def _check_separator(separator: object) -> str:
-    if not isinstance(separator, str):
-        raise TypeError(f"separator must be a str, not {type(separator).__name__} {separator!r}")
-    if not separator or not is_tool_name(separator):
-        raise ValueError(f"invalid separator {separator!r}: {SEPARATOR_RULE}")
-    return separator
-
-
-def _check_namespace(namespace: object) -> str:
-    """``None``/``""`` mean 'no prefix'; anything else must be a valid namespace."""
-    if namespace is None or namespace == "":
-        return ""
-    if not isinstance(namespace, str):
-        raise TypeError(
-            f"a namespace is a str or None, not {type(namespace).__name__} {namespace!r}"
-        )
-    if not is_server_name(namespace):
-        raise ValueError(f"invalid namespace {namespace!r}: {NAMESPACE_RULE}")
-    return namespace
-
-
-def _bigrams(text: str) -> set[str]:
-    folded = text.lower()
-    return {folded[i:i + 2] for i in range(len(folded) - 1)} or {folded}
-
-
-def _suggestion_pool(names: tuple[str, ...], name: str) -> Iterable[str]:
-    """The names worth giving to difflib: on a big board, those sharing most letter pairs.
-
-    difflib compares each candidate in full, which costs tens of ms per thousand similar
-    names; a cheap bigram overlap keeps an error message fast on a 10,000-tool board.
-    """
-    if len(names) <= _SUGGESTION_POOL:
-        return names
-    grams = _bigrams(name)
-    return heapq.nlargest(_SUGGESTION_POOL, names, key=lambda n: len(grams & _bigrams(n)))
-
-
-def _replace_unsubscribe(service: _Service, unsubscribe: Callable[[], Any]) -> _Service:
-    return dataclasses.replace(service, unsubscribe=unsubscribe)
-
-
-_SHOWN_SKIPPED = 10
-_SHOWN_NAME_CHARS = 80
-
-
-def describe_skipped(skipped: Iterable[tuple[str, str]]) -> list[str]:
-    """One line per reason, naming (capped, repr-quoted) the tools skipped for it."""
-    by_reason: dict[str, list[str]] = {}
-    for name, reason in skipped:
-        by_reason.setdefault(reason, []).append(name)
-    lines = []
-    for reason, names in by_reason.items():
-        shown = ", ".join(repr(n if len(n) <= _SHOWN_NAME_CHARS
-                               else n[:_SHOWN_NAME_CHARS] + "...")
-                          for n in names[:_SHOWN_SKIPPED])
-        if len(names) > _SHOWN_SKIPPED:
-            shown += f" and {len(names) - _SHOWN_SKIPPED} more"
-        lines.append(f"skipped {len(names)} tool{'s' if len(names) != 1 else ''} "
-                     f"({reason}): {shown}")
-    return lines
-
-
-def entries_for(separator: str, server: str, namespace: str, specs: Iterable[ToolSpec],
-                ) -> tuple[list[PegEntry], list[tuple[str, str]]]:
-    """The entries to register, and ``(name, reason)`` for every tool skipped.
-
-    One broken tool must not take its whole server down (DESIGN, "Be all-or-nothing by
-    accident"): a name that breaks the MCP rule, or whose prefixed form would, is
-    skipped; so is every copy of a name the server lists more than once, since nothing
-    says which copy's schema the server applies.
-    """
-    specs = list(specs)
-    for spec in specs:
-        if not isinstance(spec, ToolSpec):
-            raise TypeError(f"server {server!r} listed {spec!r}, which is not a ToolSpec")
-    counts: dict[str, int] = {}
-    for spec in specs:
-        counts[spec.name] = counts.get(spec.name, 0) + 1
-    entries: list[PegEntry] = []
-    skipped: list[tuple[str, str]] = []
-    for spec in specs:
-        if not is_tool_name(spec.name):
-            skipped.append((spec.name, SKIP_INVALID))
-            continue
-        if counts[spec.name] > 1:
-            if spec.name not in {n for n, _ in skipped}:
-                skipped.append((spec.name, SKIP_REPEATED))
-            continue
-        name = f"{namespace}{separator}{spec.name}" if namespace else spec.name
-        if not is_tool_name(name):
-            skipped.append((spec.name, SKIP_TOO_LONG))
-            continue
-        out = spec if name == spec.name else spec.renamed(name)
-        entries.append(PegEntry(name, server, spec.name, namespace, out,
-                                ToolId(server, spec.name)))
-    if skipped:
-        # Counts and reasons only: a tool name is the server's text and may echo a
-        # secret; the names go to ``skipped(server)``, which the bench shows redacted.
-        reasons = sorted({reason for _, reason in skipped})
-        _log.warning("server %r: skipped %d tool(s) (%s); PegBoard.skipped(%r) names them",
-                     server, len(skipped), "; ".join(reasons), server)
-    return entries, skipped
-
-def clashes(board: _Board, entries: list[PegEntry],
+def _clashes(board: Board, entries: list[PegEntry],
             replacing: str | None = None) -> tuple[list[str], list[str]]:
     """Every new name already taken (by a server other than ``replacing``) or listed twice."""
     seen: dict[str, PegEntry] = {}
@@ -249,7 +245,8 @@ def clashes(board: _Board, entries: list[PegEntry],
             why.append(f"{entry.name!r} from {entry.tool_id} is already {taken.tool_id}")
     return names, why
 
-def refuse(names: list[str], why: list[str]) -> NameCollision:
+
+def _refuse(names: list[str], why: list[str]) -> NameCollision:
     shown = "; ".join(why[:_SHOWN_CLASHES])
     if len(why) > _SHOWN_CLASHES:
         shown += f"; and {len(why) - _SHOWN_CLASHES} more"

@@ -9,7 +9,8 @@ from typing import Any
 
 import anyio
 
-from toolbench._core.client import Result, ToolClient, ToolSpec, check_arguments
+from toolbench._core.arguments import check_arguments
+from toolbench._core.client import Result, ToolClient, ToolSpec
 from toolbench._core.errors import Unreachable
 from toolbench._core.ids import Destination, Egress, Provenance, ToolId, check_server_name
 from toolbench._transports.notifications import ProgressFn

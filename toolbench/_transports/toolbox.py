@@ -15,7 +15,8 @@ from typing import Any, TypeVar, get_type_hints
 import anyio.to_thread
 import pydantic
 
-from toolbench._core.client import Result, ToolSpec, check_arguments, result_from_value
+from toolbench._core.arguments import check_arguments
+from toolbench._core.client import Result, ToolSpec, result_from_value
 from toolbench._core.errors import Malformed, Refused, ToolFailed, Unreachable
 from toolbench._core.ids import Destination, Provenance, ToolId, check_server_name, check_tool_name
 

@@ -1,9 +1,13 @@
 """One call through the bench: resolve the name, check, journal, send, record.
 
-``Calling`` is mixed into ``BaseBench``. ``_invoke`` is the one path every tool call takes
-(``call`` and ``acall``, and each call of ``compare``, ``map`` and ``replay``): whatever its
-outcome, it leaves one record, and a failure comes back as data; ``call`` raises only after
-that record exists.
+``Calls`` keeps nothing of its own. :meth:`Calls.invoke` is the one path every tool call
+takes (``call`` and ``acall``, and each call of ``compare``, ``map`` and ``replay``):
+whatever its outcome, it leaves one record, and a failure comes back as data; ``call``
+raises only after that record exists. It reads the servers (timeouts, redactors), the pins'
+guard (is the tool blocked) and the router, and appends to the record store.
+
+It may import ``toolbench._bench.servers``, ``toolbench._bench.overtime``,
+``toolbench._bench.journal``, ``toolbench._bench.progress``, ``_transports`` and ``_core``.
 """
 
 from __future__ import annotations
@@ -11,7 +15,6 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Awaitable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -20,23 +23,23 @@ from toolbench._bench.calls.attempt import attempt
 from toolbench._bench.journal.journal import warn_not_durable
 from toolbench._bench.journal.record import Record, make_record, new_call_id, utcnow
 from toolbench._bench.progress.progress import Progress, ProgressBar, ProgressShown, progress_shown
+from toolbench._bench.servers.naming import Target, resolve
 from toolbench._bench.servers.scrub import redacted_failure
+from toolbench._core.arguments import check_arguments
 from toolbench._core.checks import seconds
-from toolbench._core.client import Result, ToolSpec, check_arguments
+from toolbench._core.client import Result
 from toolbench._core.errors import TimedOut, ToolError, Unreachable, mark_unsent
-from toolbench._core.ids import Provenance, ToolId
+from toolbench._core.ids import Provenance
 from toolbench._core.schema import preload as _preload
 from toolbench._core.schema.validate import unchecked, validate_arguments
-from toolbench._loop import get_loop
-from toolbench._transports.mcp.errors import Redactor
-from toolbench._transports.mcp.tasks import task_of
+from toolbench._transports.mcp.methods.tasks import task_of
 
 if TYPE_CHECKING:
     from toolbench._bench.journal.store import RecordStore
-    from toolbench._bench.servers.connecting import _Row
+    from toolbench._bench.overtime.guard import PinGuard
+    from toolbench._bench.servers.servers import Servers
     from toolbench._routing.pegboard import PegBoard
     from toolbench._routing.router import ToolRouter
-    from toolbench._transports.notifications import Notifications
 
 TIMEOUT_BACKSTOP_S = 2.0
 """How long after a call's timeout the bench stops waiting for a client that did not."""
@@ -56,84 +59,32 @@ def _cell_number() -> int | None:
         return None
 
 
-@dataclass
-class _Target:
-    """A resolved name: the pegboard name, the tool it routes to and its declared spec."""
+class Calls:
+    """``call``/``acall`` and the one path of every tool call."""
 
-    name: str
-    tool: ToolId
-    spec: ToolSpec | None
+    def __init__(self, servers: Servers, guard: PinGuard, store: RecordStore,
+                 router: ToolRouter, pegboard: PegBoard) -> None:
+        self._servers = servers
+        self._guard = guard
+        self._store = store
+        self._router = router
+        self._pegboard = pegboard
+        self._schema_checker_ready = False
 
+    def resolve(self, name: object) -> Target:
+        return resolve(self._pegboard, name)
 
-
-class Calling:
-    """``call``/``acall`` and the one path of every tool call; mixed into ``BaseBench``."""
-
-    if TYPE_CHECKING:  # what BaseBench (and its other parts) provide
-        _rows: dict[str, _Row]
-        timeout: float
-        pegboard: PegBoard
-        router: ToolRouter
-        _store: RecordStore
-        _notifications: Notifications
-        _pin_blocked: frozenset[ToolId]
-
-        def _check_open(self) -> None: ...
-
-        def _pin_refusal(self, tool: ToolId) -> ToolError: ...
-
-        def _pin_rechecked(self, tool: ToolId, call: Awaitable[Result]
-                           ) -> Awaitable[Result]: ...  # overtime_kinds
-
-    def _resolve(self, name: object) -> _Target:
-        if not isinstance(name, str):
-            raise TypeError(f"a tool name is a str, not {type(name).__name__} {name!r}")
-        if name.startswith("tool://"):
-            tid = ToolId.parse(name)
-            if tid is None:
-                raise Unreachable(f"malformed reference {name!r}: expected tool://server/tool")
-            for entry in self.pegboard.entries(tid.server):
-                if entry.tool == tid.tool:
-                    return _Target(entry.name, tid, entry.spec)
-            raise Unreachable(f"no tool {tid.tool!r} on server {tid.server!r}", tool=tid)
-        entry = self.pegboard.entry(name)
-        return _Target(entry.name, entry.tool_id, entry.spec)
-
-    def _redactor(self, server: str) -> Redactor | None:
-        """The server's secret hider, or None when it has no secrets."""
-        row = self._rows.get(server)
-        return row.redact if row is not None and row.redact.active else None
-
-    def _shown(self, target: _Target) -> tuple[str, str]:
+    def shown(self, target: Target) -> tuple[str, str]:
         """The tool's own name and its pegboard name as records, the journal, progress bars,
         warnings and Dask keys show them: without the server's secrets (a server may name a
         tool after one). Redaction is deterministic, so a later process with the same
         configuration shows the same names, which is what ``map(resume=True)`` matches."""
-        redact = self._redactor(target.tool.server)
+        redact = self._servers.redactor(target.tool.server)
         if redact is None:
             return target.tool.tool, target.name
         return redact(target.tool.tool), redact(target.name)
 
-    def _limit(self, server: str, timeout: float | None) -> float:
-        """The call's timeout: the call's own, else its server's, else the bench's (DESIGN,
-        "Which option wins"; ``None`` is the one "not given")."""
-        if timeout is not None:
-            return timeout
-        row = self._rows.get(server)
-        if row is not None and row.timeout is not None:
-            return row.timeout
-        return self.timeout
-
-    def _provenance(self, provenance: Provenance | Mapping[str, Any] | None) -> Provenance:
-        if provenance is None:
-            base = Provenance()
-        elif isinstance(provenance, Provenance):
-            base = provenance
-        else:
-            base = Provenance.from_dict(provenance)
-        return base.with_fields(cell=_cell_number())
-
-    async def _invoke(self, target: _Target, arguments: Any, *, batch: str | None,
+    async def invoke(self, target: Target, arguments: Any, *, batch: str | None,
                       timeout: float | None, provenance: Provenance,
                       progress: ProgressShown | None = None, check: bool = True,
                       ) -> tuple[Record, Result | None, ToolError | None]:
@@ -142,11 +93,11 @@ class Calling:
         The server's progress updates always reach ``bench.logs`` under this call's id;
         ``progress`` (a bar, or the user's function) sees them too."""
         call_id, started = new_call_id(), utcnow()
-        limit = self._limit(target.tool.server, timeout)
-        redact = self._redactor(target.tool.server)
+        limit = self._servers.limit(target.tool.server, timeout)
+        redact = self._servers.redactor(target.tool.server)
         # What the record, the journal and the intent log say: a tool named after one of
         # its server's secrets is recorded without it (the call itself uses the real name).
-        tool_shown, name_shown = self._shown(target)
+        tool_shown, name_shown = self.shown(target)
         t0 = time.perf_counter()  # reset once the call is sent: latency is the far side's
         result: Result | None = None
         error: ToolError | None = None
@@ -154,8 +105,10 @@ class Calling:
         tag = call_id if batch is None else batch  # what the journal's count is kept by
         prov = provenance.as_dict()
         durable = True
-        if not _preload.ready():  # off the loop, before this call's timeout starts
-            await _preload.wait()
+        if not self._schema_checker_ready:  # off the loop, before this call's timeout starts
+            if not _preload.ready():
+                await _preload.wait()
+            self._schema_checker_ready = _preload.ready()  # once imported, it stays imported
         begun = time.perf_counter()
 
         def failed(exc: BaseException) -> Record:
@@ -165,8 +118,8 @@ class Calling:
                 latency_s=time.perf_counter() - t0, provenance=prov, error=exc)
 
         try:
-            if self._pin_blocked and target.tool in self._pin_blocked:
-                raise self._pin_refusal(target.tool)
+            if self._guard.active and target.tool in self._guard.blocked:
+                raise self._guard.refusal(target.tool)
             args = check_arguments(target.tool, arguments)
             if check:
                 validate_arguments(target.tool, target.spec.input_schema if target.spec else None,
@@ -200,13 +153,15 @@ class Calling:
             # The outer bound is only a backstop, a little later, for a client that hangs;
             # a client that bounds itself (ours, or one the router bounds) gets none, so a
             # call has one timeout scope (each costs ~10 µs).
-            on_progress = self._notifications.progress(target.tool.server, call_id, progress)
+            on_progress = self._servers.notifications.progress(target.tool.server, call_id,
+                                                               progress)
 
             def run() -> Awaitable[Result]:  # with pins, checked again at the session (#26)
-                return self._pin_rechecked(target.tool, self.router.call(
-                    target.tool, args, provenance, timeout=remaining, progress=on_progress))
+                sent = self._router.call(target.tool, args, provenance, timeout=remaining,
+                                         progress=on_progress)
+                return self._guard.rechecked(target.tool, sent) if self._guard.active else sent
 
-            bound = (None if self.router.bounds_itself(target.tool)
+            bound = (None if self._router.bounds_itself(target.tool)
                      else remaining + TIMEOUT_BACKSTOP_S)
             try:
                 result, error = await attempt(run, limit=limit, bound=bound, tool=target.tool)
@@ -217,8 +172,10 @@ class Calling:
             except Exception as exc:  # the client's own bug before sending (is_unsent)
                 self._store.append(failed(exc), tag)
                 raise
-        task_id = task_of(result, error)
-        if task_id is not None:  # it ran as a server task (failed or timed out too)
+        # A call that ran as a server task (failed or timed out too) keeps the task's id.
+        task_id = result.task_id if error is None and result is not None else task_of(
+            result, error)
+        if task_id is not None:
             prov = {**prov, "task_id": task_id}
         record = make_record(
             call_id=call_id, batch=batch, started=started, server=target.tool.server,
@@ -239,24 +196,24 @@ class Calling:
             warn_not_durable(journal, 1, 1, f"call {name_shown}")
         return record, result, error
 
-    async def _call(self, name: str, arguments: Mapping[str, Any] | None = None, /, *,
+    async def call(self, name: str, arguments: Mapping[str, Any] | None = None, /, *,
                     timeout: float | None = None,
                     provenance: Provenance | Mapping[str, Any] | None = None,
                     progress: Progress = None, check: bool = True, **kwargs: Any) -> Result:
         """The failed call is recorded before its error is raised: nothing is lost."""
-        self._check_open()
+        self._servers.check_open()
         if not isinstance(check, bool):
             raise TypeError(f"check is True or False, not {check!r}")
         if arguments is not None and kwargs:
             raise TypeError("pass arguments as one mapping or as keywords, not both")
         if timeout is not None:
             seconds(timeout, "timeout")
-        target = self._resolve(name)
-        shown = progress_shown(progress, f"call {self._shown(target)[1]}")
+        target = self.resolve(name)
+        shown = progress_shown(progress, f"call {self.shown(target)[1]}")
         try:
-            _, result, error = await self._invoke(
+            _, result, error = await self.invoke(
                 target, kwargs if arguments is None else arguments, batch=None,
-                timeout=timeout, provenance=self._provenance(provenance), progress=shown,
+                timeout=timeout, provenance=provenance_of(provenance), progress=shown,
                 check=check,
             )
         finally:
@@ -267,52 +224,13 @@ class Calling:
         assert result is not None
         return result
 
-    def call(self, name: str, arguments: Mapping[str, Any] | None = None, /, *,
-             timeout: float | None = None,
-             provenance: Provenance | Mapping[str, Any] | None = None,
-             progress: Progress = None, check: bool = True, **kwargs: Any) -> Result:
-        """Call one tool by pegboard name or ``tool://`` reference.
 
-        Args:
-            name: the pegboard name (``geo-distance``) or a ``tool://server/tool`` reference.
-            arguments: the tool's arguments as one mapping; or pass them as keywords.
-            timeout: seconds before the call fails as ``TimedOut`` (default: the server's
-                ``connect(..., timeout=)``, else the bench's).
-            provenance: fields recorded with the call (a ``Provenance`` or a mapping).
-            progress: the server's progress updates: ``None`` shows a bar in a notebook
-                (made on the first update), ``False`` none, a function is called with
-                ``(progress, total, message)`` on toolbench's loop (keep it quick). Every
-                update also lands in ``bench.logs``. Like ``timeout`` and ``provenance``,
-                it is never sent as a tool argument.
-            check: ``False`` sends arguments that fail the tool's ``inputSchema`` anyway, to
-                probe the server's own validation (a ``null`` for a boolean, a missing
-                required field). Serialisation rules still apply (NaN, lone surrogates,
-                non-JSON values are refused). The record's ``provenance`` says so:
-                ``"check": False``, and ``"schema_error"`` with the local refusal, if any.
-                A tool parameter named ``check`` goes in the ``arguments`` mapping.
-            **kwargs: the tool's arguments, as keywords (not together with ``arguments``).
-
-        Returns:
-            The tool's ``Result`` (text, data, content blocks, latency).
-
-        Raises:
-            ToolError: a subclass says what is known about the far side: ``Refused`` (bad
-                arguments, checked locally), ``Unreachable`` (never sent), ``TimedOut``
-                (may have run), ``ToolFailed`` (the tool reported an error), ``Malformed``
-                (an answer that breaks the protocol). The record is written first.
-
-        Example:
-            >>> bench.call("geo-distance", from_city="London", to_city="Paris").data
-            {'result': 343.557}
-        """
-        return get_loop().run(self._call, name, arguments, timeout=timeout,
-                              provenance=provenance, progress=progress, check=check, **kwargs)
-
-    async def acall(self, name: str, arguments: Mapping[str, Any] | None = None, /, *,
-                    timeout: float | None = None,
-                    provenance: Provenance | Mapping[str, Any] | None = None,
-                    progress: Progress = None, check: bool = True, **kwargs: Any) -> Result:
-        """Awaitable :meth:`call`: the same arguments, result and errors."""
-        return await get_loop().arun(self._call, name, arguments, timeout=timeout,
-                                     provenance=provenance, progress=progress, check=check,
-                                     **kwargs)
+def provenance_of(provenance: Provenance | Mapping[str, Any] | None) -> Provenance:
+    """What a call records as its provenance: what it was given, and the running cell."""
+    if provenance is None:
+        base = Provenance()
+    elif isinstance(provenance, Provenance):
+        base = provenance
+    else:
+        base = Provenance.from_dict(provenance)
+    return base.with_fields(cell=_cell_number())

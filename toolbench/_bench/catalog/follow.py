@@ -1,8 +1,9 @@
 """A bench's catalog follows its servers: list changes and reconnects re-list, one way.
 
-``FollowServers`` is mixed into ``BaseBench``. At connect the bench registers the server's
-tools (``PegBoard.add_service(..., follow=False)``) and then :meth:`FollowServers._follow`
-hooks the connection's events (``toolbench._transports.mcp.events``):
+``Follower`` owns the last listing of each kind per server (``kept``), the re-list counts
+and the background baselines. At connect ``Servers`` registers the server's tools
+(``PegBoard.add_service(..., follow=False)``) and then tells its ``on_connected`` listeners:
+:meth:`Follower.adopt` hooks the connection's events (``toolbench._transports.mcp.events``):
 
 - ``tools`` / ``resources`` / ``prompts``: the server said that list changed;
 - ``connected``: the one event of a connection becoming ready, heard here for every reconnect
@@ -15,21 +16,24 @@ hooks the connection's events (``toolbench._transports.mcp.events``):
   pins, the other kinds are listed again in the background.
 
 Each event is coalesced by the connection (one round in flight plus one pending), and every
-round ends in :meth:`FollowServers._apply_listing`, **the one place where a server's listing
+round ends in :meth:`Follower.apply_listing`, **the one place where a server's listing
 is applied** (at connect too). There:
 
 - tools are on the pegboard already (its ``on_listing`` hook gave them to the snapshots and
-  pins, ``toolbench._bench.overtime.overtime``);
-- resources, resource templates and prompts are kept here (``_kept``), and handed to
-  ``overtime_kinds`` (``_keep_kind``: a snapshot with a journal, a check against the pins),
+  pins, ``toolbench._bench.overtime.history``);
+- resources, resource templates and prompts are kept here (``kept``), and handed to
+  ``History.keep_kind`` (a snapshot with a journal, a check against the pins),
   so a re-list is stored exactly as one of tools is, without listing twice;
 - a change against the previous listing (added, removed, or changed by fingerprint) is one
   ``bench.logs`` row per kind (``kind`` ``log``, ``logger`` ``toolbench``, ``data["event"]``
   ``catalog_changed``).
 
 At connect, the other kinds are listed once to have something to compare with: by
-``overtime_kinds`` (awaited) with a journal or pins, else here in the background (a baseline,
+``History`` (awaited) with a journal or pins, else here in the background (a baseline,
 neither stored nor pinned).
+
+It may import ``toolbench._bench.catalog.listing``, ``toolbench._bench.overtime``,
+``toolbench._bench.servers``, ``_routing``, ``_transports`` and ``_core``.
 """
 
 from __future__ import annotations
@@ -46,11 +50,12 @@ from toolbench._core.errors import ToolError
 from toolbench._transports.mcp.client import NotOffered
 
 if TYPE_CHECKING:
-    from toolbench._bench.overtime.pins import PinFile
-    from toolbench._bench.overtime.snapshot_store import SnapshotWriter
+    from toolbench._bench.catalog.listing import Listings
+    from toolbench._bench.overtime.guard import PinGuard
+    from toolbench._bench.overtime.history import History
+    from toolbench._bench.servers.servers import Servers
     from toolbench._routing.connections import Connection
     from toolbench._routing.pegboard import PegBoard
-    from toolbench._transports.notifications import Notifications
 
 _log = logging.getLogger(__name__)
 
@@ -66,44 +71,40 @@ _WORDS = {"tool": "tools", "resource": "resources", "resource_template": "resour
           "prompt": "prompts"}
 
 
-class FollowServers:
-    """Re-listing on list changes and reconnects; mixed into ``BaseBench``."""
+class Follower:
+    """Re-listing on list changes and reconnects, and the listings it keeps."""
 
-    if TYPE_CHECKING:  # what BaseBench, ResourcesAndPrompts and OverTime provide
-        _rows: dict[str, Any]
-        pegboard: PegBoard
-        _notifications: Notifications
-        _snapshots: SnapshotWriter | None
-        _pin_file: PinFile | None
+    def __init__(self, servers: Servers, pegboard: PegBoard, history: History,
+                 guard: PinGuard, listings: Listings, *, stored: bool) -> None:
+        """``stored``: the bench has a journal (``History`` lists the other kinds at
+        connect, as it does with pins)."""
+        self._servers = servers
+        self._pegboard = pegboard
+        self._history = history
+        self._guard = guard
+        self._listings = listings
+        self._listed_at_connect = stored or guard.active
+        self._relist_counts: dict[str, dict[str, int]] = {}
+        self._kept: dict[str, dict[ItemKind, Items]] = {}
+        self._baselines: set[asyncio.Task[None]] = set()
 
-        def _check_open(self) -> None: ...
+    def relists(self) -> dict[str, dict[str, int]]:
+        """Per server, how many re-lists of each kind were applied (a copy; tests and
+        benchmarks)."""
+        return {server: dict(counts) for server, counts in self._relist_counts.items()}
 
-        async def _prompt_rows(self, server: str | None) -> list[tuple[str, dict[str, Any]]]:
-            ...
+    def kept(self, server: str) -> dict[ItemKind, Items]:
+        """The last listing of each kind of ``server`` (a copy; tools as fingerprinted
+        items too)."""
+        return dict(self._kept.get(server, {}))
 
-        async def _gather(self, server: str | None, ask: Any,
-                          what: str) -> list[tuple[str, dict[str, Any]]]: ...
-
-        def _listing_applied(self, server: str, kinds: tuple[str, ...], why: str) -> None: ...
-
-        def _keep_kind(self, server: str, kind: str, taken: datetime, cause: str,
-                       items: list[dict[str, Any]]) -> list[dict[str, Any]]: ...
-
-    def _relists(self) -> dict[str, dict[str, int]]:
-        """Per server, how many re-lists of each kind were applied (tests and benchmarks)."""
-        found: dict[str, dict[str, int]] | None = getattr(self, "_relist_counts", None)
-        if found is None:
-            found = {}
-            self._relist_counts = found
-        return found
-
-    def _kept(self) -> dict[str, dict[ItemKind, Items]]:
-        """Per server, the last listing of each kind (tools as fingerprinted items too)."""
-        found: dict[str, dict[ItemKind, Items]] | None = getattr(self, "_kept_lists", None)
-        if found is None:
-            found = {}
-            self._kept_lists = found
-        return found
+    async def adopt(self, name: str, connection: Connection) -> None:
+        """A server connected (``Servers.on_connected``): follow it, apply its tools'
+        listing, and with a journal or pins wait for its other kinds' first listing (it is
+        bounded), so the connect's snapshot is whole and its PinWarning is the connect's."""
+        self._follow(name, connection)  # list changes and reconnects re-list
+        self.apply_listing(name, ("tools",), "connect")
+        await self._history.kinds_listed(name)
 
     def _follow(self, name: str, connection: Connection) -> None:
         """Hook ``connection``'s events to :meth:`_relist` (an MCP connection only), and take
@@ -114,10 +115,10 @@ class FollowServers:
 
         def on(kinds: tuple[ListingKind, ...], why: Why) -> Any:
             async def listener(_server: str) -> None:
-                row = self._rows.get(name)
+                row = self._servers.row(name)
                 if row is None or row.connection is not connection:
                     return  # disconnected or replaced since
-                if why == "reconnect" and self._pin_file is None:
+                if why == "reconnect" and not self._guard.active:
                     # awaited: the tools only; the other kinds in the background
                     self._in_background(name, lambda server: self._relist(
                         server, ("resources", "prompts"), why))
@@ -129,23 +130,21 @@ class FollowServers:
         for kind in ALL_KINDS:
             mcp.add_listener(kind, on((kind,), "list_changed"))
         mcp.add_listener("connected", on(ALL_KINDS, "reconnect"))
-        self._kept().pop(name, None)  # a new connection under an old name starts afresh
-        self._kept().setdefault(name, {})["tool"] = self._listed_tools(name)
-        if self._snapshots is not None or self._pin_file is not None:
-            return  # overtime_kinds lists the other kinds at connect: that is the baseline
+        self._kept.pop(name, None)  # a new connection under an old name starts afresh
+        self._kept.setdefault(name, {})["tool"] = self._listed_tools(name)
+        if self._listed_at_connect:
+            return  # History lists the other kinds at connect: that is the baseline
         self._in_background(name, on(("resources", "prompts"), "connect"))
 
     def _in_background(self, name: str, listener: Any) -> None:
         """Run ``listener(name)`` in a task of its own (a listing nothing waits for)."""
         task = asyncio.get_running_loop().create_task(listener(name),
                                                       name=f"toolbench-relist-{name}")
-        tasks: set[asyncio.Task[None]] = getattr(self, "_baselines", set())
-        self._baselines = tasks
-        tasks.add(task)  # asyncio keeps only weak references to tasks
-        task.add_done_callback(tasks.discard)
+        self._baselines.add(task)  # asyncio keeps only weak references to tasks
+        task.add_done_callback(self._baselines.discard)
 
     def _listed_tools(self, server: str) -> Items:
-        return {e.tool: item_from_spec(e.spec, e.tool) for e in self.pegboard.entries(server)}
+        return {e.tool: item_from_spec(e.spec, e.tool) for e in self._pegboard.entries(server)}
 
     async def _relist(self, server: str, kinds: Iterable[ListingKind], why: Why) -> None:
         """List ``kinds`` of ``server`` again and apply them; a failure keeps the old list and
@@ -156,31 +155,31 @@ class FollowServers:
         for kind in kinds:
             try:
                 if kind == "tools":
-                    await self.pegboard.refresh(server, cause=_cause(why))
-                    self.pegboard.refresh_errors.pop(server, None)
+                    await self._pegboard.refresh(server, cause=_cause(why))
+                    self._pegboard.refresh_errors.pop(server, None)
                     found["tool"] = self._listed_tools(server)
                 elif kind == "prompts":
                     found["prompt"] = _items("prompt", await self._offered(
-                        server, self._prompt_rows(server)))
+                        server, self._listings.prompt_rows(server)))
                 else:
                     for item_kind, ask, what in _RESOURCE_LISTINGS:
                         found[item_kind] = _items(item_kind, await self._offered(
-                            server, self._gather(server, ask, what)))
+                            server, self._servers.gather(server, ask, what)))
                 listed.append(kind)
                 if why != "connect":  # counted at once: a test may wait on the count
-                    counts = self._relists().setdefault(server, {})
+                    counts = self._relist_counts.setdefault(server, {})
                     counts[kind] = counts.get(kind, 0) + 1
             except ToolError as exc:
                 if kind == "tools":
-                    self.pegboard.refresh_errors[server] = exc
+                    self._pegboard.refresh_errors[server] = exc
                 _log.info("re-listing %s of %r after %s failed: %s", kind, server, why,
                           _html.shorten(str(exc), 300))
             except Exception as exc:  # a collision, a removed server: the old list stays
                 if kind == "tools":
-                    self.pegboard.refresh_errors[server] = exc
+                    self._pegboard.refresh_errors[server] = exc
                 _log.warning("re-listing %s of %r after %s failed: %r", kind, server, why, exc)
         if listed:
-            self._apply_listing(server, tuple(listed), why, found)
+            self.apply_listing(server, tuple(listed), why, found)
 
     @staticmethod
     async def _offered(server: str, listing: Any) -> list[dict[str, Any]]:
@@ -191,8 +190,8 @@ class FollowServers:
             return []
         return [row for name, row in rows if name == server]
 
-    def _apply_listing(self, server: str, kinds: tuple[ListingKind, ...], why: Why,
-                       found: dict[ItemKind, Items] | None = None) -> None:
+    def apply_listing(self, server: str, kinds: tuple[ListingKind, ...], why: Why,
+                      found: dict[ItemKind, Items] | None = None) -> None:
         """**The one place where a server's listing has been applied**: at connect (tools,
         ``why="connect"``; then the background baseline of the rest), after a
         ``list_changed`` and after a reconnect (everything, ``why="reconnect"``), once the
@@ -203,31 +202,26 @@ class FollowServers:
         snapshot store and the pins file write on their own threads).
         """
         if found is None:  # at connect: the tools only, on the pegboard already
-            self._listing_applied(server, kinds, why)  # overtime_kinds: the other kinds
+            self._history.listing_applied(server, kinds, why)  # the other kinds
             return
-        if self._rows.get(server) is None:
+        if server not in self._servers:
             return
-        kept = self._kept().setdefault(server, {})
+        kept = self._kept.setdefault(server, {})
         taken = datetime.now(UTC)
         for kind, items in found.items():
             before = kept.get(kind)
-            if before is None and kind != "tool":  # listed at connect by overtime_kinds
-                before = self._kind_baseline(server, kind)
+            if before is None and kind != "tool":  # listed at connect by History
+                before = self._history.kind_baseline(server, kind)
             kept[kind] = items
             if before is not None:
                 self._announce(server, kind, before, items, why)
             if kind != "tool" and why != "connect":  # stored and checked against the pins
                 try:
-                    self._keep_kind(server, kind, taken, _cause(why), list(items.values()))
+                    self._history.keep_kind(server, kind, taken, _cause(why),
+                                            list(items.values()))
                 except Exception as exc:  # the listing is applied; keeping it is a courtesy
                     _log.warning("keeping the %s of %r failed: %s: %s", _WORDS[kind], server,
                                  type(exc).__name__, exc)
-
-    def _kind_baseline(self, server: str, kind: ItemKind) -> Items | None:
-        """The listing ``overtime_kinds`` took at connect (with a journal or pins), if any."""
-        listings: dict[str, dict[str, Any]] = getattr(self, "_kind_listings", {})
-        found = listings.get(server, {}).get(kind)
-        return None if found is None else {str(i["name"]): i for i in found[1]}
 
     def _announce(self, server: str, kind: ItemKind, before: Items, after: Items,
                   why: Why) -> None:
@@ -238,8 +232,7 @@ class FollowServers:
                          if after[name].get("fingerprint") != before[name].get("fingerprint"))
         if not (added or removed or changed):
             return
-        row = self._rows.get(server)
-        redact = getattr(row, "redact", None)
+        redact = self._servers.redactor(server)
 
         def names(found: list[str]) -> list[str]:
             shown = [_html.shorten(redact(n) if redact is not None else n, 200)
@@ -250,7 +243,7 @@ class FollowServers:
         parts = [f"{word} {names(group)}" for word, group in
                  (("added", added), ("removed", removed), ("changed", changed)) if group]
         cause = "a reconnect" if why == "reconnect" else "the server's list_changed"
-        self._notifications.add(
+        self._servers.notifications.add(
             server, "log", level="info", logger="toolbench",
             message=f"{_WORDS[kind]} changed after {cause}: " + "; ".join(parts),
             data={"event": "catalog_changed", "why": why, "kind": kind, "added": names(added),
@@ -259,7 +252,7 @@ class FollowServers:
 
 def _cause(why: Why) -> str:
     """A snapshot's ``cause`` for a listing applied because of ``why`` (a reconnect's is
-    ``relist``, as ``overtime_kinds`` and the tools' have it)."""
+    ``relist``, as ``KindListings`` and the tools' have it)."""
     return "connect" if why == "connect" else "relist"
 
 

@@ -47,7 +47,7 @@ import threading
 import time
 import uuid
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from datetime import datetime
 from typing import Any
@@ -341,3 +341,12 @@ class Journal(JournalWriter):
     @property
     def closed(self) -> bool:
         return self._closed
+
+    def trace(self, callback: Callable[[str], object] | None) -> bool:
+        """See every SQL statement the journal runs (``sqlite3``'s trace callback), for tests
+        and diagnostics: which thread runs them, what they are. False for a degraded journal,
+        which runs none."""
+        if self._db is None:
+            return False
+        self._db.set_trace_callback(callback)
+        return True

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
-from toolbench._bench.progress.kernel_thread import KernelBar
+from toolbench._bench.progress.bars import Bar
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -28,43 +28,6 @@ class Job:
 
     server: str
     run: Callable[[], Awaitable[Any]]
-
-
-class Bar(Protocol):
-    """What a batch's progress bar does (a :class:`KernelBar`, or nothing)."""
-
-    def update(self, n: int = 1) -> Any: ...
-
-    def close(self) -> Any: ...
-
-
-class _NoBar:
-    def update(self, n: int = 1) -> None:
-        return None
-
-    def close(self) -> None:
-        return None
-
-
-AUTO_PROGRESS_FROM = 20
-"""With ``progress=None``, work of this many calls (or connects) or more shows a bar."""
-
-
-def progress_bar(total: int, description: str, enabled: bool | None) -> Bar:
-    """A ``tqdm.auto`` bar (a widget in Lab, text on a terminal), or nothing.
-
-    ``enabled=None`` means: show one only for long work, so short calls stay quiet.
-    """
-    if enabled is None:
-        enabled = total >= AUTO_PROGRESS_FROM
-    if not enabled or total <= 1:
-        return _NoBar()
-    try:
-        import tqdm.auto  # noqa: F401
-    except ImportError:  # tqdm comes with the lab extra; without it, no bar
-        return _NoBar()
-    bar: Bar = KernelBar(total, description)  # made and changed on the kernel's thread
-    return bar
 
 
 async def run_jobs(jobs: Sequence[Job], *, overall: int | None, per_server: int | None,

@@ -3,6 +3,11 @@
 Only this module imports ``distributed`` (the ``dask`` extra), and only ``map(..., cluster=)``
 imports this module: the core never pays for Dask.
 
+The driver's side is here; the worker's (``ServerSpec``, ``BenchPlugin``, the task) is
+``toolbench._bench.many.cluster_worker``. Neither imports the bench: the driver is handed
+its collaborators (:class:`Driver`: servers, calls, records, and the bench's class to build
+on workers), a worker's bench is typed by ``cluster_worker.WorkerBench``.
+
 **Workers.** A :class:`BenchPlugin` (a Dask ``WorkerPlugin``, registered with
 ``client.register_plugin``, idempotent) keeps one ``Bench`` per server configuration per
 worker, built on first use from what the driver's ``connect``/``load_config`` was given
@@ -43,7 +48,7 @@ at most once, ever. So:
 arguments, pickled), never in a task key, a queue or topic name, an event, or a log line:
 :class:`ServerSpec`'s repr (which Dask logs when a task fails) names the server only. A tool
 named after a secret travels by its real name in the task's arguments (the worker calls it);
-its key, and the driver's intents and records, use the name redacted (``Bench._shown``).
+its key, and the driver's intents and records, use the name redacted (``Calls.shown``).
 """
 
 from __future__ import annotations
@@ -55,35 +60,37 @@ import hashlib
 import math
 import pickle
 import re
-import threading
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
-from distributed import Client, Queue, WorkerPlugin, as_completed, get_client, get_worker
+from distributed import Client, Queue, as_completed
 
 from toolbench._bench.journal.journal import warn_not_durable
 from toolbench._bench.journal.record import Record, make_record, new_call_id, utcnow
-from toolbench._bench.many.batch import progress_bar
+from toolbench._bench.many.cluster_worker import (
+    TOPIC,
+    BenchPlugin,
+    ServerSpec,
+    WorkerBench,
+    run_partition,
+)
+from toolbench._bench.progress.bars import progress_bar
 from toolbench._bench.servers.scrub import redacted_failure
 from toolbench._core.errors import TimedOut, ToolError, Unreachable
-from toolbench._core.ids import Provenance
-from toolbench._loop import get_loop
 
 if TYPE_CHECKING:
-    from distributed import Future, Worker
+    from distributed import Future
 
-    from toolbench._bench.bench import BaseBench as Bench
-    from toolbench._bench.calls.calling import _Target
+    from toolbench._bench.calls.calling import Calls
+    from toolbench._bench.journal.store import RecordStore
+    from toolbench._bench.servers.naming import Target
+    from toolbench._bench.servers.servers import Servers
+    from toolbench._core.ids import Provenance
 
-PLUGIN_NAME = "toolbench-benches"
-TOPIC = "toolbench-grants"
-"""The Dask event topic on which workers ask the driver for grants (ids only, no data)."""
-GRANT_WAIT_S = 60.0
-"""The most a worker waits for a grant (and never longer than the call's own timeout)."""
 PARTITIONS_PER_THREAD = 4
 MAX_PARTITION = 500
 CANCEL_BOUND_S = 15.0
@@ -93,30 +100,20 @@ LOST_ERROR = ("the Dask worker running it was lost before reporting (the call wa
 _KEY_SAFE = re.compile(r"[^A-Za-z0-9_.]+")
 
 
-@dataclass(frozen=True, repr=False)
-class ServerSpec:
-    """What a worker needs to connect a server as the driver did; it holds secrets.
+@dataclass(frozen=True)
+class Driver:
+    """What the driver's side needs: the bench's servers, calls and records, and the class a
+    worker builds its own bench from."""
 
-    Its repr names the server only: Dask logs a failed task's arguments.
-    """
-
-    name: str
-    target: str | list[str]
-    options: dict[str, Any]
-    namespace: Any
-    bench_options: dict[str, Any]
-    bench_type: type[Bench]
-    """The driver's bench class: pickled by reference, so the worker builds the same kind
-    without this module importing the class (the bench layer imports this one)."""
-    key: str = field(default="")
-    """A digest of everything above: the worker's cache key (not secret-bearing text)."""
-
-    def __repr__(self) -> str:
-        return f"ServerSpec({self.name!r})"
+    servers: Servers
+    calls: Calls
+    store: RecordStore
+    bench_type: Callable[..., WorkerBench]
 
 
-def _spec(bench: Bench, server: str) -> ServerSpec:
-    row = bench._rows.get(server)
+def _spec(servers: Servers, bench_type: Callable[..., WorkerBench], server: str,
+          ) -> ServerSpec:
+    row = servers.row(server)
     given = row.given if row is not None else None
     if row is None or given is None or not isinstance(given[0], (str, list, tuple)):
         transport = row.transport if row is not None else "unknown"
@@ -131,18 +128,20 @@ def _spec(bench: Bench, server: str) -> ServerSpec:
             f"server {server!r} signs in (auth={type(options['auth']).__name__}): its sign-in "
             "and tokens stay in this process and cannot travel to Dask workers; only static "
             "headers can. Call map() without cluster= for it")
-    bench_options = {"timeout": bench.timeout, "connect_timeout": bench.connect_timeout,
-                     "separator": bench.pegboard.separator,
-                     "egress": None if bench.egress is None else sorted(bench.egress.hosts)}
+    bench_options = {"timeout": servers.timeout, "connect_timeout": servers.connect_timeout,
+                     "separator": servers.pegboard.separator,
+                     "egress": None if servers.egress is None else sorted(servers.egress.hosts)}
     spec = ServerSpec(server, list(target) if isinstance(target, tuple) else target,
-                      dict(options), namespace, bench_options, type(bench))
+                      dict(options), namespace, bench_options, bench_type)
+    kind = getattr(spec.bench_type, "__qualname__", "")
     digest = hashlib.sha256(pickle.dumps((spec.name, spec.target, sorted(
         (k, repr(v)) for k, v in spec.options.items()), spec.namespace,
-        sorted(bench_options.items()), spec.bench_type.__qualname__))).hexdigest()
+        sorted(bench_options.items()), kind))).hexdigest()
     return dataclasses.replace(spec, key=digest)
 
 
-def check_cluster(bench: Bench, cluster: Any, server: str) -> None:
+def check_cluster(servers: Servers, bench_type: Callable[..., WorkerBench], cluster: Any,
+                  server: str) -> None:
     """Refuse, before anything runs, what cannot work: not a Client, or a server that
     cannot travel."""
     if not isinstance(cluster, Client):
@@ -153,192 +152,9 @@ def check_cluster(bench: Bench, cluster: Any, server: str) -> None:
                          "made with asynchronous=True)")
     if cluster.status != "running":
         raise ValueError(f"the dask.distributed.Client is {cluster.status}, not running")
-    _spec(bench, server)
+    _spec(servers, bench_type, server)
 
 
-# -- the worker's side ------------------------------------------------------------------------
-class BenchPlugin(WorkerPlugin):
-    """One Bench per server configuration per worker, closed when the worker shuts down."""
-
-    idempotent = True
-    name = PLUGIN_NAME
-
-    def setup(self, worker: Worker) -> None:
-        self._lock = threading.Lock()
-        self._benches: dict[str, Bench] = {}
-        self.limiters: dict[str, anyio.CapacityLimiter] = {}  # touched on the loop only
-
-    async def teardown(self, worker: Worker) -> None:
-        await asyncio.to_thread(self.close_all)
-
-    def close_all(self) -> None:
-        with self._lock:
-            benches, self._benches = list(self._benches.values()), {}
-        for bench in benches:
-            with contextlib.suppress(Exception):
-                bench.close()
-
-    def bench(self, spec: ServerSpec) -> Bench:
-        """This worker's bench for ``spec``, connected (again, if its server failed)."""
-        with self._lock:  # one connect at a time per worker: tasks share what it makes
-            bench = self._benches.get(spec.key)
-            if bench is None:
-                opts = spec.bench_options
-                bench = spec.bench_type(timeout=opts["timeout"],
-                                        connect_timeout=opts["connect_timeout"],
-                                        separator=opts["separator"], egress=opts["egress"])
-                self._benches[spec.key] = bench
-            status = bench._rows[spec.name].current_status() if spec.name in bench._rows \
-                else None
-            if status not in ("connected", "connecting"):
-                bench.connect(spec.name, spec.target, namespace=spec.namespace, **spec.options)
-            return bench
-
-
-class _Granter:
-    """A task run's side of the grant protocol: one request in flight, batching the rest."""
-
-    def __init__(self, job: str, part: int, run: str, wait: float) -> None:
-        """Made in the task's own thread (Dask finds its worker and client there)."""
-        self.job, self.part, self.run, self.wait = job, part, run, wait
-        self.loop: asyncio.AbstractEventLoop | None = None  # set on the loop, before asking
-        self._worker = get_worker()
-        self._reply = Queue(f"toolbench-{job}-{run}", client=get_client())
-        self._cond = threading.Condition()
-        self._pending: list[tuple[int, asyncio.Future[bool | None]]] = []
-        self._stop = False
-        self._thread = threading.Thread(target=self._serve, name="toolbench-grants",
-                                        daemon=True)
-        self._thread.start()
-
-    def ask(self, index: int) -> asyncio.Future[bool | None]:
-        """On the loop: True granted, None refused (another run has it), False no answer."""
-        assert self.loop is not None
-        fut: asyncio.Future[bool | None] = self.loop.create_future()
-        with self._cond:
-            self._pending.append((index, fut))
-            self._cond.notify()
-        return fut
-
-    def _serve(self) -> None:
-        seq = 0
-        while True:
-            with self._cond:
-                while not self._pending and not self._stop:
-                    self._cond.wait()
-                if self._stop:
-                    waiting, self._pending = self._pending, []
-                    self._answer(waiting, {})
-                    return
-                waiting, self._pending = self._pending, []
-            seq += 1
-            answer: dict[int, bool | None] = {}
-            try:
-                self._worker.log_event(TOPIC, {"job": self.job, "part": self.part,
-                                               "run": self.run, "seq": seq,
-                                               "cases": [i for i, _ in waiting]})
-                while True:
-                    reply = self._reply.get(timeout=self.wait)
-                    if reply.get("seq") == seq:
-                        granted = set(reply.get("granted", ()))
-                        answer = {i: (True if i in granted else None) for i, _ in waiting}
-                        break
-            except Exception:  # no answer in time, or the scheduler is gone: nothing is sent
-                answer = {}
-            self._answer(waiting, answer)
-
-    def _answer(self, waiting: list[tuple[int, asyncio.Future[bool | None]]],
-                answer: Mapping[int, bool | None]) -> None:
-        def resolve() -> None:
-            for index, fut in waiting:
-                if not fut.done():
-                    fut.set_result(answer.get(index, False))
-
-        if self.loop is None:
-            return
-        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits
-            self.loop.call_soon_threadsafe(resolve)
-
-    def close(self) -> None:
-        with self._cond:
-            self._stop = True
-            self._cond.notify()
-        self._thread.join(5.0)
-        with contextlib.suppress(Exception):
-            self._reply.close()
-
-
-def _failed_all(cases: Sequence[tuple[int, Any]], spec: ServerSpec, tool: str, batch: str,
-                provenance: Mapping[str, Any] | None, error: ToolError
-                ) -> list[tuple[int, Record]]:
-    prov = Provenance.from_dict(provenance)
-    return [(index, make_record(
-        call_id=new_call_id(), batch=batch, started=utcnow(), server=spec.name, tool=tool,
-        name=tool, arguments=args if isinstance(args, Mapping) else {"_invalid": args},
-        latency_s=None, provenance=prov.with_fields(case=index).as_dict(), error=error))
-        for index, args in cases]
-
-
-def run_partition(spec: ServerSpec, job: str, part: int, tool: str, batch: str,
-                  cases: list[tuple[int, Any]], concurrency: int, timeout: float | None,
-                  provenance: dict[str, Any] | None) -> list[tuple[int, Record]]:
-    """The task: make this partition's granted calls on this worker's bench."""
-    worker = get_worker()
-    plugin = worker.plugins.get(PLUGIN_NAME)
-    if not isinstance(plugin, BenchPlugin):  # registered before this worker joined? never
-        raise RuntimeError("toolbench's worker plugin is missing on this worker")
-    try:
-        bench = plugin.bench(spec)
-    except ToolError as exc:  # the server did not start here: nothing was sent
-        return _failed_all(cases, spec, tool, batch, provenance, exc)
-    wait = min(bench.timeout if timeout is None else timeout, GRANT_WAIT_S)
-    granter = _Granter(job, part, uuid.uuid4().hex, wait)
-    try:
-        return get_loop().run(_run_cases, plugin, bench, spec, granter, tool, batch, cases,
-                              concurrency, timeout, provenance)
-    finally:
-        granter.close()
-
-
-async def _run_cases(plugin: BenchPlugin, bench: Bench, spec: ServerSpec, granter: _Granter,
-                     tool: str, batch: str, cases: list[tuple[int, Any]], concurrency: int,
-                     timeout: float | None, provenance: dict[str, Any] | None
-                     ) -> list[tuple[int, Record]]:
-    try:
-        target = bench._resolve(f"tool://{spec.name}/{tool}")
-    except ToolError as exc:
-        return _failed_all(cases, spec, tool, batch, provenance, exc)
-    limiter = plugin.limiters.get(spec.key)
-    if limiter is None:
-        limiter = plugin.limiters[spec.key] = anyio.CapacityLimiter(concurrency)
-    limiter.total_tokens = concurrency
-    granter.loop = asyncio.get_running_loop()
-    wait = granter.wait
-    base = Provenance.from_dict(provenance)
-    out: list[tuple[int, Record]] = []
-
-    async def one(index: int, args: Any) -> None:
-        async with limiter:
-            granted = await granter.ask(index)
-            if granted is None:  # granted to an earlier run of this task: not ours to send
-                return
-            if granted is False:
-                out.append(_failed_all([(index, args)], spec, tool, batch, provenance,
-                                       Unreachable("not sent: the driver gave no grant within "
-                                                   f"{wait:g} s",
-                                                   tool=target.tool))[0])
-                return
-            record, _, _ = await bench._invoke(target, args, batch=batch, timeout=timeout,
-                                               provenance=base.with_fields(case=index))
-            out.append((index, record))
-
-    async with anyio.create_task_group() as tg:
-        for index, args in cases:
-            tg.start_soon(one, index, args)
-    return out
-
-
-# -- the driver's side ------------------------------------------------------------------------
 @dataclass
 class _Part:
     cases: list[tuple[int, Any]]
@@ -351,13 +167,13 @@ class _Part:
 class _Ledger:
     """The driver's grants: each case at most once, its intent committed before the answer."""
 
-    def __init__(self, bench: Bench, client: Client, job: str, batch: str, target: _Target,
+    def __init__(self, driver: Driver, client: Client, job: str, batch: str, target: Target,
                  parts: list[_Part], provenance: Provenance) -> None:
-        self.bench, self.client, self.job, self.batch = bench, client, job, batch
+        self.store, self.client, self.job, self.batch = driver.store, client, job, batch
         self.target, self.parts, self.provenance = target, parts, provenance
         # What records, intents and the journal say: a tool named after a secret, redacted.
-        self.tool_shown, self.name_shown = bench._shown(target)
-        self.redact = bench._redactor(target.tool.server)
+        self.tool_shown, self.name_shown = driver.calls.shown(target)
+        self.redact = driver.servers.redactor(target.tool.server)
         self.args = {index: args for part in parts for index, args in part.cases}
         self.stopping = False
         self.inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
@@ -396,7 +212,7 @@ class _Ledger:
                 call_id = part.granted[index] = new_call_id()
                 granted.append(index)
                 args = self.args[index]
-                intents.append(self.bench._store.intent(
+                intents.append(self.store.intent(
                     call_id, self.batch, started, tool.server, self.tool_shown, self.name_shown,
                     args if isinstance(args, Mapping) else {"_invalid": args},
                     self.provenance.with_fields(case=index).as_dict()))
@@ -414,7 +230,7 @@ class _Ledger:
         """Record a finished partition: its records, in doubt or not run for the rest."""
         part = self.parts[number]
         part.done = True
-        store, tool, batch = self.bench._store, self.target.tool, self.batch
+        store, tool, batch = self.store, self.target.tool, self.batch
         reported: set[int] = set()
         if isinstance(result, list):
             for index, record in result:
@@ -462,7 +278,7 @@ class _Ledger:
                 call_id = part.granted.get(index)
                 if call_id is None:
                     continue
-                self.bench._store.append(make_record(
+                self.store.append(make_record(
                     call_id=call_id, batch=self.batch, started=utcnow(), server=tool.server,
                     tool=self.tool_shown, name=self.name_shown,
                     arguments=args if isinstance(args, Mapping) else {"_invalid": args},
@@ -518,21 +334,21 @@ def _result(future: Future[Any]) -> list[tuple[int, Record]] | BaseException:
     return value
 
 
-async def map_on_cluster(bench: Bench, client: Client, target: _Target,
+async def map_on_cluster(driver: Driver, client: Client, target: Target,
                          calls: list[tuple[int, Any]], *, concurrency: int,
                          progress: bool | None, timeout: float | None,
                          provenance: Provenance) -> list[Record]:
     """Run ``calls`` (case index, arguments) on the cluster; records in ``calls`` order."""
     if not calls:
         return []
-    spec = _spec(bench, target.tool.server)
+    spec = _spec(driver.servers, driver.bench_type, target.tool.server)
     job, batch = uuid.uuid4().hex, uuid.uuid4().hex
-    tool_shown, name_shown = bench._shown(target)
+    tool_shown, name_shown = driver.calls.shown(target)
     label = f"map {name_shown} on the cluster"
     threads = await anyio.to_thread.run_sync(
         lambda: (client.register_plugin(BenchPlugin()), sum(client.nthreads().values()))[1])
     parts = [_Part(chunk) for chunk in _partitions(calls, threads)]
-    ledger = _Ledger(bench, client, job, batch, target, parts, provenance)
+    ledger = _Ledger(driver, client, job, batch, target, parts, provenance)
     _LEDGERS[job] = ledger
     bar = progress_bar(len(calls), label, progress)
     futures: list[Future[Any]] = []
@@ -569,7 +385,7 @@ async def map_on_cluster(bench: Bench, client: Client, target: _Target,
         bar.close()
         with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_BOUND_S):
             await anyio.to_thread.run_sync(ledger.close_replies)
-    journal = bench._store.journal
+    journal = driver.store.journal
     if journal is not None:
-        warn_not_durable(journal, await bench._store.settle(batch), len(calls), label)
+        warn_not_durable(journal, await driver.store.settle(batch), len(calls), label)
     return [ledger.records[index] for index, _ in calls]

@@ -78,9 +78,14 @@ class KernelBar:
         self._broken = False
         self._wanted = not lazy
         self._context = contextvars.copy_context()  # the calling cell's, for the display
-        self._kernel = running_kernel()
+        self._shell = running_kernel()
         if not lazy:
             self._changed()
+
+    @property
+    def drawn(self) -> Any:
+        """The tqdm bar once made (read it), else None."""
+        return self._bar
 
     def update(self, step: float = 1) -> None:
         self.n += step
@@ -107,7 +112,7 @@ class KernelBar:
 
     def _changed(self) -> None:
         global _scheduled
-        if self._kernel is None or threading.current_thread() is threading.main_thread():
+        if self._shell is None or threading.current_thread() is threading.main_thread():
             self.sync()  # no kernel (a terminal), or already on its thread
             return
         with _lock:
@@ -115,7 +120,7 @@ class KernelBar:
             if _scheduled:
                 return
             _scheduled = True
-        io_loop = getattr(self._kernel, "io_loop", None)
+        io_loop = getattr(self._shell, "io_loop", None)
         if io_loop is not None:
             # The kernel may be going away; a waiting cell's slices still drain.
             with contextlib.suppress(Exception):

@@ -60,6 +60,11 @@ class ProgressBar:
         self._bar = KernelBar(None, label, interval=BAR_INTERVAL_S, lazy=True,
                               bar_format=BAR_FORMAT)
 
+    @property
+    def kernel_bar(self) -> KernelBar:
+        """The bar it shows (read it; it is made on the first update)."""
+        return self._bar
+
     def __call__(self, progress: float, total: float | None, message: str | None) -> None:
         self._bar.show(progress, total, _html.shorten(str(message), 60) if message else None)
 

@@ -7,6 +7,10 @@ overall cap, the progress bar, the journal, and ``resume``), and returns a compa
 with two rows per case: the recorded answer (``server`` is ``recorded``) and the new one,
 both with ``changed`` set when the answers differ (numbers within ``rtol``, relative).
 
+``Replays`` keeps nothing of its own: it reads the servers and the records, and runs the
+calls through ``Batches`` (``toolbench._bench.many``). It may import that package,
+``toolbench._bench.servers``, ``toolbench._bench.journal`` and ``_core``.
+
 Which records: the tool calls among ``records`` (a records frame such as ``bench.records``
 or a ``map`` result, a list of them, or a journal's path) that landed (succeeded, or failed
 as the tool's own error): the ones that have an answer to compare with.
@@ -16,66 +20,48 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+from toolbench._bench.servers.naming import Target
 from toolbench._core.checks import whole
-from toolbench._core.client import ToolSpec
 from toolbench._core.errors import Unreachable
 from toolbench._core.ids import Provenance, ToolId, did_you_mean
-from toolbench._loop import get_loop
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from toolbench._bench.journal.record import Record
     from toolbench._bench.journal.store import RecordStore
-    from toolbench._routing.pegboard import PegBoard
+    from toolbench._bench.many.many_calls import Batches
+    from toolbench._bench.servers.servers import Servers
 
 RECORDED = "recorded"
 
 
-@dataclass
-class _Target:
-    """What the bench's ``_invoke`` needs of a call's target (as ``calling._Target`` has)."""
-
-    name: str
-    tool: ToolId
-    spec: ToolSpec | None
-
-
 class Replays:
-    """``replay``; mixed into ``BaseBench``."""
+    """``replay``: recorded tool calls run again, and the answers that changed marked."""
 
-    if TYPE_CHECKING:  # what BaseBench provides
-        pegboard: PegBoard
-        _rows: dict[str, Any]
-        _store: RecordStore
+    def __init__(self, servers: Servers, store: RecordStore, batches: Batches) -> None:
+        self._servers = servers
+        self._store = store
+        self._batches = batches
 
-        def _check_open(self) -> None: ...
-
-        async def _batch(self, calls: Sequence[tuple[int, Any, Any]], label: str,
-                         provenance: Provenance | Mapping[str, Any] | None, *,
-                         timeout: float | None, progress: bool | None, overall: int | None,
-                         per_server: int | None) -> list[Record]: ...
-
-    async def _replay(self, records: Any, against: str, *, rtol: float, concurrency: int,
+    async def replay(self, records: Any, against: str, *, rtol: float, concurrency: int,
                       progress: bool, resume: bool, timeout: float | None,
                       provenance: Provenance | Mapping[str, Any] | None) -> pd.DataFrame:
         from toolbench._bench.many.batch import compare_frame
 
-        self._check_open()
+        self._servers.check_open()
         whole(concurrency, "concurrency")
         if not (isinstance(rtol, (int, float)) and not isinstance(rtol, bool)
                 and math.isfinite(rtol) and rtol >= 0):
             raise ValueError(f"rtol must be a finite number >= 0, not {rtol!r}")
-        if not isinstance(against, str) or against not in self._rows:
+        if not isinstance(against, str) or against not in self._servers:
             raise ValueError(f"against={against!r} is not a connected server; connected: "
-                             f"{sorted(self._rows)}")
+                             f"{sorted(self._servers.names())}")
         recorded = recorded_calls(records)
-        offered = {e.tool: e for e in self.pegboard.entries(against)}
+        offered = {e.tool: e for e in self._servers.pegboard.entries(against)}
         wanted = sorted({r.tool for r in recorded})
         if recorded and not any(t in offered for t in wanted):
             hint = did_you_mean(wanted[0], sorted(offered))
@@ -85,8 +71,8 @@ class Replays:
         calls = []
         for index, old in enumerate(recorded):
             entry = offered.get(old.tool)
-            target = (_Target(entry.name, entry.tool_id, entry.spec) if entry is not None else
-                      _Target(old.tool, ToolId(against, old.tool), None))
+            target = (Target(entry.name, entry.tool_id, entry.spec) if entry is not None else
+                      Target(old.tool, ToolId(against, old.tool), None))
             done = (self._store.resume_record(against, old.tool, old.arguments)
                     if resume else None)
             if done is not None:
@@ -95,8 +81,9 @@ class Replays:
                 calls.append((index, target, old.arguments))
         missing = [(i, t) for i, t, _ in calls if t.tool.tool not in offered]
         runnable = [c for c in calls if c[1].tool.tool in offered]
-        news = await self._batch(runnable, f"replay on {against}", provenance, timeout=timeout,
-                                 progress=progress, overall=concurrency, per_server=None)
+        news = await self._batches.batch(runnable, f"replay on {against}", provenance,
+                                         timeout=timeout, progress=progress,
+                                         overall=concurrency, per_server=None)
         for (index, _, _), record in zip(runnable, news, strict=True):
             slots[index] = record
         for index, target in missing:
@@ -112,50 +99,6 @@ class Replays:
         df.attrs["toolbench"] = "replay"
         return df
 
-    def replay(self, records: Any, against: str, *, rtol: float = 0.0, concurrency: int = 8,
-               progress: bool = True, resume: bool = False, timeout: float | None = None,
-               provenance: Provenance | Mapping[str, Any] | None = None) -> pd.DataFrame:
-        """Run recorded tool calls again on ``against`` and mark the answers that changed.
-
-        Args:
-            records: the recording: a records frame (``bench.records``, a ``map`` result,
-                ``tb.Bench(journal=...).records``), a list of frames, or a journal's path.
-                Its tool calls that landed (an answer or a tool error) are replayed.
-            against: the server to run them on (its tool of the same own name).
-            rtol: numbers within this relative tolerance count as unchanged.
-            concurrency: calls in flight at once.
-            progress: a progress bar (on by default).
-            resume: skip argument sets that already succeeded on ``against``.
-            timeout: seconds per call (default: the bench's).
-            provenance: fields recorded with every call.
-
-        Returns:
-            A compare frame, two rows per recorded call (``case``): the recorded answer
-            (``server`` is ``"recorded"``) and the new one, plus ``changed`` (True on both
-            rows when the answers differ). A tool ``against`` does not offer is a failed
-            row (``Unreachable``, ``did_not_happen``).
-
-        Raises:
-            ValueError: ``against`` is not connected, a bad ``rtol``, or records that are not
-                a recording.
-            Unreachable: ``against`` offers none of the recorded tools.
-
-        Example:
-            >>> bench.replay(bench.records, against="geo_precise", rtol=1e-3)  # doctest: +SKIP
-        """
-        return get_loop().run(self._replay, records, against, rtol=rtol,
-                              concurrency=concurrency, progress=progress, resume=resume,
-                              timeout=timeout, provenance=provenance)
-
-    async def areplay(self, records: Any, against: str, *, rtol: float = 0.0,
-                      concurrency: int = 8, progress: bool = True, resume: bool = False,
-                      timeout: float | None = None,
-                      provenance: Provenance | Mapping[str, Any] | None = None,
-                      ) -> pd.DataFrame:
-        """Awaitable :meth:`replay`: the same arguments, result and errors."""
-        return await get_loop().arun(self._replay, records, against, rtol=rtol,
-                                     concurrency=concurrency, progress=progress,
-                                     resume=resume, timeout=timeout, provenance=provenance)
 
 
 def recorded_calls(records: Any) -> list[Any]:

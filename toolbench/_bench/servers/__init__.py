@@ -1,1 +1,5 @@
-"""Connecting servers to a bench, configuration files, the rest of the client, hiding secrets."""
+"""The bench's servers: ``Servers`` (rows, settings, roots, log level), configuration files,
+names on the bench, the ``servers`` table, hiding secrets, and the faces.
+
+It may import ``toolbench._bench.journal``, ``progress``, and the layers below ``_bench``.
+"""

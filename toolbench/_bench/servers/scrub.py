@@ -12,7 +12,7 @@ from typing import Any
 
 from toolbench._bench.journal.record import Record
 from toolbench._core.errors import ToolError
-from toolbench._transports.mcp.errors import Redactor
+from toolbench._core.redact import Redactor
 
 
 def scrubbed(exc: BaseException, redact: Redactor) -> BaseException:

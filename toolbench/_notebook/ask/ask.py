@@ -48,11 +48,8 @@ arrived, but Accept had already judged the old one). So Send and Accept *settle*
 click is decided ``SETTLE_S`` later, between pump slices in a blocked cell or
 by the kernel's event loop otherwise, and reads the form then; clicks meanwhile are ignored.
 
-Everything a server sent is escaped and capped: at most ``MAX_SHOWN_MESSAGES`` messages of a
-sampling request are shown (the rest are counted), each at most ``MAX_MESSAGE_CHARS``; a URL
-request's link is shown (``http``/``https`` only), never opened. An elicitation form is
-``form.py``'s, checked by the bounded validator; when the schema cannot be fully checked
-here (a remote ``$ref``, a pattern re2 cannot run), the form says why.
+What a person sees (the widgets, escaped and capped) is :mod:`~toolbench._notebook.ask.widgets`;
+this module is the asker: the queue, the pump's wait hook, and where a form shows.
 """
 
 from __future__ import annotations
@@ -63,9 +60,8 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
-from urllib.parse import urlsplit
 
 import mcp_types as types
 
@@ -73,6 +69,7 @@ from toolbench import _loop
 from toolbench._bench.progress.kernel_thread import running_kernel
 from toolbench._core import html as _html
 from toolbench._notebook.ask.pump import MAX_EVENTS, KernelPump, PumpUnavailable, answer_comm_status
+from toolbench._notebook.ask.widgets import Answer, AskWidget, ElicitationAsk, SamplingAsk
 from toolbench._transports import server_requests as _requests
 from toolbench._transports.server_requests import HandlerError
 
@@ -82,233 +79,13 @@ IDLE_SLICE_S = 0.1
 """While no ask is open, how often a waiting cell looks for a new one."""
 BUSY_SLICE_S = 0.02
 """While an ask is open, how often the waiting cell pumps the kernel's messages."""
-MAX_SHOWN_MESSAGES = 20
-"""A sampling request's last messages shown; earlier ones are only counted."""
-MAX_MESSAGE_CHARS = 2_000
-MAX_TEXT_CHARS = 500
-"""Caps for a server's message, system prompt, URL and the like."""
 SETTLE_S = 0.3
 """Send and Accept decide this long after their click arrives, reading the form then."""
 ENDED = ("this request ended before it was answered (the call timed out, was interrupted, or "
          "the server gave up)")
-_RED = "color:#b00020"
 
 
-# -- rendering (pure, bounded, escaped) ----------------------------------------------------
-def _text(value: object, limit: int) -> str:
-    return _html.escape(_html.shorten(str(value), limit))
-
-
-def block_html(content: Any) -> str:
-    """One content block of a sampling message: text escaped and capped, media described."""
-    kind = getattr(content, "type", None)
-    if kind == "text":
-        text = str(getattr(content, "text", ""))
-        return (f"<span style='white-space:pre-wrap'>{_text(text, MAX_MESSAGE_CHARS)}</span>"
-                + (f" <small>({len(text):,} characters)</small>"
-                   if len(text) > MAX_MESSAGE_CHARS else ""))
-    if kind in ("image", "audio"):
-        data = str(getattr(content, "data", ""))
-        mime = _text(getattr(content, "mime_type", "?"), 80)
-        return f"<i>[{kind} {mime}, {len(data) * 3 // 4:,} bytes]</i>"
-    if isinstance(content, list):
-        return "<br>".join(block_html(c) for c in content[:MAX_SHOWN_MESSAGES])
-    return f"<i>[{_text(kind or type(content).__name__, 60)} block]</i>"
-
-
-def sampling_html(server: str, params: types.CreateMessageRequestParams) -> str:
-    """The request as a short transcript: bounded whatever the server sent."""
-    messages = list(params.messages)
-    shown = messages[-MAX_SHOWN_MESSAGES:]
-    parts = [f"<div><b>{_text(server, 80)}</b> asks for a reply (sampling), at most "
-             f"{int(params.max_tokens):,} tokens.</div>"]
-    if params.system_prompt:
-        parts.append(f"<div><small>system:</small> {_text(params.system_prompt, MAX_TEXT_CHARS)}"
-                     "</div>")
-    if len(messages) > len(shown):
-        parts.append(f"<div><i>{len(messages) - len(shown):,} earlier messages not shown "
-                     f"({len(messages):,} in all)</i></div>")
-    for message in shown:
-        parts.append(f"<div><small>{_text(message.role, 20)}:</small> "
-                     f"{block_html(message.content)}</div>")
-    return "<div class='toolbench-sampling'>" + "".join(parts) + "</div>"
-
-
-def safe_link(url: str) -> str:
-    """An http(s) URL as an escaped link that opens in a new tab only if a person clicks it;
-    any other scheme (``javascript:``, ``data:``, ``file:``) is shown as text only."""
-    shown = _text(url, MAX_TEXT_CHARS)
-    try:
-        scheme = urlsplit(url).scheme.lower()
-    except ValueError:
-        scheme = ""
-    if scheme not in ("http", "https"):
-        return f"<code>{shown}</code> <small style='{_RED}'>(not an http(s) link)</small>"
-    return (f"<a href=\"{_html.escape(url)}\" target=\"_blank\" "
-            f"rel=\"noopener noreferrer nofollow\">{shown}</a>")
-
-
-# -- the widgets ----------------------------------------------------------------------------
-Answer = Callable[[Any], None]
-"""Receives the answer: a value for the handler protocol, or a ``HandlerError``."""
-
-
-class _AskWidget:
-    """What both kinds share: a status line, buttons, and answering exactly once."""
-
-    def __init__(self, answer: Answer) -> None:
-        import ipywidgets as widgets
-
-        self._answer = answer
-        self.answered: str | None = None
-        self.status = widgets.HTML("")
-        self.buttons: list[Any] = []
-        self.widget: Any = None
-        # How a settling click is put off (the asker's); None: decided at once.
-        self.defer: Callable[[Callable[[], None]], None] | None = None
-        self.settling = False
-
-    def _button(self, label: str, style: str, on_click: Callable[[], None],
-                settle: bool = False) -> Any:
-        import ipywidgets as widgets
-
-        button = widgets.Button(description=label, button_style=style)
-        button.add_class("toolbench-ask-" + label.lower())
-        button.on_click(lambda _b: self._clicked(on_click, settle))
-        self.buttons.append(button)
-        return button
-
-    def _clicked(self, action: Callable[[], None], settle: bool) -> None:
-        if self.answered is not None or self.settling:
-            return
-        if not settle or self.defer is None:
-            self._guarded(action)
-            return
-        self.settling = True
-
-        def decide() -> None:
-            self.settling = False
-            self._guarded(action)
-
-        try:
-            self.defer(decide)
-        except Exception:  # no way to put it off: decide now
-            decide()
-
-    def _guarded(self, action: Callable[[], None]) -> None:
-        if self.answered is not None:
-            return
-        try:
-            action()
-        except Exception as exc:  # a click handler must never raise into the kernel
-            self.status.value = f"<span style='{_RED}'>{_text(exc, 300)}</span>"
-
-    def finish(self, value: Any, note: str) -> None:
-        if self.answered is not None:
-            return
-        self.answered = note
-        for button in self.buttons:
-            button.disabled = True
-        self.status.value = f"<b>{_text(note, 200)}</b>"
-        self._answer(value)
-
-    def expire(self, why: str) -> None:
-        """The request ended without an answer from here (timeout, interrupt, call over)."""
-        if self.answered is not None:
-            return
-        self.answered = why
-        for button in self.buttons:
-            button.disabled = True
-        self.status.value = f"<span style='{_RED}'>{_text(why, 300)}</span>"
-
-
-class SamplingAsk(_AskWidget):
-    """A sampling request as a transcript, a reply box, and Send / Reject."""
-
-    def __init__(self, server: str, params: types.CreateMessageRequestParams,
-                 answer: Answer) -> None:
-        import ipywidgets as widgets
-
-        super().__init__(answer)
-        self.transcript = widgets.HTML(sampling_html(server, params))
-        self.reply = widgets.Textarea(placeholder="the reply the server gets", rows=4,
-                                      continuous_update=False,  # sent on blur: see above
-                                      layout=widgets.Layout(width="95%"))
-        self.send = self._button("Send", "success", self._send, settle=True)
-        self.reject = self._button("Reject", "danger", self._reject)
-        self.widget = widgets.VBox([self.transcript, self.reply,
-                                    widgets.HBox([self.send, self.reject]), self.status])
-        self.widget.add_class("toolbench-ask")
-
-    def _send(self) -> None:
-        if not self.reply.value.strip():
-            self.status.value = f"<span style='{_RED}'>write a reply first (or Reject)</span>"
-            return
-        self.finish(self.reply.value, "sent")
-
-    def _reject(self) -> None:
-        self.finish(HandlerError("the person rejected the sampling request",
-                                 code=_requests.USER_REJECTED), "rejected")
-
-
-class ElicitationAsk(_AskWidget):
-    """An elicitation: the schema as a form (or a URL as a link), Accept / Decline / Cancel."""
-
-    def __init__(self, server: str, params: types.ElicitRequestParams, answer: Answer) -> None:
-        import ipywidgets as widgets
-
-        from toolbench._notebook.ask.form import build_form
-
-        super().__init__(answer)
-        self.params = params
-        self.form: Any = None
-        head = (f"<div><b>{_text(server, 80)}</b> asks: "
-                f"<span style='white-space:pre-wrap'>{_text(params.message, MAX_TEXT_CHARS)}"
-                "</span></div>")
-        rows: list[Any] = []
-        if isinstance(params, types.ElicitRequestURLParams):
-            head += (f"<div>It asks you to visit {safe_link(params.url)}; nothing is opened "
-                     "for you. Accept once you are done there.</div>")
-        else:
-            notes = _requests.schema_notes(params.requested_schema)
-            if notes:
-                shown = "".join(f"<li>{_text(n, 300)}</li>" for n in notes[:5])
-                head += (f"<div style='{_RED}'>Your answer is not fully checked here; the "
-                         f"server checks it:<ul>{shown}</ul></div>")
-            self.form = build_form(params.requested_schema)
-            rows.append(self.form.widget)
-        self.message = widgets.HTML(head)
-        self.accept = self._button("Accept", "success", self._accept, settle=True)
-        self.decline = self._button("Decline", "warning", lambda: self.finish(
-            {"action": "decline"}, "declined"))
-        self.cancel = self._button("Cancel", "", lambda: self.finish(
-            {"action": "cancel"}, "cancelled"))
-        self.widget = widgets.VBox([self.message, *rows,
-                                    widgets.HBox([self.accept, self.decline, self.cancel]),
-                                    self.status])
-        self.widget.add_class("toolbench-ask")
-
-    def _accept(self) -> None:
-        if self.form is None:
-            self.finish({"action": "accept"}, "accepted")
-            return
-        from toolbench._notebook.ask.form import FormError
-
-        try:
-            content = self.form.values()  # marks the broken fields, or the checked content
-        except FormError:
-            self.status.value = (f"<span style='{_RED}'>fix the marked fields; nothing was "
-                                 "sent yet</span>")
-            return
-        try:  # the same check the server's answer gets from a function handler
-            _requests.elicit_result({"action": "accept", "content": content}, self.params)
-        except HandlerError as exc:
-            self.status.value = f"<span style='{_RED}'>{_text(exc.message, 300)}</span>"
-            return
-        self.finish({"action": "accept", "content": content}, "accepted")
-
-
-KINDS: dict[str, Callable[[str, Any, Answer], _AskWidget]] = {}
+KINDS: dict[str, Callable[[str, Any, Answer], AskWidget]] = {}
 """Widgets of further kinds of question, by kind (the sign-in card adds ``"signin"``)."""
 
 
@@ -319,7 +96,7 @@ class _Pending:
     def __init__(self, kind: str, server: str, params: Any) -> None:
         self.kind, self.server, self.params = kind, server, params
         self.future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        self.view: _AskWidget | None = None
+        self.view: AskWidget | None = None
         self.expired: str | None = None
         self.show: Callable[[Any], None] | None = None  # a route's, else the cell's display
 
@@ -383,11 +160,11 @@ class NotebookAsker:
 
     async def sampling(self, server: str, params: types.CreateMessageRequestParams,
                        timeout: float) -> Any:
-        return await self._ask("sampling", server, params)
+        return await self.ask("sampling", server, params)
 
     async def elicitation(self, server: str, params: types.ElicitRequestParams,
                           timeout: float) -> Any:
-        return await self._ask("elicitation", server, params)
+        return await self.ask("elicitation", server, params)
 
     def route(self, server: str, show: Callable[[Any], None]) -> Callable[[], None]:
         """Show ``server``'s questions with ``show`` (main thread) instead of in a cell, until
@@ -406,7 +183,9 @@ class NotebookAsker:
 
         return unroute
 
-    async def _ask(self, kind: str, server: str, params: Any) -> Any:
+    async def ask(self, kind: str, server: str, params: Any) -> Any:
+        """Ask a person a question of ``kind`` (``sampling``, ``elicitation`` or one of
+        ``KINDS``); returns the widget's answer, or raises the ``HandlerError`` it gave."""
         pending = _Pending(kind, server, params)
         with self._lock:
             shows = self._routes.get(server)
@@ -473,8 +252,8 @@ class NotebookAsker:
         self._open = still
         return len(still)
 
-    def _build(self, pending: _Pending) -> _AskWidget:
-        view: _AskWidget
+    def _build(self, pending: _Pending) -> AskWidget:
+        view: AskWidget
         if pending.kind in KINDS:
             view = KINDS[pending.kind](pending.server, pending.params, pending.answer)
         elif pending.kind == "sampling":
@@ -483,6 +262,19 @@ class NotebookAsker:
             view = ElicitationAsk(pending.server, pending.params, pending.answer)
         view.defer = self.defer
         return view
+
+    def on_main(self, action: Callable[[], None]) -> None:
+        """Run ``action`` on the kernel's main thread soon (called from the shared loop): in a
+        blocked cell's next pump slice, else through the kernel's event loop; driven by a
+        test's own display (no kernel), now."""
+        if self._display is not None:
+            action()
+        elif self._waiting:
+            self._deferred.append((0.0, action))
+        else:
+            io_loop = getattr(self._kernel(), "io_loop", None)
+            if io_loop is not None:
+                io_loop.add_callback(action)
 
     def defer(self, action: Callable[[], None]) -> None:
         """Run a settling click ``SETTLE_S`` from now on the main thread: from a blocked
@@ -517,7 +309,7 @@ class NotebookAsker:
         display(widget)  # type: ignore[no-untyped-call]
 
     @property
-    def open_views(self) -> list[_AskWidget]:
+    def open_views(self) -> list[AskWidget]:
         """The widgets waiting for a person (tests and the explorer read them)."""
         return [p.view for p in self._open if p.view is not None]
 
@@ -527,16 +319,25 @@ class NotebookAsker:
         if kernel is None or threading.current_thread() is not threading.main_thread():
             _loop.wait_in_slices(done)
             return
-        self._waiting += 1
         try:
-            while not done.acquire(timeout=BUSY_SLICE_S if self._open else IDLE_SLICE_S):
-                self._slice(kernel)
+            with self.pumping():
+                while not done.acquire(timeout=BUSY_SLICE_S if self._open else IDLE_SLICE_S):
+                    self._slice(kernel)
         finally:
-            self._waiting -= 1
             with contextlib.suppress(Exception):
                 self.service()  # settle what ended with the call (an expired form)
                 if not self._waiting:  # no slices to wait for: a late click decides now
                     self.run_deferred(now=float("inf"))
+
+    @contextlib.contextmanager
+    def pumping(self) -> Iterator[None]:
+        """While a cell waits in the hook: settling clicks and :meth:`on_main` actions wait
+        for its pump slices (a test plays a blocked cell with it)."""
+        self._waiting += 1
+        try:
+            yield
+        finally:
+            self._waiting -= 1
 
     def _slice(self, kernel: Any) -> None:
         _loop.run_slice_work()

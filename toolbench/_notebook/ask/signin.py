@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -38,6 +37,7 @@ from urllib.parse import urlsplit
 from toolbench._bench.progress.kernel_thread import running_kernel
 from toolbench._core import html as _html
 from toolbench._notebook.ask import ask as _ask
+from toolbench._notebook.ask import widgets as _widgets
 from toolbench._transports.auth.callback import CallbackRefused, callback_error, check_callback
 from toolbench._transports.auth.signin import (
     current_outcome,
@@ -73,17 +73,17 @@ class SignInRequest:
             return "the authorization server"
 
 
-class SignInCard(_ask._AskWidget):
+class SignInCard(_widgets.AskWidget):
     """The card: the link, the paste box and its button, a status line."""
 
-    def __init__(self, server: str, request: SignInRequest, answer: _ask.Answer) -> None:
+    def __init__(self, server: str, request: SignInRequest, answer: _widgets.Answer) -> None:
         import ipywidgets as widgets
 
         super().__init__(answer)
         self.request = request
         self.message = widgets.HTML(
             f"<div><b>Sign in</b> at {_html.escape(request.where[:100])} to connect: "
-            f"{_ask.safe_link(request.authorization_url)} "
+            f"{_widgets.safe_link(request.authorization_url)} "
             "<small>(opens in a new tab)</small></div>"
             "<div><small>When the sign-in is done, the page your browser ends on may show an "
             "error (the kernel runs on another machine): copy that page's whole address from "
@@ -121,7 +121,7 @@ class SignInCard(_ask._AskWidget):
             old, self.box = self.box, self._new_box()
             self.row.children = (self.box, self.use)
             old.close()
-            self.status.value = (f"<span style='{_ask._RED}'>Not taken: "
+            self.status.value = (f"<span style='{_widgets.RED}'>Not taken: "
                                  f"{_html.escape(_html.shorten(str(exc), 400))}. "
                                  "Paste again.</span>")
             return
@@ -142,7 +142,7 @@ class SignInCard(_ask._AskWidget):
         self.box.disabled = True
         for button in self.buttons:
             button.disabled = True
-        style = _GREEN if error is None else _ask._RED
+        style = _GREEN if error is None else _widgets.RED
         self.status.value = f"<b style='{style}'>{_html.escape(_html.shorten(text, 400))}</b>"
 
     def expire(self, why: str) -> None:
@@ -158,7 +158,7 @@ class SignInCard(_ask._AskWidget):
         self.answered = outcome
         for button in self.buttons:
             button.disabled = True
-        style = _ask._RED if self.request.failed else _GREEN
+        style = _widgets.RED if self.request.failed else _GREEN
         self.status.value = f"<b style='{style}'>{_html.escape(_html.shorten(outcome, 300))}</b>"
 
 
@@ -166,20 +166,6 @@ _ask.KINDS[KIND] = SignInCard
 
 HOW = {"loopback": "your browser came back to toolbench", "pasted": "the pasted address"}
 RECEIVED = "received {how}; finishing the sign-in..."
-
-
-def _on_main(asker: _ask.NotebookAsker, action: Callable[[], None]) -> None:
-    """Run ``action`` on the kernel's main thread soon (from the shared loop): in a blocked
-    cell's next pump slice, else through the kernel's event loop; driven by a test's own
-    display (no kernel), now."""
-    if asker._display is not None:
-        action()
-    elif asker._waiting:
-        asker._deferred.append((0.0, action))
-    else:
-        io_loop = getattr(asker._kernel(), "io_loop", None)
-        if io_loop is not None:
-            io_loop.add_callback(action)
 
 
 async def notebook_authorizer(authorization_url: str, redirect_uri: str, timeout: float, *,
@@ -191,7 +177,7 @@ async def notebook_authorizer(authorization_url: str, redirect_uri: str, timeout
         return await terminal_authorizer(authorization_url, redirect_uri, timeout)
     request = SignInRequest(authorization_url, redirect_uri, timeout)
     card = asyncio.get_running_loop().create_task(
-        asker._ask(KIND, request.where, request))
+        asker.ask(KIND, request.where, request))
     taken = False
 
     async def pasted() -> str:
@@ -217,7 +203,7 @@ async def notebook_authorizer(authorization_url: str, redirect_uri: str, timeout
         def show() -> None:
             if request.card is not None and not request.failed:
                 request.card.settle(error)
-        _on_main(asker, show)
+        asker.on_main(show)
 
     outcome = current_outcome()
     if outcome is not None:

@@ -68,7 +68,7 @@ class ChangesView:
 
         bench = self.bench
         pins = bench.pins
-        if bench._pin_file is None:
+        if not bench.guard.active:
             self.summary.value = ("<p>No pins: make the bench with "
                                   "<code>Bench(pins=\"pins.json\")</code> to pin every tool on "
                                   "first sight and refuse calls to one that changes.</p>")
@@ -76,13 +76,13 @@ class ChangesView:
             counts = pins["state"].value_counts().to_dict() if len(pins) else {}
             self.summary.value = (
                 f"<p>{len(pins)} pinned item{'s' * (len(pins) != 1)} in "
-                f"<code>{_html.escape(bench._pin_file.path)}</code>: "
+                f"<code>{_html.escape(str(bench.guard.path))}</code>: "
                 f"{counts.get('ok', 0)} unchanged, <b>{counts.get('changed', 0)} changed</b> "
                 f"(calls, reads and fetches refused until approved), "
                 f"{counts.get('removed', 0)} removed.</p>")
         rows = []
         self.approve_buttons = {}
-        for (server, kind, name), (old, new) in sorted(bench._pin_changes.items()):
+        for (server, kind, name), (old, new) in sorted(bench.guard.changes.items()):
             board_name = (_pegboard_name(bench, server, name) if kind == "tool"
                           else f"{server}/{name}")  # approve() takes server/uri for the rest
             button = widgets.Button(description="Approve", button_style="warning",
@@ -103,7 +103,7 @@ class ChangesView:
             head = [label, button]
             rows.append(widgets.VBox([widgets.HBox(head), widgets.HTML(shown)]))
         self.pending.children = rows
-        recent = bench._changes_since()
+        recent = bench.history.changes_since()
         self.recent.value = diff_html(recent)
 
     def approve(self, name: str) -> None:

@@ -106,7 +106,7 @@ class Suggest:
             try:
                 self.requests += 1
                 options = await asyncio.wait_for(
-                    self.bench._complete(self.target, name, value, context or None,
+                    self.bench.completions.complete(self.target, name, value, context or None,
                                          TIMEOUT_S), TIMEOUT_S + 1)
             except Exception as exc:  # shown as a note; the kernel never sees it
                 options = []

@@ -8,8 +8,9 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from toolbench._bench.report.report import check_spec
 from toolbench._core import html as _html
-from toolbench._core.html import result_html
+from toolbench._core.client import result_html
 from toolbench._loop import get_loop
 from toolbench._notebook.ask.form import FormError, build_form, css_class
 from toolbench._notebook.explorer.base import (
@@ -18,6 +19,7 @@ from toolbench._notebook.explorer.base import (
     ExplorerBase,
     close_tree,
 )
+from toolbench._notebook.views import report as report_view
 from toolbench._notebook.views.about import server_about_html
 from toolbench._notebook.views.compare import compare_html
 from toolbench._notebook.views.display import error_html, history_html
@@ -98,7 +100,19 @@ class ToolsSection(ExplorerBase):
             f"<small>server <code>{_html.escape(entry.server)}</code>, tool "
             f"<code>{_html.escape(entry.tool)}</code></small>"
             f"<div style='max-height:10em;overflow:auto'>"
-            f"{_html.description_html(spec.description or '', MAX_DESCRIPTION)}</div></div>")
+            f"{_html.description_html(spec.description or '', MAX_DESCRIPTION)}</div></div>"
+            + self._findings(entry))
+
+    def _findings(self, entry: Any) -> str:
+        """The tool's cost and report findings (``df.tb.report()``), beside its description."""
+        try:
+            siblings = [e.spec for e in self.bench.pegboard.entries(entry.server)
+                        if e.name != entry.name]
+            checked = check_spec(entry.server, entry.name, entry.spec, siblings)
+            return report_view.explorer_html(checked.findings, checked.tokens,
+                                             checked.tokenizer)
+        except Exception as exc:  # the description shows whatever the report makes of it
+            return f"<small>findings unavailable ({_html.escape(type(exc).__name__)})</small>"
 
     def server_about(self, server: str) -> str:
         """The server's title, icons and instructions as HTML, escaped (``about.py``)."""

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolbench._core import html as _html
-from toolbench._core.html import result_html as result_html
+from toolbench._core.client import result_html as result_html
 from toolbench._notebook.views.cells import (
     MAX_CELL,
     MAX_ROWS,
@@ -77,7 +77,7 @@ def error_html(error: BaseException) -> str:
         ]
         urls = getattr(error, "urls", None)  # -32042: a page the user must open first
         if isinstance(urls, list) and urls:
-            from toolbench._notebook.ask.ask import safe_link  # a link, never opened for them
+            from toolbench._notebook.ask.widgets import safe_link  # a link, never opened for them
 
             parts.append("<div>Open " + ", ".join(safe_link(str(u)) for u in urls[:5])
                          + ", then try again.</div>")
@@ -164,6 +164,12 @@ def kind_of(df: pd.DataFrame) -> str:
         return "compare"
     if {"call_id", "started", "provenance"} <= columns:
         return "records"
+    if {"tokens", "tokenizer", "findings"} <= columns:
+        return "report"
+    if {"tools", "tokens", "errors", "warnings", "documented"} <= columns:
+        return "report_by_server"
+    if {"tool", "servers", "cheapest", "best_documented"} <= columns:
+        return "report_by_name"
     if {"input_schema", "parameters", "tool"} <= columns:
         return "catalog"
     if {"transport", "status", "stderr_tail"} <= columns:
@@ -187,6 +193,10 @@ def frame_html(df: pd.DataFrame, *, max_rows: int = MAX_ROWS) -> str:
         return html_table(df, max_rows=max_rows, columns=CATALOG_VIEW, caption="catalog")
     if kind == "servers":
         return html_table(df, max_rows=max_rows, columns=SERVER_VIEW, caption="servers")
+    if kind.startswith("report"):
+        from toolbench._notebook.views.report import report_frame_html
+
+        return report_frame_html(df, kind, max_rows=max_rows)
     if kind in ("diff", "schema_diff"):
         from toolbench._notebook.views import diff as diff_view
 

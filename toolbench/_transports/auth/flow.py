@@ -16,6 +16,10 @@
   request locally instead (:class:`LocalAnswers`: nothing leaves), so it fails at once as
   ``Unreachable`` and is explained (``AuthState.explain``); a request given up on while its
   sign-in held it back (a timeout) says what it waited for. Never ``TimedOut``.
+
+The flow reads and settles one connection's sign-in through :class:`SignInState`, declared
+here; ``AuthState`` (``toolbench._transports.auth.state``), which builds the flow, is the one
+implementation, so this module never imports it.
 """
 
 
@@ -27,7 +31,7 @@ import json
 import logging
 import math
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import Protocol
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
@@ -43,9 +47,6 @@ from toolbench._transports.auth.signin import OUTCOME, SignInOutcome
 from toolbench._transports.auth.tokens import (
     TokenStoreError,
 )
-
-if TYPE_CHECKING:
-    from toolbench._transports.auth.state import AuthState
 
 logger = logging.getLogger(__name__)
 
@@ -122,6 +123,29 @@ async def check_metadata(response: httpx2.Response) -> None:
                                   "URL; sign-in stopped")
 
 
+class SignInState(Protocol):
+    """One connection's sign-in, as the flow sees it: what it notes while a request waits, and
+    where its outcome goes (``AuthState`` is the one implementation)."""
+
+    server: str
+    outcome: SignInOutcome | None
+    """A person's step came back; the flow settles it once tokens came (or says why not)."""
+    signing_in: bool
+    """A person is being asked right now."""
+    failure: str | None
+    """Why the last sign-in stopped, until a request's error reports it."""
+    pause: Callable[[], contextlib.AbstractContextManager[None]]
+    """Stops the connect clock while a person signs in."""
+
+    def hold(self, request: httpx2.Request, what: str | None) -> None:
+        """Note what ``request`` waits for before it is sent; ``None``: it was sent."""
+        ...
+
+    def hide(self, values: list[str]) -> None:
+        """Keep these values (a code, a token) out of every message from now on."""
+        ...
+
+
 class SignInError(Exception):
     """Why a sign-in stopped (our own checks; the SDK's ``OAuthFlowError`` is the other kind)."""
 
@@ -129,7 +153,7 @@ class SignInError(Exception):
 class PersonStep:
     """The SDK's ``redirect_handler`` and ``callback_handler``, around the ``authorize`` step."""
 
-    def __init__(self, state: AuthState, option: OAuth, redirect_uri: str) -> None:
+    def __init__(self, state: SignInState, option: OAuth, redirect_uri: str) -> None:
         self.state = state
         self.option = option
         self.redirect_uri = redirect_uri
@@ -161,7 +185,7 @@ class PersonStep:
         if not code:
             raise SignInError("the address the browser came back to has no code (paste the "
                               "whole address from the browser's address bar)")
-        self.state._hide([code])
+        self.state.hide([code])
         if state != sent_state:
             raise SignInError("the address's state does not match this sign-in (an address "
                               "from another sign-in, or an old tab?); nothing was used")
@@ -209,14 +233,14 @@ class Guarded(httpx2.Auth):
 
     Raised inside the HTTP transport's task, a flow error would end the transport and leave
     the request waiting until its timeout (then ``TimedOut``). Instead the reason is kept in
-    the ``AuthState`` and the request is answered with a local 401 that never leaves this
+    the sign-in's state and the request is answered with a local 401 that never leaves this
     process (:class:`LocalAnswers`), so the request fails at once and is explained.
     """
 
     requires_request_body = True
     requires_response_body = True
 
-    def __init__(self, inner: httpx2.Auth, state: AuthState) -> None:
+    def __init__(self, inner: httpx2.Auth, state: SignInState) -> None:
         self.inner = inner
         self.state = state
 

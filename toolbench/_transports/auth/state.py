@@ -213,9 +213,12 @@ class AuthState:
         flow.provider = provider
         return provider
 
+    def hide(self, values: list[str]) -> None:
+        """Keep these values (a code, a token) out of every message from now on."""
+        self._hide(values)
+
     def _tokens(self, tokens: OAuthToken) -> None:
-        self._hide([v for v in (tokens.access_token, tokens.refresh_token)
-                    if v])
+        self.hide([v for v in (tokens.access_token, tokens.refresh_token) if v])
 
     # -- what the table shows ---------------------------------------------------------------
     @property

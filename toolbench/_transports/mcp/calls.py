@@ -4,15 +4,16 @@
 takes the live connection from the lifecycle (``Lifecycle._session``: connecting or
 reconnecting first when needed), one of ``max_concurrent`` slots, and one timeout over all of
 it; its failure is sorted into DESIGN.md's error table (``toolbench._transports.mcp.errors``)
-with a ticket that tells a request that never left (``did_not_happen``) from one that got no
-answer (``in_doubt``). Only a transport failure restarts the connection (``_lost``); an error
-reply never does.
+with a ticket (``toolbench._transports.mcp.tracking``) that tells a request that never left
+(``did_not_happen``) from one that got no answer (``in_doubt``). Only a transport failure
+restarts the connection (``_lost``); an error reply never does.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -24,23 +25,19 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp_types import RequestParamsMeta
 
 from toolbench._core import html as _html
+from toolbench._core.arguments import check_arguments
 from toolbench._core.checks import seconds
-from toolbench._core.client import Result, ToolSpec, check_arguments
+from toolbench._core.client import Result, ToolSpec
 from toolbench._core.errors import Malformed, Refused, ToolError, ToolFailed, Unreachable
 from toolbench._core.ids import Provenance, ToolId, is_tool_name
+from toolbench._core.redact import Redactor, describe
 from toolbench._core.schema.validate import validate_output
 from toolbench._transports.auth.state import AuthState
-from toolbench._transports.mcp.errors import (
-    TICKET,
-    CallTicket,
-    Redactor,
-    describe,
-    is_transport_failure,
-    map_call_error,
-    refused_connect,
-)
-from toolbench._transports.mcp.lifecycle import Status, TransportName, _Conn
-from toolbench._transports.mcp.tasks import call_as_task
+from toolbench._transports.mcp.attempt import Conn
+from toolbench._transports.mcp.errors import is_transport_failure, map_call_error, refused_connect
+from toolbench._transports.mcp.methods.tasks import call_as_task
+from toolbench._transports.mcp.session import Status, TransportName
+from toolbench._transports.mcp.tracking import TICKET, CallTicket
 from toolbench._transports.server_requests import ServerRequests, call_error
 from toolbench._transports.wire.limits import oversize
 
@@ -50,6 +47,8 @@ NOT_OFFERED = "does not offer"
 """In the message of a :class:`NotOffered`."""
 REFUSAL_WAIT_S = 2.0
 """How long a failed HTTP call waits for its transport to report why it ended."""
+
+_INF = math.inf
 
 
 class NotOffered(Refused):
@@ -75,7 +74,7 @@ class Requests:
     _redact: Redactor
     _auth: AuthState | None
     _status: Status
-    _conn: _Conn | None
+    _conn: Conn | None
     _task_tools: frozenset[str]
     _output_schemas: dict[str, dict[str, Any]] | None
 
@@ -83,9 +82,9 @@ class Requests:
         def _primitives(self) -> anyio.Lock: ...
 
         async def _session(self, tool: ToolId | None, deadline: float = ...,
-                           limit: float | None = ...) -> tuple[_Conn, Client]: ...
+                           limit: float | None = ...) -> tuple[Conn, Client]: ...
 
-        def _lost(self, conn: _Conn, why: str) -> None: ...
+        def _lost(self, conn: Conn, why: str) -> None: ...
 
         def check_server(self, server: str, tool: ToolId | None = None) -> None: ...
 
@@ -122,7 +121,11 @@ class Requests:
         """
         args = check_arguments(tool, arguments)
         self.check_server(tool.server, tool)
-        limit = self._timeout if timeout is None else seconds(timeout, "timeout")
+        # What the router hands down is a float it computed: the rule is checked for anything
+        # else (NaN and infinity fail the comparison, and go to the check too).
+        limit = (self._timeout if timeout is None
+                 else timeout if type(timeout) is float and 0.0 < timeout < _INF
+                 else seconds(timeout, "timeout"))
         meta = _meta(provenance)
         # The shared loop is asyncio: its clock is anyio's, read without anyio's backend
         # lookup (a few µs per read, twice per call).
@@ -238,7 +241,7 @@ class Requests:
         return limiter
 
     async def _failure(self, exc: Exception, tool: ToolId | None, limit: float, method: str,
-                       ticket: CallTicket, conn: _Conn) -> ToolError:
+                       ticket: CallTicket, conn: Conn) -> ToolError:
         """A request's exception as the error table's ToolError (an HTTP connect that was
         refused under a sent request is found first: then it never reached the server)."""
         if (self.transport == "http" and ticket.sent and not ticket.error_reply
@@ -247,10 +250,11 @@ class Requests:
         return self._mapped(exc, tool, limit, method, ticket=ticket, conn=conn)
 
     @staticmethod
-    def _settled(ticket: CallTicket, token: Any, conn: _Conn,
+    def _settled(ticket: CallTicket, token: Any, conn: Conn,
                  limiter: anyio.CapacityLimiter | None) -> None:
         TICKET.reset(token)
-        conn.tracker.forget(ticket)
+        if ticket.request_id is not None:  # tracked streams only (none in process)
+            conn.tracker.forget(ticket)
         if limiter is not None:
             limiter.release()
 
@@ -276,7 +280,7 @@ class Requests:
 
     def _mapped(
         self, exc: Exception, tool: ToolId | None, limit: float, action: str,
-        *, ticket: CallTicket | None = None, conn: _Conn | None = None,
+        *, ticket: CallTicket | None = None, conn: Conn | None = None,
     ) -> ToolError:
         too_large = oversize(exc)  # the transport dropped an oversized reply unread
         if too_large is not None:
@@ -300,7 +304,7 @@ class Requests:
         return map_call_error(exc, tool, timeout=limit, redact=self._redact, action=action,
                               ticket=ticket, connection_up=up)
 
-    async def _refusal(self, conn: _Conn, ticket: CallTicket) -> BaseException | None:
+    async def _refusal(self, conn: Conn, ticket: CallTicket) -> BaseException | None:
         """The HTTP connect failure that ended this call's POST, if that is what happened.
 
         The SDK reports any transport failure as "Connection closed"; the reason is the

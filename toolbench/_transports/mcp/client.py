@@ -4,16 +4,20 @@
 from any asyncio program (``anyio.run``, ``asyncio.run``). The synchronous face, and the
 shared loop that keeps connections alive between notebook cells, belong to the ``Bench``.
 
-It is put together from one concept per module:
+It is put together from one concept per module (of ``toolbench._transports.mcp``):
 
-- ``mcp_lifecycle``: the connection's life (one owner task per connection, which enters and
-  exits the SDK client; loss, reconnect, close) and the one ``connected`` event;
-- ``mcp_wire``: the transport the owner hands the SDK (watched, capped);
-- ``mcp_calls``: ``call`` and the envelope of every other request, and the error mapping;
-- ``mcp_listing``: the one paginator, and ``tools/list``;
-- ``mcp_resources``, ``mcp_completions``, ``mcp_subscriptions``, ``mcp_tasks``,
-  ``notifications``, ``server_requests``: the rest of the protocol;
-- ``mcp_events``: list changes and connects, told to listeners, coalesced.
+- ``lifecycle``: the connection's life (one owner task per connection, which enters and
+  exits the SDK client; settle, loss, close) and the one ``connected`` event; ``attempt``:
+  one connection attempt and its owner task's signals; ``recovery``: when a lost or failed
+  connection is tried again;
+- ``wire``: the transport the owner hands the SDK (watched, capped);
+- ``calls``: ``call`` and the envelope of every other request; ``tracking``: what each
+  request went through; ``errors``: the error mapping;
+- ``methods``: the one paginator and ``tools/list``, resources and prompts, completions,
+  subscriptions, tasks; with ``notifications`` and ``server_requests`` (``_transports``),
+  the rest of the protocol;
+- ``events``: list changes and connects, told to listeners, coalesced;
+- ``session``: the status, and ``McpSession``, what the modules below use of this client.
 
 In-process servers connect in the SDK's default ``auto`` mode (direct dispatch): the same
 server over stdio also negotiates the 2026 protocol, so behaviour matches, it needs no
@@ -42,15 +46,18 @@ from toolbench._core.client import ToolSpec
 from toolbench._core.contents import PromptResult, ReadResult
 from toolbench._core.errors import Unreachable
 from toolbench._core.ids import Destination, Provenance, ToolId, check_server_name
+from toolbench._core.redact import Redactor, display_url
 from toolbench._transports.auth.state import AuthOption, AuthState, check_auth, paused
-from toolbench._transports.mcp import completions as _completions
-from toolbench._transports.mcp import listing as _listing
-from toolbench._transports.mcp import resources as _resources
-from toolbench._transports.mcp import subscriptions as _subs
+from toolbench._transports.mcp.attempt import Conn
 from toolbench._transports.mcp.calls import NOT_OFFERED, NotOffered, ProgressFn, Requests
-from toolbench._transports.mcp.errors import Redactor, display_url
 from toolbench._transports.mcp.events import EventKind, Events
-from toolbench._transports.mcp.lifecycle import Lifecycle, Status, TransportName, _Conn
+from toolbench._transports.mcp.lifecycle import Lifecycle
+from toolbench._transports.mcp.methods import completions as _completions
+from toolbench._transports.mcp.methods import listing as _listing
+from toolbench._transports.mcp.methods import resources as _resources
+from toolbench._transports.mcp.methods import subscriptions as _subs
+from toolbench._transports.mcp.recovery import Recovery
+from toolbench._transports.mcp.session import Status, TransportName
 from toolbench._transports.notifications import Notifications, send_log_level
 from toolbench._transports.server_requests import ServerRequests, notify_roots_changed
 from toolbench._transports.wire.limits import (
@@ -170,13 +177,10 @@ class McpClient(Lifecycle, Requests):
             "protocol": None, "server_name": None, "server_version": None
         }
         self._stderr = StderrLog(self.name)
-        self._conn: _Conn | None = None
+        self._conn: Conn | None = None
         self._lock: anyio.Lock | None = None
         self._limiter: anyio.CapacityLimiter | None = None
-        self._backoff = 0.0  # seconds of the current retry window; 0 after a success
-        self._retry_at = 0.0  # loop time before which a failed/lost server is not retried
-        self._attempt: anyio.Event | None = None  # set when the reconnect under way ends
-        self._attempt_task: asyncio.Task[None] | None = None
+        self._recovery = Recovery(self)  # the retry window, and the reconnect under way
         self._bound: asyncio.AbstractEventLoop | None = None  # the loop its primitives live on
 
     # -- target -----------------------------------------------------------------------------
@@ -243,11 +247,7 @@ class McpClient(Lifecycle, Requests):
             return self._redact(display_url(self._url))
         return f"<in-process {type(self._server).__name__}>"
 
-    # -- introspection ----------------------------------------------------------------------
-    @property
-    def status(self) -> Status:
-        return self._status
-
+    # -- introspection (``status`` and ``last_error`` are the lifecycle's) -------------------
     @property
     def server_info(self) -> dict[str, Any]:
         return dict(self._server_info)
@@ -271,10 +271,6 @@ class McpClient(Lifecycle, Requests):
     def max_message_bytes(self) -> int:
         """The largest message read from the server."""
         return self._max_message_bytes
-
-    @property
-    def last_error(self) -> str | None:
-        return self._last_error
 
     def stderr_tail(self, lines: int = 20) -> str:
         """The last ``lines`` lines a stdio child wrote to stderr, secrets hidden (else "")."""
@@ -360,9 +356,13 @@ class McpClient(Lifecycle, Requests):
         and every page by ``max_message_bytes``. Exceeding a bound is ``Unreachable`` (at
         connect, the bench keeps the failed row); a repeated cursor is ``Malformed``.
         """
-        return await _listing.list_tools(self, server)
+        listed = await _listing.list_tools(self, server)
+        self._output_schemas = listed.output_schemas
+        self._task_tools = listed.task_tools
+        self.skipped_tools = listed.skipped
+        return listed.specs
 
-    # -- resources and prompts (the requests live in toolbench._transports.mcp.resources) ---
+    # -- resources and prompts (the requests live in toolbench._transports.mcp.methods) -----
     async def list_resources(self, server: str) -> list[dict[str, Any]]:
         """Every resource the server lists (all pages, bounded as ``list_tools`` is).
 
@@ -423,7 +423,6 @@ class McpClient(Lifecycle, Requests):
         return await _resources.get_prompt(self, server, name, arguments, timeout=timeout,
                                            provenance=provenance)
 
-
     # -- completions, subscriptions, log level (their own modules) -------------------------
     async def complete(self, server: str, ref: _completions.Ref, argument: str, value: str,
                        context: Mapping[str, str] | None = None, *,
@@ -473,7 +472,6 @@ class McpClient(Lifecycle, Requests):
         if self._status is not Status.CONNECTED or conn is None or conn.client is None:
             return False
         return await send_log_level(conn.client, level, self._timeout, self.name)
-
 
 
 def _string_map(label: str, value: Mapping[str, str] | None) -> dict[str, str]:

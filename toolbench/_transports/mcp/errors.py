@@ -1,4 +1,4 @@
-"""How the SDK's failures become toolbench's error table, and how secrets stay out of them.
+"""How the SDK's failures become toolbench's error table.
 
 Kept apart from the connection code so the mapping can be read (and audited) in one place:
 every exception that can leave ``McpClient`` passes through :func:`map_call_error`.
@@ -6,30 +6,22 @@ every exception that can leave ``McpClient`` passes through :func:`map_call_erro
 The mapping goes by *where* an error came from, never by its code alone: the SDK reuses
 JSON-RPC codes for errors it makes itself (``CONNECTION_CLOSED`` -32000 when the transport
 ends, ``REQUEST_TIMEOUT`` -32001 when its own clock runs out), and servers use the same codes
-freely. So each call carries a :class:`CallTicket`, and a :class:`Tracker` wrapped around the
-connection's two streams fills it in with what it saw: whether the request was handed to the
-transport at all, and whether a JSON-RPC error or a result came back for its id. An error
-reply the server sent leaves the connection up; only a transport failure restarts it.
+freely. So each call carries a ``CallTicket``, filled in by the connection's ``Tracker``
+(``toolbench._transports.mcp.tracking``) with what it saw: whether the request was handed to
+the transport at all, and whether a JSON-RPC error or a result came back for its id. An error
+reply the server sent leaves the connection up; only a transport failure restarts it. Every
+text taken from the server passes the connection's ``Redactor`` (``toolbench._core.redact``).
 """
 
 from __future__ import annotations
 
-import contextvars
 import json
-import re
-from collections.abc import AsyncIterator, Iterable
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import httpx2
 import pydantic
 from mcp.client import InputRequiredRoundsExceededError, UnexpectedClaimedResult
 from mcp.shared.exceptions import MCPError
-from mcp.shared.message import SessionMessage
 from mcp_types import (
     CONNECTION_CLOSED,
     HEADER_MISMATCH,
@@ -41,9 +33,6 @@ from mcp_types import (
     REQUEST_TIMEOUT,
     UNSUPPORTED_PROTOCOL_VERSION,
     URL_ELICITATION_REQUIRED,
-    JSONRPCError,
-    JSONRPCRequest,
-    JSONRPCResponse,
 )
 
 from toolbench._core import html as _html
@@ -56,6 +45,8 @@ from toolbench._core.errors import (
     mark_unsent,
 )
 from toolbench._core.ids import ToolId
+from toolbench._core.redact import Redactor, describe, leaves
+from toolbench._transports.mcp.tracking import CallTicket, request_key
 
 REFUSED_CODES = frozenset({METHOD_NOT_FOUND, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR})
 """JSON-RPC codes that mean the server declined before running anything."""
@@ -64,267 +55,6 @@ MODERN_ONLY_CODES = frozenset({HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILI
                                UNSUPPORTED_PROTOCOL_VERSION})
 """-32020, -32021, -32022: how a 2026-only server answers a 2025 ``initialize`` (with HTTP 400):
 no ``MCP-Protocol-Version`` header, no per-request capabilities, a version it does not speak."""
-
-MIN_SECRET_LEN = 4
-"""Shorter values are not redacted: replacing "1" or "on" everywhere would garble every text,
-and a value that short protects nothing."""
-
-class Redactor:
-    """Replaces every secret value (env, header) with a marker in any text we show."""
-
-    def __init__(self, secrets: Iterable[str]) -> None:
-        self._values = {s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET_LEN}
-        self._compile()
-
-    def _compile(self) -> None:
-        values = sorted(self._values, key=len, reverse=True)
-        # Case-insensitive: a secret in a URL's host comes back lowercased (hosts are).
-        self._pattern = (re.compile("|".join(re.escape(v) for v in values), re.IGNORECASE)
-                         if values else None)
-
-    def add(self, secrets: Iterable[str]) -> None:
-        """Hide these too from now on (tokens and codes are known only once they arrive)."""
-        new = {s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET_LEN}
-        if not new <= self._values:
-            self._values |= new
-            self._compile()
-
-    def __call__(self, text: str) -> str:
-        if self._pattern is None:
-            return text
-        return self._pattern.sub("[redacted]", text)
-
-    @property
-    def active(self) -> bool:
-        """Whether there is any secret to hide."""
-        return self._pattern is not None
-
-    def cause(self, exc: BaseException) -> BaseException | None:
-        """``exc`` to chain as a ``__cause__``, or None when any text in its chain would show
-        a secret (a traceback prints the cause unredacted, e.g. a server's error message)."""
-        if self._pattern is None:
-            return exc
-        seen: set[int] = set()
-        stack: list[BaseException] = [exc]
-        while stack:
-            current = stack.pop()
-            if id(current) in seen:
-                continue
-            seen.add(id(current))
-            if self._pattern.search(str(current)) or self._pattern.search(repr(current.args)):
-                return None
-            stack.extend(leaves(current) if isinstance(current, BaseExceptionGroup) else ())
-            stack.extend(e for e in (current.__cause__, current.__context__) if e is not None)
-        return exc
-
-
-def display_url(url: str) -> str:
-    """A URL fit to show: no userinfo, and query values hidden (tokens often travel there)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparseable url>"
-    netloc = parts.hostname or ""
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    query = "&".join(f"{kv.split('=', 1)[0]}=..." for kv in parts.query.split("&") if kv)
-    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
-
-
-def leaves(exc: BaseException) -> list[BaseException]:
-    """The non-group exceptions inside ``exc`` (anyio task groups wrap what went wrong)."""
-    if isinstance(exc, BaseExceptionGroup):
-        found: list[BaseException] = []
-        for inner in exc.exceptions:
-            found.extend(leaves(inner))
-        return found
-    return [exc]
-
-
-def describe(exc: BaseException, redact: Redactor, limit: int = 400) -> str:
-    """One line naming what went wrong, with group wrappers peeled off and secrets hidden."""
-    parts = []
-    for leaf in leaves(exc)[:3]:
-        text = str(leaf).strip().replace("\n", " ")
-        parts.append(f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__)
-    return _html.shorten(redact("; ".join(parts)), limit)
-
-
-# -- what a call's request went through ------------------------------------------------------
-Stage = Literal["unsent", "sending", "sent", "unwritten"]
-
-
-@dataclass(eq=False)
-class CallTicket:
-    """What is known about one request on its way to the server and back.
-
-    ``stage`` is ``unsent`` until the request is handed to the transport, ``sending`` while
-    the hand-over is under way (a cancelled hand-over may still have delivered), ``sent``
-    once the transport took it, and ``unwritten`` when the transport proved it never wrote a
-    byte of it (the hand-over failed, or the transport reported its write failed).
-    """
-
-    method: str = "tools/call"
-    tracked: bool = False
-    stage: Stage = "unsent"
-    request_id: str | None = None
-    error_reply: bool = False
-    answered: bool = False
-    refused: BaseException | None = None
-
-    @property
-    def sent(self) -> bool:
-        """Whether a byte of the request may have reached the server (untracked: assume so)."""
-        return not self.tracked or self.stage in ("sending", "sent")
-
-
-TICKET: contextvars.ContextVar[CallTicket | None] = contextvars.ContextVar(
-    "toolbench_call_ticket", default=None
-)
-"""The ticket of the call running in this task. A ContextVar, because the dispatcher hands the
-request to the transport in the caller's own task (and the HTTP transport posts it in a copy
-of the caller's context), which is how the stream wrappers below find the call they serve."""
-
-
-def _key(request_id: object) -> str:
-    # The SDK's dispatcher coerces "7" and 7 alike when it correlates a reply; so do we.
-    return str(request_id)
-
-
-class Tracker:
-    """One connection's view of its requests: which left, and what came back for each."""
-
-    def __init__(self) -> None:
-        self.active = False  # set once the streams are wrapped (an in-process server has none)
-        self._waiting: dict[str, CallTicket] = {}
-
-    def watch(self, ticket: CallTicket, request_id: object) -> None:
-        ticket.request_id = _key(request_id)
-        self._waiting[ticket.request_id] = ticket
-
-    def forget(self, ticket: CallTicket) -> None:
-        if ticket.request_id is not None and self._waiting.get(ticket.request_id) is ticket:
-            del self._waiting[ticket.request_id]
-
-    def arrived(self, item: object) -> None:
-        """Note a reply on the read stream (called for every item the session will see)."""
-        message = getattr(item, "message", None)
-        if isinstance(message, JSONRPCError | JSONRPCResponse):
-            ticket = self._waiting.get(_key(message.id))
-            if ticket is not None:
-                if isinstance(message, JSONRPCError):
-                    ticket.error_reply = True
-                else:
-                    ticket.answered = True
-
-    def unwritten(self, request_id: object) -> None:
-        """A transport's report that it failed to write this request before any byte left.
-
-        For transports that write in a task of their own (stdio): the hand-over succeeded,
-        but the pipe write failed, so the request provably never reached the server.
-        """
-        ticket = self._waiting.get(_key(request_id))
-        if ticket is not None and ticket.stage in ("sending", "sent"):
-            ticket.stage = "unwritten"
-
-
-class ReadWrapper:
-    """A transport's read stream with ``receive`` overridden; the rest passes through.
-
-    The SDK's session reads with ``async for`` and closes with ``aclose``; subclasses only
-    say what to notice in ``receive``.
-    """
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-
-    @property
-    def last_context(self) -> Any:
-        return getattr(self._inner, "last_context", None)
-
-    async def receive(self) -> Any:
-        return await self._inner.receive()
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    def __aiter__(self) -> ReadWrapper:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> ReadWrapper:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-
-class _TrackedRead(ReadWrapper):
-    """The read stream, reporting every reply to the tracker before the session sees it."""
-
-    def __init__(self, inner: Any, tracker: Tracker) -> None:
-        super().__init__(inner)
-        self._tracker = tracker
-
-    async def receive(self) -> Any:
-        item = await self._inner.receive()
-        self._tracker.arrived(item)
-        return item
-
-
-class _TrackedSend:
-    """The write stream, recording whether the current call's request was handed over."""
-
-    def __init__(self, inner: Any, tracker: Tracker) -> None:
-        self._inner = inner
-        self._tracker = tracker
-
-    async def send(self, item: SessionMessage) -> None:
-        ticket = TICKET.get()
-        message = getattr(item, "message", None)
-        if (ticket is None or ticket.stage != "unsent" or not isinstance(message, JSONRPCRequest)
-                or message.method != ticket.method):
-            await self._inner.send(item)
-            return
-        self._tracker.watch(ticket, message.id)
-        ticket.stage = "sending"
-        try:
-            await self._inner.send(item)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            ticket.stage = "unwritten"  # the transport was gone: nothing was handed over
-            raise
-        if ticket.stage == "sending":
-            ticket.stage = "sent"
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    def close(self) -> None:
-        close = getattr(self._inner, "close", None)
-        if close is not None:
-            close()
-
-    async def __aenter__(self) -> _TrackedSend:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-
-@asynccontextmanager
-async def tracked(transport: Any, tracker: Tracker) -> AsyncIterator[tuple[Any, Any]]:
-    """Wrap a transport (an async context manager of two streams) in the tracker."""
-    async with transport as (read_stream, write_stream):
-        tracker.active = True
-        yield _TrackedRead(read_stream, tracker), _TrackedSend(write_stream, tracker)
 
 
 def refused_connect(error: BaseException | None, ticket: CallTicket) -> BaseException | None:
@@ -344,7 +74,7 @@ def refused_connect(error: BaseException | None, ticket: CallTicket) -> BaseExce
             body = json.loads(request.content) if request.method == "POST" else None
         except (RuntimeError, ValueError, httpx2.RequestNotRead):
             continue
-        if isinstance(body, dict) and _key(body.get("id")) == ticket.request_id:
+        if isinstance(body, dict) and request_key(body.get("id")) == ticket.request_id:
             return leaf
     return None
 

@@ -1,4 +1,4 @@
-"""The life of one MCP connection: open, own, serve, lose, reconnect, retire, close.
+"""The life of one MCP connection: open, own, serve, settle, lose, close.
 
 The SDK's ``mcp.Client`` is an async context manager full of anyio cancel scopes, which must
 be entered and exited by the same task (python-sdk #79, #922). A notebook runs each cell in a
@@ -8,10 +8,12 @@ client, reports ready, waits for a stop request, and exits the client itself. Ca
 other tasks on the same loop and use the entered client, which anyio allows.
 
 ``Lifecycle`` is a base class of ``McpClient`` (``toolbench._transports.mcp.client``), which holds
-the configuration this module reads. One connection attempt is a :class:`_Conn`; its owner
-task is spawned with :func:`_spawn` and reports through :class:`_Started`. A lost or failed
-connection is reconnected by the next request (:meth:`Lifecycle._session`), once per retry
-window, in its own task (:meth:`Lifecycle._reconnect`).
+the configuration this module reads. One connection attempt is a ``Conn``
+(``toolbench._transports.mcp.attempt``), whose owner task is spawned there. A lost or failed
+connection is reconnected by the next request (:meth:`Lifecycle._session`): *when*, and one
+attempt at a time, is the connection's ``Recovery`` (``toolbench._transports.mcp.recovery``);
+*what* a reconnect does is :meth:`Lifecycle._reconnect`. This class alone starts or stops an
+owner task, or changes the connection's status.
 
 Every time a connection becomes ready, first connect and every reconnect alike, the one
 ``connected`` event fires (``toolbench._transports.mcp.events``): whoever keeps a copy of the
@@ -26,43 +28,46 @@ re-list) has ended and the subscriptions are in force. The request that reconnec
 request waiting on that attempt, and any that arrives meanwhile (:meth:`Lifecycle._session`)
 wait for it, so each is checked against the listing of the server it is sent to (issue 26:
 a pinned tool that changed across a restart). The re-list's own requests run in a context
-marked :data:`_SETTLING` and pass; they never start a reconnect of their own. Once a request
-has its session, the caller's :data:`SEND_CHECK` (the bench's pin check) runs, last, before
-anything is sent.
+marked ``SETTLING`` (``toolbench._transports.mcp.attempt``) and pass; they never start a
+reconnect of their own. Once a request has its session, the caller's ``SEND_CHECK``
+(``toolbench._transports.mcp.session``, the bench's pin check) runs, last, before anything is
+sent.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
-import enum
 import logging
 import math
-from collections.abc import Callable, Coroutine
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
 import mcp_types as types
 from mcp import Client
 
-from toolbench._core import html as _html
 from toolbench._core.errors import Unreachable
 from toolbench._core.ids import ToolId
+from toolbench._core.redact import Redactor, describe
 from toolbench._core.version import __version__
 from toolbench._transports.auth.state import AuthState
-from toolbench._transports.mcp import subscriptions as _subs
 from toolbench._transports.mcp.about import about
-from toolbench._transports.mcp.compat import default_result_type
-from toolbench._transports.mcp.errors import (
-    Redactor,
-    Tracker,
-    describe,
-    handshake_refused,
-    tracked,
+from toolbench._transports.mcp.attempt import (
+    GARBAGE_GRACE_S,
+    SETTLING,
+    Conn,
+    Started,
+    abandon,
+    spawn,
 )
+from toolbench._transports.mcp.compat import default_result_type
+from toolbench._transports.mcp.errors import handshake_refused
 from toolbench._transports.mcp.events import Events
+from toolbench._transports.mcp.methods import subscriptions as _subs
+from toolbench._transports.mcp.recovery import Recovery
+from toolbench._transports.mcp.session import RECONNECTABLE, SEND_CHECK, Status, TransportName
+from toolbench._transports.mcp.tracking import tracked
 from toolbench._transports.mcp.wire import transport_object
 from toolbench._transports.notifications import Notifications, send_log_level
 from toolbench._transports.server_requests import ServerRequests
@@ -72,90 +77,18 @@ if TYPE_CHECKING:
     from mcp.server import Server
     from mcp.server.mcpserver import MCPServer
 
-    from toolbench._transports.mcp.client import McpClient
-
 logger = logging.getLogger("toolbench._transports.mcp.client")
 
-TransportName = Literal["stdio", "http", "sse", "in-process"]
-
-GARBAGE_GRACE_S = 3.0
-"""After non-protocol output on stdout, how much longer a starting server gets to answer."""
 CLOSE_GRACE_S = 10.0
 """How long closing may take (the SDK alone may spend ~4 s stopping a hung child)."""
-BACKOFF_FIRST_S = 0.5
-"""After a failed (re)connect, calls fail fast this long before the next attempt..."""
-BACKOFF_MAX_S = 30.0
-"""...and the wait doubles with each failure up to this (a server that is back is found)."""
-
-SEND_CHECK: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
-    "toolbench_send_check", default=None)
-"""Set by a caller (the bench's pin gate) around one request: called once the request has its
-session, after any reconnect and its re-list, and before anything is sent; what it raises
-(a ``ToolError``) is the request's error, and nothing is sent."""
-_SETTLING: contextvars.ContextVar[bool] = contextvars.ContextVar("toolbench_settling",
-                                                                 default=False)
-"""True in the tasks of a ``connected`` round: their requests use the connection that is
-settling, and never wait on it or reconnect it."""
-
-
-class Status(enum.StrEnum):
-    """Where a connection stands; the values are what ``status`` and ``bench.servers`` show."""
-
-    NEW = "new"
-    """Never connected: the first call connects."""
-    CONNECTED = "connected"
-    LOST = "lost"
-    """It was connected and the connection ended: the next call reconnects once."""
-    FAILED = "failed"
-    """The last (re)connect failed: retried by a call after the backoff window."""
-    CLOSED = "closed"
-
-
-_RECONNECTABLE = frozenset({Status.NEW, Status.LOST, Status.FAILED})
-
-
-class _Conn:
-    """One connection attempt and its owner task's signals (all touched on the loop only)."""
-
-    def __init__(self, owner: Lifecycle) -> None:
-        self.owner = owner
-        self.scope = anyio.CancelScope()
-        self.stop = anyio.Event()
-        self.done = anyio.Event()
-        self.starting: anyio.CancelScope | None = None  # connect_timeout, until ready
-        self.ready = False
-        self.closing = False
-        self.client: Client | None = None
-        self.task_group: anyio.abc.TaskGroup | None = None
-        self.error: BaseException | None = None
-        self.garbage: str | None = None
-        self.tracker = Tracker()  # what each call's request went through
-        self.task: asyncio.Task[None] | None = None  # the owner task
-        self.listening: _subs.Listening | None = None  # a 2026 subscriptions/listen stream
-        self.settling: anyio.Event | None = None  # set once settled (None: nothing to wait for)
-
-    def on_eof(self) -> None:
-        if not self.closing and self.ready:
-            self.owner._lost(self, "the server closed the connection")
-
-    def on_garbage(self, exc: Exception) -> None:
-        if self.garbage is None:
-            errors = getattr(exc, "errors", None)
-            try:
-                line = repr(errors()[0]["input"]) if callable(errors) else str(exc)
-            except Exception:
-                line = str(exc)
-            self.garbage = _html.shorten(line.replace("\n", " "), 200)
-            if self.starting is not None:  # a server writing garbage gets a short grace
-                self.starting.deadline = min(self.starting.deadline,
-                                             anyio.current_time() + GARBAGE_GRACE_S)
 
 
 class Lifecycle:
-    """Opening, owning, losing, recovering and closing ``McpClient``'s connection.
+    """Opening, owning, settling, losing, reconnecting and closing ``McpClient``'s connection.
 
     The attributes below are ``McpClient``'s (set in its ``__init__``); the methods here are
-    the only ones that start or stop an owner task or change ``_status``.
+    the only ones that start or stop an owner task or change ``_status``. When to reconnect
+    is ``_recovery``'s (``toolbench._transports.mcp.recovery``).
     """
 
     name: str
@@ -182,21 +115,23 @@ class Lifecycle:
     _last_error: str | None
     _server_info: dict[str, Any]
     _stderr: StderrLog
-    _conn: _Conn | None
+    _conn: Conn | None
     _lock: anyio.Lock | None
     _limiter: anyio.CapacityLimiter | None
-    _backoff: float
-    _retry_at: float
-    _attempt: anyio.Event | None
-    _attempt_task: asyncio.Task[None] | None
+    _recovery: Recovery
     _bound: asyncio.AbstractEventLoop | None
     connects: int
     """How many times a connection became ready: 1 after the first connect, +1 per reconnect."""
 
     @property
-    def _mcp(self) -> McpClient:
-        """This object as the ``McpClient`` it is (for the protocol modules that take one)."""
-        return cast("McpClient", self)
+    def status(self) -> Status:
+        """Where the connection stands: ``new``, ``connected``, ``lost``, ``failed``, ``closed``."""
+        return self._status
+
+    @property
+    def last_error(self) -> str | None:
+        """Why the connection is not up (None once it is)."""
+        return self._last_error
 
     if TYPE_CHECKING:  # McpClient's own, and the call path's (toolbench._transports.mcp.calls)
         @property
@@ -246,34 +181,34 @@ class Lifecycle:
         The owner reports ready with ``task_status.started()``; the wait is shortened to
         ``GARBAGE_GRACE_S`` once a stdio server writes non-protocol output (``on_garbage``).
         """
-        conn = _Conn(self)
+        conn = Conn(self)
         self._conn = conn
         mark = self._stderr.mark()
-        started = _Started()
+        started = Started()
         try:
             with anyio.fail_after(self._connect_timeout) as conn.starting:
-                conn.task = _spawn(self._own(conn, task_status=started),
-                                   f"toolbench-mcp-{self.name}")
+                conn.task = spawn(self._own(conn, task_status=started),
+                                  f"toolbench-mcp-{self.name}")
                 ready = await started.future
             timed_out = False
         except TimeoutError:
             ready, timed_out = False, True
         except BaseException:
-            _abandon(conn)
+            abandon(conn)
             self._status = Status.FAILED
-            self._note_failure()
+            self._recovery.failed()
             raise
         finally:
             conn.starting = None
         if ready:
             self._status = Status.CONNECTED
             self._last_error = None
-            self._backoff = self._retry_at = 0.0
+            self._recovery.succeeded()
             await self._settle(conn)
             return
         # Not awaited: stopping a hung child takes the SDK seconds, and the caller was promised
         # an answer within connect_timeout. _retire (next connect, or close) waits for it.
-        _abandon(conn)
+        abandon(conn)
         if timed_out and conn.garbage is not None:
             reason = f"no protocol answer within {GARBAGE_GRACE_S:g} s of unreadable output"
         elif timed_out:
@@ -296,10 +231,10 @@ class Lifecycle:
             message += f"\n--- stderr (last lines) ---\n{tail}"
         self._status = Status.FAILED
         self._last_error = message
-        self._note_failure()
+        self._recovery.failed()
         raise Unreachable(message) from conn.error
 
-    async def _settle(self, conn: _Conn) -> None:
+    async def _settle(self, conn: Conn) -> None:
         """Wait, within ``connect_timeout``, until a connection that just became ready has
         been listed again (the ``connected`` round) and subscribed again; meanwhile other
         requests wait in :meth:`_session`. The work goes on past the bound."""
@@ -314,12 +249,11 @@ class Lifecycle:
             conn.settling = None
             settling.set()
 
-    def _on_ready(self, conn: _Conn) -> anyio.Event | None:
+    def _on_ready(self, conn: Conn) -> anyio.Event | None:
         """A connection is up (the first time, or again): count it, ask for the log level
         (handshake era), and fire the one ``connected`` event, whose listeners (the pegboard,
         the bench's follow layer) list the server again; returns the event set when they
-        have. Their tasks run marked :data:`_SETTLING`, without the caller's
-        :data:`SEND_CHECK`."""
+        have. Their tasks run marked ``SETTLING``, without the caller's ``SEND_CHECK``."""
         self.connects += 1
         group, client = conn.task_group, conn.client
         if group is None or client is None:
@@ -327,14 +261,14 @@ class Lifecycle:
         if self._notifications is not None and self._notifications.log_level is not None:
             group.start_soon(send_log_level, client, self._notifications.log_level,
                              self._timeout, self.name)
-        settling, check = _SETTLING.set(True), SEND_CHECK.set(None)
+        settling, check = SETTLING.set(True), SEND_CHECK.set(None)
         try:  # the round's tasks copy this context when they start
             return self._events.fire("connected", group)
         finally:
             SEND_CHECK.reset(check)
-            _SETTLING.reset(settling)
+            SETTLING.reset(settling)
 
-    def _resubscribed(self, conn: _Conn) -> anyio.Event | None:
+    def _resubscribed(self, conn: Conn) -> anyio.Event | None:
         """After a reconnect, subscribe every URI subscribed to again; returns the event set
         once they are, which :meth:`_settle` waits for (bounded), so the request that
         reconnected, and every one after it, is answered on a connection whose subscriptions
@@ -353,19 +287,14 @@ class Lifecycle:
 
         async def again() -> None:
             try:
-                await _subs.resubscribe(self._mcp, client)
+                await _subs.resubscribe(self, client)
             finally:
                 done.set()
 
         group.start_soon(again)
         return done
 
-    def _note_failure(self) -> None:
-        """Open the retry window: 0.5 s after the first failure, doubling up to 30 s."""
-        self._backoff = min(BACKOFF_MAX_S, self._backoff * 2) if self._backoff else BACKOFF_FIRST_S
-        self._retry_at = anyio.current_time() + self._backoff
-
-    async def _own(self, conn: _Conn, *, task_status: _Started) -> None:
+    async def _own(self, conn: Conn, *, task_status: Started) -> None:
         """The owner task: enter the SDK client, report ready, wait, and exit it in this task."""
         try:
             with conn.scope:
@@ -400,7 +329,7 @@ class Lifecycle:
             return ("legacy", "auto")
         return (self._protocol_mode,)
 
-    async def _enter(self, stack: AsyncExitStack, conn: _Conn, mode: str, *,
+    async def _enter(self, stack: AsyncExitStack, conn: Conn, mode: str, *,
                      last: bool) -> Client | None:
         """Enter the SDK client in ``mode``; None when the server refused that handshake
         (an error reply to ``initialize``) and another mode is left to try."""
@@ -427,7 +356,7 @@ class Lifecycle:
             return None
         return client
 
-    async def _serve(self, conn: _Conn, client: Client, task_status: _Started) -> None:
+    async def _serve(self, conn: Conn, client: Client, task_status: Started) -> None:
         """Hold the entered client open for calls until the connection is asked to stop."""
         # The SDK re-checks structured content with stock jsonschema (Python's backtracking
         # ``re``, no size limits) and re-lists tools it has not seen; a hostile output schema
@@ -441,20 +370,20 @@ class Lifecycle:
             conn.client = client
             conn.ready = True
             if _subs.is_modern(client):  # list changes and updates come on one stream
-                conn.listening = _subs.Listening(self._mcp, client)
+                conn.listening = _subs.Listening(self, client)
                 if conn.listening.wanted():  # it names every URI subscribed to
                     conn.listening.start(task_group)
             task_status.started()
             await conn.stop.wait()
             task_group.cancel_scope.cancel()
 
-    def _lost(self, conn: _Conn, why: str) -> None:
+    def _lost(self, conn: Conn, why: str) -> None:
         if self._conn is conn and self._status is Status.CONNECTED:
             self._status = Status.LOST
             self._last_error = f"connection to {self.name!r} lost: {why}"
         conn.stop.set()
 
-    async def _stop_conn(self, conn: _Conn, *, cancel: bool = False) -> None:
+    async def _stop_conn(self, conn: Conn, *, cancel: bool = False) -> None:
         """Ask the owner to exit and wait for it, bounded; shielded so closing always finishes."""
         conn.closing = True
         conn.stop.set()
@@ -483,9 +412,16 @@ class Lifecycle:
             self._status = Status.CLOSED
             self._stderr.delete()
 
+    async def _on_message(self, conn: Conn, message: Any) -> None:
+        _subs.on_notification(self, conn.task_group, conn.client, message)
 
-    async def _on_message(self, conn: _Conn, message: Any) -> None:
-        _subs.on_notification(self._mcp, conn.task_group, conn.client, message)
+    def _listening(self) -> tuple[_subs.Listening, anyio.abc.TaskGroup] | None:
+        """The live connection's 2026 listen stream and its task group (a (un)subscribe
+        re-opens it); None without one."""
+        conn = self._conn
+        if conn is None or conn.listening is None or conn.task_group is None:
+            return None
+        return conn.listening, conn.task_group
 
     async def _client(self, tool: ToolId | None) -> Client:
         """The entered SDK client, connecting or reconnecting first when needed."""
@@ -493,7 +429,7 @@ class Lifecycle:
 
     async def _session(
         self, tool: ToolId | None, deadline: float = math.inf, limit: float | None = None
-    ) -> tuple[_Conn, Client]:
+    ) -> tuple[Conn, Client]:
         """The live connection and its client; a new, lost or failed server is (re)connected.
 
         A ``failed`` or ``lost`` server is retried on its next call, but not within the retry
@@ -503,15 +439,15 @@ class Lifecycle:
         (nothing was sent) while the attempt goes on for the next call.
 
         A connection still settling (see the module docstring) is waited for, within the
-        same ``deadline``; then the caller's :data:`SEND_CHECK` runs.
+        same ``deadline``; then the caller's ``SEND_CHECK`` runs.
         """
-        if self._status in _RECONNECTABLE:
-            if _SETTLING.get():  # the re-list of a connection lost again: no reconnect here
+        if self._status in RECONNECTABLE:
+            if SETTLING.get():  # the re-list of a connection lost again: no reconnect here
                 raise Unreachable(f"server {self.name!r} was lost again while it was being "
                                   "listed after connecting; nothing was sent", tool=tool)
-            await self._recover(tool, deadline, limit)
+            await self._recovery.recover(tool, deadline, limit)
         conn = self._conn
-        if conn is not None and conn.settling is not None and not _SETTLING.get():
+        if conn is not None and conn.settling is not None and not SETTLING.get():
             await self._wait_settled(conn.settling, tool, deadline, limit)
             conn = self._conn
         if self._status is not Status.CONNECTED or conn is None or conn.client is None:
@@ -533,101 +469,23 @@ class Lifecycle:
                 f"server {self.name!r} was still being listed after connecting when the "
                 f"call's timeout of {limit or 0:g} s ran out; nothing was sent", tool=tool)
 
-    async def _recover(self, tool: ToolId | None, deadline: float, limit: float | None) -> None:
-        attempt = self._attempt
-        if attempt is None:
-            wait = self._retry_at - anyio.current_time()
-            if self._status is not Status.NEW and wait > 0:
-                why = self._last_error or "it is not connected"
-                raise Unreachable(
-                    f"server {self.name!r} is {self._status}: {why}\n(nothing was sent; the "
-                    f"next reconnect attempt is in {wait:.1f} s)", tool=tool
-                )
-            attempt = self._attempt = anyio.Event()
-            self._primitives()
-            self._attempt_task = _spawn(self._reconnect(attempt),
-                                        f"toolbench-reconnect-{self.name}")
-        with anyio.move_on_at(deadline):
-            await attempt.wait()
-        if not attempt.is_set():
-            raise Unreachable(
-                f"server {self.name!r} is still connecting after the call's timeout of "
-                f"{limit:g} s; nothing was sent (the attempt goes on)", tool=tool
-            )
-        if self._status is not Status.CONNECTED:
-            why = self._last_error or f"server {self.name!r} is {self._status}"
-            raise Unreachable(why, tool=tool)
-
-    async def _reconnect(self, attempt: anyio.Event) -> None:
-        """One (re)connect attempt, in its own task so no caller's timeout can cut it short."""
-        try:
-            async with self._primitives():
-                if self._status not in _RECONNECTABLE:
-                    return  # connected by someone else meanwhile, or closed
-                was_lost = self._status is Status.LOST
-                await self._retire()
-                try:
-                    await self._open()
-                except Unreachable as exc:
-                    if was_lost:
-                        self._last_error = (f"the connection to {self.name!r} was lost and "
-                                            f"reconnecting failed: {exc.detail}")
-                except Exception as exc:  # the shared loop must not lose its task group
-                    self._status = Status.FAILED
-                    self._last_error = (f"reconnecting to {self.name!r} failed: "
-                                        f"{describe(exc, self._redact)}")
-                    self._note_failure()
-        finally:
-            self._attempt = None
-            self._attempt_task = None
-            attempt.set()
-
-
-
-
-class _Started:
-    """``task_status`` for an owner task that outlives its starter (see :func:`_spawn`).
-
-    anyio's ``TaskGroup.start`` does the same handshake, but ties the owner to a task group
-    and, when the starter's ``connect_timeout`` runs out first, waits (shielded, unbounded) for
-    the owner to wind down: a hung child takes the SDK seconds to stop, and connecting promised
-    an answer within ``connect_timeout``. Here the starter awaits ``future``: ``True`` once
-    the owner is ready, ``False`` if it ended first.
-    """
-
-    __slots__ = ("future",)
-
-    def __init__(self) -> None:
-        self.future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-
-    def started(self, value: None = None) -> None:
-        if not self.future.done():
-            self.future.set_result(True)
-
-    def ended(self) -> None:
-        if not self.future.done():
-            self.future.set_result(False)
-
-
-def _spawn(coroutine: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
-    """A task that outlives the caller's task: a connection's owner, a reconnect attempt.
-
-    Plain asyncio, not a task group: the caller may be a notebook cell's task, which ends long
-    before the connection does. The core needs no loop thread of its own (DESIGN.md,
-    "Layers"); whoever opens a client closes it (a Bench does, for its connections). asyncio
-    keeps only weak references to tasks, so the caller keeps the one returned. It does not
-    inherit the caller's :data:`SEND_CHECK` or :data:`_SETTLING` (a connection's requests of
-    its own, a re-list say, are not the caller's request).
-    """
-    context = contextvars.copy_context()
-    context.run(SEND_CHECK.set, None)
-    context.run(_SETTLING.set, False)
-    return asyncio.get_running_loop().create_task(coroutine, name=name, context=context)
-
-
-def _abandon(conn: _Conn) -> None:
-    """Tell a failed attempt's owner to wind down, without waiting for it."""
-    conn.closing = True
-    conn.stop.set()
-    conn.scope.cancel()
-
+    async def _reconnect(self) -> None:
+        """One (re)connect attempt: retire what is left of the old connection, open a new one,
+        and say why it failed. The recovery runs it in a task of its own, so no caller's
+        timeout can cut it short."""
+        async with self._primitives():
+            if self._status not in RECONNECTABLE:
+                return  # connected by someone else meanwhile, or closed
+            was_lost = self._status is Status.LOST
+            await self._retire()
+            try:
+                await self._open()
+            except Unreachable as exc:
+                if was_lost:
+                    self._last_error = (f"the connection to {self.name!r} was lost and "
+                                        f"reconnecting failed: {exc.detail}")
+            except Exception as exc:  # the shared loop must not lose its task group
+                self._status = Status.FAILED
+                self._last_error = (f"reconnecting to {self.name!r} failed: "
+                                    f"{describe(exc, self._redact)}")
+                self._recovery.failed()

@@ -6,16 +6,17 @@
   the connection's headers and sign-in (``toolbench._transports.auth.state``);
 - in process: the server object itself.
 
-Each stream transport's read side is wrapped (:class:`_Watched`) so the connection
-(``toolbench._transports.mcp.lifecycle._Conn``) hears of end-of-stream, of non-protocol
-output on stdout, and of an oversized message our transport dropped (which restarts it).
+Each stream transport's read side is wrapped (:class:`_Watched`) so the connection attempt
+(``toolbench._transports.mcp.attempt.Conn``) hears of end-of-stream, of non-protocol output on
+stdout, and of an oversized message our transport dropped (which restarts it). What this
+module reads of the client's configuration is declared in :class:`Endpoint`.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import anyio
 import httpx2
@@ -26,12 +27,19 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
 from toolbench._transports.auth.state import LocalAnswers
-from toolbench._transports.mcp.errors import ReadWrapper
+from toolbench._transports.mcp.tracking import ReadWrapper
 from toolbench._transports.wire.limits import CappedTransport, oversize_text
 from toolbench._transports.wire.stdio import bounded_stdio_client
 
 if TYPE_CHECKING:
-    from toolbench._transports.mcp.lifecycle import Lifecycle, _Conn
+    from mcp.server import Server
+    from mcp.server.mcpserver import MCPServer
+
+    from toolbench._core.redact import Redactor
+    from toolbench._transports.auth.state import AuthState
+    from toolbench._transports.mcp.attempt import Conn
+    from toolbench._transports.mcp.session import TransportName
+    from toolbench._transports.wire.stderr import StderrLog
 
 HTTP_TIMEOUT_S = 30.0
 """The HTTP client's connect, write and pool timeouts (the SDK's own default; a call's
@@ -41,10 +49,28 @@ HTTP_READ_TIMEOUT_S = 300.0
 default; its constant lives in a private module, so the value is written here)."""
 
 
+class Endpoint(Protocol):
+    """What a connection's transport is made from: ``McpClient``'s target and bounds."""
+
+    transport: TransportName
+    _server: MCPServer | Server[Any] | None
+    _argv: list[str]
+    _env: dict[str, str]
+    _cwd: str | None
+    _url: str
+    _headers: dict[str, str]
+    _auth: AuthState | None
+    _stderr: StderrLog
+    _redact: Redactor
+    _connect_timeout: float
+    _max_message_bytes: int
+    _max_tools: int
+
+
 class _Watched(ReadWrapper):
     """Read side of a transport that reports end-of-stream and unreadable stdout lines."""
 
-    def __init__(self, inner: Any, conn: _Conn) -> None:
+    def __init__(self, inner: Any, conn: Conn) -> None:
         super().__init__(inner)
         self._conn = conn
 
@@ -60,17 +86,17 @@ class _Watched(ReadWrapper):
             # Our transport dropped an oversized message and answered its request: restart.
             detail = oversize_text(item.message.error.message)
             if detail is not None:
-                self._conn.owner._lost(self._conn, detail)
+                self._conn.lose(detail)
         return cast("SessionMessage | Exception", item)
 
 
 @asynccontextmanager
-async def _watched(transport: Any, conn: _Conn) -> AsyncIterator[tuple[Any, Any]]:
+async def _watched(transport: Any, conn: Conn) -> AsyncIterator[tuple[Any, Any]]:
     async with transport as (read_stream, write_stream):
         yield _Watched(read_stream, conn), write_stream
 
 
-async def transport_object(mcp: Lifecycle, stack: AsyncExitStack, conn: _Conn) -> Any:
+async def transport_object(mcp: Endpoint, stack: AsyncExitStack, conn: Conn) -> Any:
     """What ``mcp.Client`` is given for this connection attempt (entered by ``stack``)."""
     if mcp._server is not None:
         return mcp._server
@@ -104,7 +130,7 @@ async def transport_object(mcp: Lifecycle, stack: AsyncExitStack, conn: _Conn) -
                                            max_sse_event_size=mcp._max_message_bytes), conn)
 
 
-def http_client(mcp: Lifecycle, headers: dict[str, str] | None = None,
+def http_client(mcp: Endpoint, headers: dict[str, str] | None = None,
                 timeout: httpx2.Timeout | None = None,
                 auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
     """The SDK's HTTP client, but every response body capped at max_message_bytes."""

@@ -3,10 +3,10 @@
 A request is ``{"tool": name, ...data}``. It is refused (nothing runs) unless it names a known
 tool and its data fits that tool's schema. An accepted request first waits for its *lane* (the
 backend it needs), and only then takes one of the toolset's ``max_concurrent`` slots: a queue
-on a busy lane therefore never holds slots that requests for other lanes could use. The same
-dispatch serves three faces: ``deliver`` (payloads), ``call`` (the ToolClient protocol, so a
-router or bench can use a Toolset in process) and ``serve`` (a real MCP server, in
-``_toolset_serve``).
+on a busy lane therefore never holds slots that requests for other lanes could use (the lanes,
+slots and locks: ``toolbench._transports.toolset.lanes``). The same dispatch serves three
+faces: ``deliver`` (payloads), ``call`` (the ToolClient protocol, so a router or bench can use
+a Toolset in process) and ``serve`` (a real MCP server, in ``toolbench._transports.toolset.serve``).
 """
 
 from __future__ import annotations
@@ -14,22 +14,21 @@ from __future__ import annotations
 import contextlib
 import inspect
 import json
-import math
 import time
-from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
-import anyio.lowlevel
 import anyio.to_thread
 
 from toolbench._core import html as _html
-from toolbench._core.checks import is_whole
-from toolbench._core.client import Result, ToolSpec, check_arguments, result_from_value
+from toolbench._core.arguments import check_arguments
+from toolbench._core.client import Result, ToolSpec, result_from_value
 from toolbench._core.errors import Malformed, Refused, TimedOut, ToolFailed, Unreachable
 from toolbench._core.ids import Destination, Provenance, ToolId, check_server_name, check_tool_name
 from toolbench._core.schema.validate import schema_problems, validate_arguments
+from toolbench._transports.toolset.lanes import LaneChoice, Lanes, check_cap
 from toolbench._transports.toolset.serve import (
     GraceWatch,
     Served,
@@ -42,7 +41,6 @@ if TYPE_CHECKING:
     from mcp.server import Server
 
 F = TypeVar("F", bound=Callable[..., Any])
-LaneChoice = str | Callable[[dict[str, Any]], "str | None"] | None
 
 HELP = "help"
 HELP_DESCRIPTION = "List this toolset's tools: name, description and input schema of each."
@@ -86,26 +84,6 @@ class _Tool:
         return ToolSpec(self.name, self.description, schema)
 
 
-@dataclass(slots=True)
-class _Gates:
-    """The semaphores and locks of one event loop (anyio primitives belong to the loop)."""
-
-    loop: object
-    slots: anyio.Semaphore | None
-    lanes: dict[str, anyio.Semaphore] = field(default_factory=dict)
-    locks: dict[Hashable, tuple[anyio.Lock, int]] = field(default_factory=dict)
-
-
-def _check_cap(value: object, what: str) -> int | None:
-    if value is None:
-        return None
-    if not is_whole(value):
-        raise ValueError(
-            f"{what} must be a positive int or None (no cap), not {value!r}"
-        )
-    return value
-
-
 def _takes_ctx(handler: Callable[..., Any], name: str) -> bool:
     """``(data)`` or ``(data, ctx)``: decided once, from the signature, at registration."""
     try:
@@ -132,10 +110,6 @@ def _is_async(handler: Callable[..., Any]) -> bool:
     return call is not None and inspect.iscoroutinefunction(call)
 
 
-def _gate(semaphore: anyio.Semaphore | None) -> contextlib.AbstractAsyncContextManager[Any]:
-    return semaphore if semaphore is not None else contextlib.nullcontext()
-
-
 class Toolset:
     """Many tools at one address; a ToolClient in process and an MCP server via ``serve``."""
 
@@ -158,12 +132,10 @@ class Toolset:
         if not isinstance(description, str):
             raise TypeError(f"Toolset description must be a string, not {description!r}")
         self.description = description
-        self.max_concurrent = _check_cap(max_concurrent, "Toolset max_concurrent")
+        self.max_concurrent = check_cap(max_concurrent, "Toolset max_concurrent")
         self._watch = GraceWatch(self.address, connect_grace)
         self._tools: dict[str, _Tool] = {}
-        self._lanes: dict[str, int | None] = {}
-        self._gates_now: _Gates | None = None
-        self._in_flight = 0
+        self._lanes = Lanes(self.address, self.max_concurrent)
         self._tools[HELP] = _Tool(
             HELP, HELP_DESCRIPTION, dict(HELP_SCHEMA), self._help, False, False, None,
             ToolId(self.address, HELP),
@@ -176,11 +148,7 @@ class Toolset:
         The default of 1 fits the usual lane, a backend that takes one request at a time;
         ``None`` makes the lane a label only (``ctx.lane``) with no cap of its own.
         """
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"a lane name is a non-empty string, not {name!r}")
-        if name in self._lanes:
-            raise ValueError(f"lane {name!r} is already declared on toolset {self.address!r}")
-        self._lanes[name] = _check_cap(max_concurrent, f"lane {name!r} max_concurrent")
+        self._lanes.declare(name, max_concurrent)
 
     def tool(
         self,
@@ -197,17 +165,7 @@ class Toolset:
             raise ValueError(f"tool {name!r} is already registered on toolset {self.address!r}")
         if not isinstance(description, str):
             raise TypeError(f"tool {name!r}: description must be a string, not {description!r}")
-        if isinstance(lane, str):
-            if lane not in self._lanes:
-                raise ValueError(
-                    f"tool {name!r}: lane {lane!r} is not declared; declare it first with "
-                    f"ts.lane({lane!r}, max_concurrent=N) (declared: {sorted(self._lanes)})"
-                )
-        elif lane is not None and not callable(lane):
-            raise TypeError(
-                f"tool {name!r}: lane must be a declared lane name, a function of the data, "
-                f"or None, not {lane!r}"
-            )
+        self._lanes.check_choice(name, lane)
         schema = self._check_schema(name, input_schema)
 
         def register(handler: F) -> F:
@@ -278,11 +236,11 @@ class Toolset:
     @property
     def busy(self) -> bool:
         """True while at least one accepted request is waiting or running."""
-        return self._in_flight > 0
+        return self._lanes.in_flight > 0
 
     @property
     def in_flight(self) -> int:
-        return self._in_flight
+        return self._lanes.in_flight
 
     # -- dispatch ---------------------------------------------------------------------------
     async def deliver(self, payload: object) -> Any:
@@ -323,59 +281,17 @@ class Toolset:
         if tool.name == HELP:
             return self.manifest()
         validate_arguments(tid, tool.input_schema, args, strict=True)
-        lane = self._choose_lane(tool, args, tid)
+        lane = self._lanes.choose(tool.name, tool.lane, args, tid)
         ctx = ToolContext(self, name, lane, provenance)
-        gates = self._gates()
-        lane_gate: anyio.Semaphore | None = None
-        cap = self._lanes[lane] if lane is not None else None
-        if lane is not None and cap is not None:
-            lane_gate = gates.lanes.get(lane)
-            if lane_gate is None:
-                lane_gate = gates.lanes[lane] = anyio.Semaphore(cap)
-        deadline = anyio.current_time() + timeout if timeout is not None else math.inf
-        self._in_flight += 1
-        try:
-            async with contextlib.AsyncExitStack() as held:
-                # Waiting for the lane and a slot is before anything runs: a timeout there
-                # did not happen (safe to repeat), unlike one while the handler runs.
-                with anyio.move_on_at(deadline) as queued:
-                    await held.enter_async_context(_gate(lane_gate))
-                    await held.enter_async_context(_gate(gates.slots))
-                if queued.cancelled_caught:
-                    where = f"lane {lane!r} and " if lane_gate is not None else ""
-                    raise Unreachable(
-                        f"{name!r} waited {timeout:g} s for {where}a free slot on "
-                        f"{self.address!r}; nothing ran", tool=tid)
-                if timeout is None:
+        async with self._lanes.admitted(name, lane, tid, timeout) as deadline:
+            if timeout is None:
+                return await self._invoke(tool, args, ctx, tid)
+            try:
+                with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
                     return await self._invoke(tool, args, ctx, tid)
-                try:
-                    with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
-                        return await self._invoke(tool, args, ctx, tid)
-                except TimeoutError as exc:
-                    raise TimedOut(f"{name!r} did not finish within {timeout:g} s; it was "
-                                   "cancelled part-way", tool=tid) from exc
-        finally:
-            self._in_flight -= 1
-
-    def _choose_lane(self, tool: _Tool, data: dict[str, Any], tid: ToolId | None) -> str | None:
-        choice = tool.lane
-        if choice is None or isinstance(choice, str):
-            return choice
-        try:
-            lane = choice(data)
-        except Exception as exc:
-            raise Refused(
-                f"the lane function of {tool.name!r} raised {type(exc).__name__}: "
-                f"{_html.shorten(str(exc), 200)}; nothing ran",
-                tool=tid,
-            ) from exc
-        if lane is not None and (not isinstance(lane, str) or lane not in self._lanes):
-            raise Refused(
-                f"the lane function of {tool.name!r} chose {_html.shorten(repr(lane), 80)}, "
-                f"which is not a declared lane (declared: {sorted(self._lanes)}); nothing ran",
-                tool=tid,
-            )
-        return lane
+            except TimeoutError as exc:
+                raise TimedOut(f"{name!r} did not finish within {timeout:g} s; it was "
+                               "cancelled part-way", tool=tid) from exc
 
     async def _invoke(
         self, tool: _Tool, data: dict[str, Any], ctx: ToolContext, tid: ToolId | None
@@ -390,42 +306,9 @@ class Toolset:
             raise ToolFailed(detail, tool=tid) from exc
 
     # -- locks ------------------------------------------------------------------------------
-    @contextlib.asynccontextmanager
-    async def exclusive(self, key: Hashable) -> AsyncIterator[None]:
+    def exclusive(self, key: Hashable) -> contextlib.AbstractAsyncContextManager[None]:
         """One block at a time per ``key``; the lock is dropped when nobody holds or awaits it."""
-        try:
-            hash(key)
-        except TypeError as exc:
-            raise TypeError(f"an exclusive() key must be hashable, not {key!r}") from exc
-        locks = self._gates().locks
-        lock, users = locks.get(key, (None, 0))
-        if lock is None:
-            lock = anyio.Lock()
-        locks[key] = (lock, users + 1)
-        try:
-            async with lock:
-                yield
-        finally:
-            lock_now, users_now = locks[key]
-            if users_now <= 1:
-                del locks[key]
-            else:
-                locks[key] = (lock_now, users_now - 1)
-
-    def _gates(self) -> _Gates:
-        """This loop's gates; a toolset idle on one loop may move to another (a new notebook
-        loop, a new test), but one in use on two loops at once is a mistake we name."""
-        loop = anyio.lowlevel.current_token().native_token
-        gates = self._gates_now
-        if gates is not None and gates.loop is loop:
-            return gates
-        if gates is not None and (self._in_flight or gates.locks):
-            raise RuntimeError(
-                f"toolset {self.address!r} is in use on another event loop; use one loop at a time"
-            )
-        slots = anyio.Semaphore(self.max_concurrent) if self.max_concurrent else None
-        self._gates_now = _Gates(loop, slots)
-        return self._gates_now
+        return self._lanes.exclusive(key)
 
     # -- the ToolClient protocol ------------------------------------------------------------
     def servers(self) -> list[str]:
@@ -542,4 +425,4 @@ class Toolset:
 
     def __repr__(self) -> str:
         tools = len(self._tools) - 1
-        return f"Toolset({self.address!r}, tools={tools}, lanes={sorted(self._lanes)})"
+        return f"Toolset({self.address!r}, tools={tools}, lanes={self._lanes.names()})"

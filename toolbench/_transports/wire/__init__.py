@@ -1,2 +1,7 @@
-"""Bounded bytes: the stdio transport, message and discovery limits, the tools/list precount, a
-child's stderr."""
+"""Bounded bytes: what a server may send, enforced where it arrives. The stdio transport
+(``stdio``: linear in a line's length, capped), message and discovery limits (``limits``), the
+``tools/list`` count taken before a reply is parsed (``precount``), and a child's stderr
+(``stderr``).
+
+May import ``toolbench._core`` only; nothing else of ``_transports``.
+"""

@@ -24,7 +24,7 @@ from typing import Any
 import httpx2
 
 from toolbench._core.checks import whole
-from toolbench._transports.mcp.errors import leaves
+from toolbench._core.redact import leaves
 from toolbench._transports.wire.precount import PRECOUNT_MIN_BYTES as PRECOUNT_MIN_BYTES
 from toolbench._transports.wire.precount import PageCount
 from toolbench._transports.wire.precount import listed_tools_bound as listed_tools_bound

@@ -12,7 +12,7 @@ is ``Refused`` with its code and message, whatever the code (DESIGN.md, "Errors"
 only that no answer came: asking again is safe.
 
 Bounds (DESIGN.md, "The trust boundary"), as for tools: a listing goes through the one
-paginator (``toolbench._transports.mcp.listing.paginate``), each page within ``timeout``.
+paginator (``toolbench._transports.mcp.methods.listing.paginate``), each page within ``timeout``.
 A read whose contents exceed ``max_message_bytes`` is ``Malformed`` on every transport
 (stdio and HTTP drop such a message before it is parsed and restart the connection; in
 process there is no message, so the contents are measured here).
@@ -32,12 +32,12 @@ from toolbench._core import html as _html
 from toolbench._core.contents import PromptResult, ReadResult
 from toolbench._core.errors import Malformed, Refused
 from toolbench._core.ids import Provenance
-from toolbench._transports.mcp.listing import paginate
+from toolbench._transports.mcp.methods.listing import paginate
 
 if TYPE_CHECKING:
     from mcp import Client
 
-    from toolbench._transports.mcp.client import McpClient
+    from toolbench._transports.mcp.session import McpSession
 
 MAX_URI_CHARS = 8192
 """A URI longer than this is refused before sending (no real resource needs more)."""
@@ -51,10 +51,10 @@ def _plain(value: Any) -> Any:
     return value
 
 
-async def _list_all(mcp: McpClient, server: str, what: str, method: str, field: str,
+async def _list_all(mcp: McpSession, server: str, what: str, method: str, field: str,
                     page: Callable[[Client, str | None], Awaitable[Any]],
                     row: Callable[[Any], dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every item of a listing, through the one paginator (``mcp_listing.paginate``); each
+    """Every item of a listing, through the one paginator (``listing.paginate``); each
     page is one request in the client's envelope."""
     mcp.check_server(server)
 
@@ -87,14 +87,14 @@ def _prompt_row(item: types.Prompt) -> dict[str, Any]:
             "arguments": [_plain(a) for a in item.arguments or []]}
 
 
-async def list_resources(mcp: McpClient, server: str) -> list[dict[str, Any]]:
+async def list_resources(mcp: McpSession, server: str) -> list[dict[str, Any]]:
     """Every resource ``server`` lists (all pages), one row dict each."""
     return await _list_all(mcp, server, "resources", "resources/list", "resources",
                            lambda sdk, cursor: sdk.list_resources(cursor=cursor),
                            _resource_row)
 
 
-async def list_resource_templates(mcp: McpClient, server: str) -> list[dict[str, Any]]:
+async def list_resource_templates(mcp: McpSession, server: str) -> list[dict[str, Any]]:
     """Every resource template ``server`` lists (all pages); ``uri`` holds the template."""
     return await _list_all(mcp, server, "resources", "resources/templates/list",
                            "resource_templates",
@@ -102,13 +102,13 @@ async def list_resource_templates(mcp: McpClient, server: str) -> list[dict[str,
                            _template_row)
 
 
-async def list_prompts(mcp: McpClient, server: str) -> list[dict[str, Any]]:
+async def list_prompts(mcp: McpSession, server: str) -> list[dict[str, Any]]:
     """Every prompt ``server`` lists (all pages), one row dict each."""
     return await _list_all(mcp, server, "prompts", "prompts/list", "prompts",
                            lambda sdk, cursor: sdk.list_prompts(cursor=cursor), _prompt_row)
 
 
-async def _fetch(mcp: McpClient, method: str, offers: str, timeout: float | None,
+async def _fetch(mcp: McpSession, method: str, offers: str, timeout: float | None,
                  provenance: Provenance | None,
                  send: Callable[[Client, RequestParamsMeta | None], Awaitable[Any]],
                  ) -> tuple[Any, float]:
@@ -130,7 +130,7 @@ def _dumped(items: Any, what: str) -> list[dict[str, Any]]:
         raise Malformed(f"unreadable {what}: {type(exc).__name__}") from exc
 
 
-async def read_resource(mcp: McpClient, server: str, uri: str, *, timeout: float | None = None,
+async def read_resource(mcp: McpSession, server: str, uri: str, *, timeout: float | None = None,
                         provenance: Provenance | None = None) -> ReadResult:
     """Read one resource (a template's URI filled in works too); bounded in size."""
     mcp.check_server(server)
@@ -151,7 +151,7 @@ async def read_resource(mcp: McpClient, server: str, uri: str, *, timeout: float
     return ReadResult(uri, contents, mcp.name, latency)
 
 
-async def get_prompt(mcp: McpClient, server: str, name: str,
+async def get_prompt(mcp: McpSession, server: str, name: str,
                      arguments: Mapping[str, str] | None = None, *,
                      timeout: float | None = None,
                      provenance: Provenance | None = None) -> PromptResult:

@@ -16,6 +16,7 @@ all-or-nothing by accident"), and the rest is handed to the session exactly as i
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anyio
@@ -26,11 +27,11 @@ from toolbench._core import html as _html
 from toolbench._core.client import ToolSpec
 from toolbench._core.errors import Malformed, Unreachable
 from toolbench._transports.mcp import about as mcp_about
-from toolbench._transports.mcp.tasks import requires_task
+from toolbench._transports.mcp.methods.tasks import requires_task
 from toolbench._transports.wire.limits import oversize
 
 if TYPE_CHECKING:
-    from toolbench._transports.mcp.client import McpClient
+    from toolbench._transports.mcp.session import McpSession
 
 T = TypeVar("T")
 MAX_PAGES = 10_000
@@ -39,7 +40,20 @@ MAX_PAGES = 10_000
 SKIP_UNREADABLE = "its declaration is not a valid MCP tool"
 
 
-async def paginate(mcp: McpClient, what: str, method: str,
+@dataclass(frozen=True, slots=True)
+class ToolListing:
+    """One whole ``tools/list``: what the client keeps of it (``McpClient.list_tools``)."""
+
+    specs: list[ToolSpec]
+    output_schemas: dict[str, dict[str, Any]]
+    """Each tool's output schema, for the bounded check of its results."""
+    task_tools: frozenset[str]
+    """The tools that run only as tasks (``toolbench._transports.mcp.methods.tasks``)."""
+    skipped: list[tuple[str, str]]
+    """``(name, reason)`` of each tool skipped as unreadable."""
+
+
+async def paginate(mcp: McpSession, what: str, method: str,
                    page: Callable[[str | None], Awaitable[tuple[list[T], str | None]]],
                    ) -> list[T]:
     """Every item of one listing: ``await page(cursor)`` gives ``(items, next_cursor)``.
@@ -73,9 +87,9 @@ async def paginate(mcp: McpClient, what: str, method: str,
                       f"{mcp.connect_timeout:g} s ({len(items):,} in {pages} pages so far)")
 
 
-async def list_tools(mcp: McpClient, server: str) -> list[ToolSpec]:
-    """Every tool of ``server`` (see :meth:`McpClient.list_tools`), never from the SDK's cache;
-    on success the client keeps the output schemas, the task-only tools and what was skipped."""
+async def list_tools(mcp: McpSession, server: str) -> ToolListing:
+    """Every tool of ``server`` (see :meth:`McpClient.list_tools`), never from the SDK's cache,
+    with the output schemas, the task-only tools and what was skipped (the client keeps them)."""
     mcp.check_server(server)
     client = await mcp._client(None)
     unreadable: list[tuple[str, str]] = []  # tools the SDK's page validation would reject
@@ -95,10 +109,12 @@ async def list_tools(mcp: McpClient, server: str) -> list[ToolSpec]:
 
     tools = await paginate(mcp, "tools", "tools/list", page)
     specs = [spec(tool) for tool in tools]
-    mcp._output_schemas = {s.name: s.output_schema for s in specs if s.output_schema is not None}
-    mcp._task_tools = frozenset(tool.name for tool in tools if requires_task(tool))
-    mcp.skipped_tools = unreadable
-    return specs
+    return ToolListing(
+        specs,
+        {s.name: s.output_schema for s in specs if s.output_schema is not None},
+        frozenset(tool.name for tool in tools if requires_task(tool)),
+        unreadable,
+    )
 
 
 def spec(tool: types.Tool) -> ToolSpec:

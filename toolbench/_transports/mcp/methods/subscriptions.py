@@ -2,7 +2,7 @@
 
 - **Handshake era (2025-11-25 and before).** ``resources/subscribe`` and
   ``resources/unsubscribe`` are requests; updates and list changes arrive as notifications
-  through the SDK client's ``message_handler`` (``McpClient._on_message`` hands them to
+  through the SDK client's ``message_handler`` (the lifecycle hands them to
   :func:`on_notification`).
 - **2026-07-28.** There are no such notifications: a client opens one
   ``subscriptions/listen`` stream (``mcp.client.subscriptions``, through ``Client.listen``)
@@ -14,12 +14,16 @@ connection: after a reconnect they are subscribed again (:func:`resubscribe`, or
 connection's stream, which names them all). An update becomes a ``bench.logs`` row of kind
 ``resource_updated`` (the URI as ``message`` and ``data``); a list change fires the
 connection's coalesced ``Events`` (``toolbench._transports.mcp.events``).
+
+What this module needs of the connection is declared here: :class:`Streams` (where events
+and updates go, and the URIs), and for a (un)subscribe, :class:`Subscriber` (that, the
+request envelope, and the current listen stream). ``McpClient`` is both.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.abc
@@ -35,11 +39,14 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolbench._core import html as _html
 from toolbench._core.errors import Refused
+from toolbench._transports.mcp.session import McpSession
 
 if TYPE_CHECKING:
     from mcp import Client
 
-    from toolbench._transports.mcp.client import McpClient
+    from toolbench._core.redact import Redactor
+    from toolbench._transports.mcp.events import Events
+    from toolbench._transports.notifications import Notifications
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +58,26 @@ RELISTEN_TRIES = 3
 """How often a 2026 stream that dropped while the connection stays up is opened again."""
 RELISTEN_WAIT_S = 1.0
 """The pause before such a re-open (doubling each time)."""
+
+
+class Streams(Protocol):
+    """What the change streams use of a connection: where events and updates go, the URIs
+    subscribed to (the client's, kept across reconnects), its secrets and its timeout."""
+
+    name: str
+    _subscribed: set[str]
+    _events: Events
+    _notifications: Notifications | None
+    _redact: Redactor
+    _timeout: float
+
+
+class Subscriber(McpSession, Streams, Protocol):
+    """What a (un)subscribe uses: the streams, the request envelope, and the listen stream."""
+
+    def _listening(self) -> tuple[Listening, anyio.abc.TaskGroup] | None:
+        """The live connection's 2026 listen stream and task group; None without one."""
+        ...
 
 
 def is_modern(client: Client) -> bool:
@@ -68,7 +95,7 @@ def check_uri(server: str, uri: object) -> str:
     return uri
 
 
-def resource_updated(mcp: McpClient, uri: Any) -> None:
+def resource_updated(mcp: Streams, uri: Any) -> None:
     """Log one update as a ``bench.logs`` row (kind ``resource_updated``)."""
     if mcp._notifications is None:
         return
@@ -76,7 +103,7 @@ def resource_updated(mcp: McpClient, uri: Any) -> None:
     mcp._notifications.add(mcp.name, "resource_updated", message=text, data={"uri": text})
 
 
-def on_notification(mcp: McpClient, task_group: anyio.abc.TaskGroup | None,
+def on_notification(mcp: Streams, task_group: anyio.abc.TaskGroup | None,
                     client: Client | None, message: Any) -> None:
     """A handshake-era notification: a list change fires its listeners, an update is logged.
 
@@ -96,7 +123,7 @@ def on_notification(mcp: McpClient, task_group: anyio.abc.TaskGroup | None,
         resource_updated(mcp, message.params.uri)
 
 
-def _on_event(mcp: McpClient, task_group: anyio.abc.TaskGroup, event: Any) -> None:
+def _on_event(mcp: Streams, task_group: anyio.abc.TaskGroup, event: Any) -> None:
     if isinstance(event, ToolsListChanged):
         mcp._events.fire("tools", task_group)
     elif isinstance(event, ResourcesListChanged):
@@ -115,7 +142,7 @@ class Listening:
     when the stream ends), so a (un)subscribe can wait for its own filter to take effect.
     """
 
-    def __init__(self, mcp: McpClient, client: Client) -> None:
+    def __init__(self, mcp: Streams, client: Client) -> None:
         self._mcp, self._client = mcp, client
         caps = client.server_capabilities
         self._tools = bool(caps.tools and caps.tools.list_changed)
@@ -196,7 +223,7 @@ async def _request(client: Client, request: Any) -> None:
     await client.session.send_request(request, types.EmptyResult)
 
 
-async def subscribe(mcp: McpClient, server: str, uri: object, *,
+async def subscribe(mcp: Subscriber, server: str, uri: object, *,
                     timeout: float | None = None) -> None:
     """Subscribe ``server`` (this client's) to ``uri``; see :meth:`McpClient.subscribe`."""
     mcp.check_server(server)
@@ -228,7 +255,7 @@ async def subscribe(mcp: McpClient, server: str, uri: object, *,
     await mcp.request("resources/subscribe", send, timeout=timeout, offers="resources")
 
 
-async def unsubscribe(mcp: McpClient, server: str, uri: object, *,
+async def unsubscribe(mcp: Subscriber, server: str, uri: object, *,
                       timeout: float | None = None) -> None:
     """Undo :func:`subscribe`; a URI never subscribed is ``Refused`` (nothing sent)."""
     mcp.check_server(server)
@@ -248,17 +275,17 @@ async def unsubscribe(mcp: McpClient, server: str, uri: object, *,
     await mcp.request("resources/unsubscribe", send, timeout=timeout, offers="resources")
 
 
-async def _refilter(mcp: McpClient, server: str, uri: str, *, subscribing: bool) -> None:
+async def _refilter(mcp: Subscriber, server: str, uri: str, *, subscribing: bool) -> None:
     """Re-open the connection's listen stream and wait for its acknowledgment."""
-    conn = mcp._conn
-    listening: Listening | None = getattr(conn, "listening", None) if conn is not None else None
-    if listening is None or conn is None or conn.task_group is None:
+    live = mcp._listening()
+    if live is None:
         if subscribing:
             raise Refused(f"server {server!r} has no subscriptions/listen stream to carry the "
                           "subscription")
         return
+    listening, task_group = live
     listening.ended = None
-    listening.start(conn.task_group)
+    listening.start(task_group)
     await listening.changed.wait()
     if subscribing and uri not in listening.honored:
         why = listening.ended or "the server did not acknowledge it"
@@ -266,7 +293,7 @@ async def _refilter(mcp: McpClient, server: str, uri: str, *, subscribing: bool)
                       f"{_html.shorten(uri, 200)!r}: {why}")
 
 
-async def resubscribe(mcp: McpClient, client: Client) -> None:
+async def resubscribe(mcp: Streams, client: Client) -> None:
     """After a reconnect, subscribe a handshake-era server to every URI again (bounded).
 
     A 2026 connection needs nothing: its stream already names them all. A URI the server
@@ -276,7 +303,7 @@ async def resubscribe(mcp: McpClient, client: Client) -> None:
         return
     for uri in sorted(mcp._subscribed):
         try:
-            with anyio.fail_after(mcp.timeout):
+            with anyio.fail_after(mcp._timeout):
                 await _request(client, types.SubscribeRequest(
                     params=types.SubscribeRequestParams(uri=uri)))
         except Exception as exc:

@@ -21,7 +21,7 @@ from toolbench._core.errors import Malformed, Refused
 if TYPE_CHECKING:
     from mcp import Client
 
-    from toolbench._transports.mcp.client import McpClient
+    from toolbench._transports.mcp.session import McpSession
 
 Ref = tuple[Literal["prompt", "template"], str]
 """What is being completed: ``("prompt", name)`` or ``("template", uri_template)``."""
@@ -65,7 +65,7 @@ def check(ref: object, argument: object, value: object,
     return (kind, name), argument, value, chosen
 
 
-async def complete(mcp: McpClient, server: str, ref: Ref, argument: str, value: str,
+async def complete(mcp: McpSession, server: str, ref: Ref, argument: str, value: str,
                    context: Mapping[str, str] | None = None, *,
                    timeout: float | None = None) -> list[str]:
     """See :meth:`McpClient.complete`."""

@@ -1,0 +1,301 @@
+"""The pins' guard: what is pinned, what changed, and the check every use passes.
+
+``PinGuard`` owns the pins file (``toolbench._bench.overtime.pins``) and what the bench
+learned against it: the changed items (``changes``: old and new item per key), the tools
+whose calls are refused (``blocked``, a frozenset of ToolIds, empty without pins), the
+removed items, and the saves still being written. Only its methods change them.
+
+- :meth:`PinGuard.check` is handed each listing (tools by ``History.on_listing``, the other
+  kinds by ``History.keep_kind``): a new item is pinned (trust on first use), a changed one
+  noted (a changed tool is blocked), a removed one reported; one ``PinWarning`` per listing
+  says what changed, with the diff.
+- The call path tests ``blocked`` before anything else: one truth test and, with pins, one
+  set lookup per call. :meth:`PinGuard.rechecked` checks a call again once the transport has
+  its session (after a reconnect's re-list, ``SEND_CHECK``); :meth:`PinGuard.check_use`
+  does the same for a read or a prompt fetch.
+- ``approve`` and ``pin`` accept what is listed now.
+
+It may import ``toolbench._bench.overtime`` (pins, diff, snapshots), ``_transports`` and
+``_core``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import warnings
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import UTC, datetime
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from toolbench._bench.overtime.diff import diff as _diff
+from toolbench._bench.overtime.pins import (
+    Key,
+    PinFile,
+    PinWarning,
+    changed_key,
+    now_text,
+    refusal,
+)
+from toolbench._bench.overtime.snapshots import snapshot_frame
+from toolbench._core.ids import ToolId
+from toolbench._transports.mcp.session import SEND_CHECK
+
+if TYPE_CHECKING:
+    import concurrent.futures
+
+    import pandas as pd
+
+    from toolbench._core.client import Result
+    from toolbench._core.errors import ToolError
+
+T = TypeVar("T")
+_SHOWN = 8
+_USES = {"tool": "calls to", "resource": "reads of", "resource_template": "reads through",
+         "prompt": "fetches of"}
+Change = tuple[dict[str, Any] | None, dict[str, Any]]
+"""A changed pinned item: as pinned (if the pin kept it), and as listed now."""
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class PinGuard:
+    """The pins of one bench (none without ``pins=``) and the check against them."""
+
+    def __init__(self, pins: str | os.PathLike[str] | None) -> None:
+        """Read the pins file (in the caller's thread: a bad file fails ``Bench(...)``)."""
+        self._file = PinFile(pins) if pins is not None else None
+        self.active = self._file is not None
+        """Whether the bench has a pins file (fixed for the bench's life): without one, a
+        call takes no step of the pin check at all."""
+        self._blocked: frozenset[ToolId] = frozenset()
+        self._changes: dict[Key, Change] = {}
+        self._removed: set[Key] = set()
+        self._saves: list[concurrent.futures.Future[Any]] = []
+
+    # -- what others read -------------------------------------------------------------------
+    @property
+    def path(self) -> str | None:
+        return self._file.path if self._file is not None else None
+
+    @property
+    def blocked(self) -> frozenset[ToolId]:
+        """The tools whose calls are refused (a changed pin); empty without pins."""
+        return self._blocked
+
+    @property
+    def changes(self) -> Mapping[Key, Change]:
+        """Every changed pinned item (read-only): old and new item per key."""
+        return MappingProxyType(self._changes)
+
+    def state(self, tool: ToolId) -> str | None:
+        """What the catalog shows in its ``pin`` column for one tool."""
+        if self._file is None:
+            return None
+        if tool in self._blocked:
+            return "changed"
+        return "pinned" if (tool.server, "tool", tool.tool) in self._file.pins else None
+
+    def frame(self) -> pd.DataFrame:
+        """``bench.pins``: one row per pinned item, with its state."""
+        import pandas as pd
+
+        rows = []
+        if self._file is not None:
+            for key, pin in sorted(self._file.pins.items()):
+                state = ("changed" if key in self._changes else
+                         "removed" if key in self._removed else "ok")
+                rows.append({"server": key[0], "kind": key[1], "name": key[2],
+                             "fingerprint": pin.get("fingerprint"),
+                             "pinned": pin.get("pinned"), "state": state})
+        return pd.DataFrame(rows, columns=["server", "kind", "name", "fingerprint", "pinned",
+                                           "state"], dtype=object)
+
+    def refusal(self, tool: ToolId) -> ToolError:
+        old, new = self._changes.get((tool.server, "tool", tool.tool), (None, {}))
+        return refusal("tool", str(tool), old, new, tool=tool)
+
+    # -- the checks -------------------------------------------------------------------------
+    def check(self, server: str, items: Mapping[str, dict[str, Any]],
+              kind: str = "tool") -> None:
+        """Pin what is new, note what changed (a tool's calls are then refused), report
+        what was removed: one PinWarning for the listing. Nothing without pins."""
+        if self._file is None:
+            return
+        pinned = self._file.pins
+        new_pins: dict[Key, dict[str, Any]] = {}
+        changed: list[tuple[dict[str, Any], dict[str, Any]]] = []
+        blocked = set(self._blocked)
+        stamp = now_text()
+        for name, item in items.items():
+            key = (server, kind, str(item["name"]))
+            pin = pinned.get(key)
+            tid = ToolId(server, name) if kind == "tool" else None
+            if pin is None:
+                new_pins[key] = {"fingerprint": item["fingerprint"], "item": item,
+                                 "pinned": stamp}
+                if tid is not None:
+                    blocked.discard(tid)
+                self._changes.pop(key, None)
+            elif pin["fingerprint"] == item["fingerprint"]:
+                if tid is not None:
+                    blocked.discard(tid)
+                self._changes.pop(key, None)
+            else:
+                if tid is not None:
+                    blocked.add(tid)
+                old = pin.get("item") if isinstance(pin.get("item"), dict) else None
+                self._changes[key] = (old, item)
+                changed.append((old or {"kind": kind, "name": name,
+                                        "fingerprint": pin["fingerprint"]}, item))
+        listed = {str(item["name"]) for item in items.values()}
+        removed = [k for k in pinned if k[0] == server and k[1] == kind and k[2] not in listed]
+        self._removed = ({k for k in self._removed if k[:2] != (server, kind)} | set(removed))
+        self._blocked = frozenset(blocked)
+        first = not any(k[:2] == (server, kind) for k in pinned)
+        if new_pins:
+            pinned.update(new_pins)
+            self._save(new_pins)
+        if changed or removed or (new_pins and not first):
+            _warn(server, changed, [k[2] for k in removed],
+                  [] if first else [k[2] for k in new_pins], kind)
+
+    def check_use(self, server: str, kind: str, name: str) -> None:
+        """Refuse a read or a prompt fetch of a changed pinned item (``name``: a URI, or a
+        prompt's own name); nothing without pins."""
+        found = changed_key(self._changes, server, kind, name)
+        if found is not None:
+            key, through = found
+            old, new = self._changes[key]
+            raise refusal(key[1], f"{server}/{key[2]}", old, new, through=through)
+
+    async def gated(self, server: str, kind: str, name: str,
+                    start: Callable[[], Awaitable[T]]) -> T:
+        """``start()``'s request, checked before it starts and again once the transport has
+        its session (after a reconnect's re-list)."""
+        self.check_use(server, kind, name)
+        return await checked(lambda: self.check_use(server, kind, name), start())
+
+    def rechecked(self, tool: ToolId, call: Awaitable[Result]) -> Awaitable[Result]:
+        """A tool call that, with pins, is checked again once the transport has its session
+        (after a reconnect's re-list), before it is sent; without pins, ``call`` itself."""
+        if self._file is None:
+            return call
+
+        def check() -> None:
+            if tool in self._blocked:
+                raise self.refusal(tool)
+
+        return checked(check, call)
+
+    # -- accepting what is listed now -------------------------------------------------------
+    def need(self) -> PinFile:
+        if self._file is None:
+            raise ValueError("this bench has no pins file: make it with "
+                             "Bench(pins='pins.json')")
+        return self._file
+
+    async def pin_all(self, entries: dict[Key, dict[str, Any]]) -> int:
+        """Pin every item given (changed ones included: this approves them)."""
+        pin_file = self.need()
+        pin_file.pins.update(entries)
+        self._changes.clear()
+        self._blocked = frozenset()
+        await asyncio.wrap_future(self._save(entries))
+        return len(entries)
+
+    def changed_other(self, name: str, prompt_name: Callable[[str, str], str]) -> Key | None:
+        """The changed resource, template or prompt that ``name`` names: its URI (or URI
+        template, or ``server/uri``), or a prompt's prefixed or own name."""
+        found = []
+        for key in self._changes:
+            if key[1] == "tool":
+                continue
+            names = {key[2], f"{key[0]}/{key[2]}"}
+            if key[1] == "prompt":
+                names.add(prompt_name(key[0], key[2]))
+            if name in names:
+                found.append(key)
+        if len(found) > 1:
+            raise ValueError(f"{name!r} names changed items of several servers "
+                             f"({sorted(k[0] for k in found)}); approve 'server/{name}'")
+        return found[0] if found else None
+
+    async def approve_other(self, key: Key) -> str:
+        """Accept a changed resource, template or prompt as it is listed now."""
+        pin_file = self.need()
+        _, new = self._changes[key]
+        entry = {"fingerprint": new["fingerprint"], "item": new, "pinned": now_text()}
+        pin_file.pins[key] = entry
+        self._changes.pop(key, None)
+        await asyncio.wrap_future(self._save({key: entry}))
+        return f"{key[0]}/{key[2]}"
+
+    async def approve_tool(self, tool: ToolId, item: dict[str, Any]) -> str:
+        """Accept a tool as it is listed now (``item``), and allow its calls."""
+        pin_file = self.need()
+        key = (tool.server, "tool", str(item["name"]))
+        entry = {"fingerprint": item["fingerprint"], "item": item, "pinned": now_text()}
+        pin_file.pins[key] = entry
+        self._changes.pop(key, None)
+        self._blocked = self._blocked - {tool}
+        await asyncio.wrap_future(self._save({key: entry}))
+        return str(tool)
+
+    def close(self) -> None:
+        """Finish writing the pins (a worker thread; bounded)."""
+        if self._file is not None:
+            self._file.close()
+
+    def _save(self, entries: Mapping[Key, dict[str, Any]]) -> concurrent.futures.Future[Any]:
+        assert self._file is not None
+        path = self._file.path
+        future = self._file.save_soon(entries, ())
+        self._saves.append(future)
+
+        def done(f: concurrent.futures.Future[Any]) -> None:
+            exc = f.exception()
+            if exc is not None:
+                warnings.warn(f"pins file {path!r} could not be written "
+                              f"({type(exc).__name__}: {exc}); the pins hold in memory",
+                              PinWarning, stacklevel=2)
+
+        future.add_done_callback(done)
+        return future
+
+
+def _warn(server: str, changed: list[tuple[dict[str, Any], dict[str, Any]]],
+          removed: list[str], added: list[str], kind: str = "tool") -> None:
+    parts = []
+    frame = None
+    what = kind.replace("_", " ")
+    if changed:
+        names = ", ".join(repr(new["name"]) for _, new in changed[:_SHOWN])
+        parts.append(f"{len(changed)} pinned {what}{'s' * (len(changed) != 1)} changed "
+                     f"({names}); {_USES[kind]} "
+                     f"{'them' if len(changed) > 1 else 'it'} are refused until "
+                     "bench.approve(name)")
+        frame = _diff(snapshot_frame((server, _now(), old) for old, _ in changed),
+                      snapshot_frame((server, _now(), new) for _, new in changed))
+        for row in frame.itertuples():
+            shown = row.detail if row.detail else f"{row.old!r} -> {row.new!r}"
+            parts.append(f"  {row.name}.{row.field}: {str(shown)[:300]}")
+    if removed:
+        parts.append(f"{len(removed)} pinned {what}{'s' * (len(removed) != 1)} removed: "
+                     + ", ".join(map(repr, removed[:_SHOWN])))
+    if added:
+        parts.append(f"{len(added)} new {what}{'s' * (len(added) != 1)} (pinned now): "
+                     + ", ".join(map(repr, added[:_SHOWN])))
+    warnings.warn(PinWarning(f"server {server!r}: " + "\n".join(parts), frame), stacklevel=2)
+
+
+async def checked(check: Callable[[], None], request: Awaitable[T]) -> T:
+    """``request`` with the transport's ``SEND_CHECK`` set to ``check``."""
+    token = SEND_CHECK.set(check)
+    try:
+        return await request
+    finally:
+        SEND_CHECK.reset(token)

@@ -1,0 +1,259 @@
+"""The bench over time: what servers declared, listing after listing.
+
+``History`` owns the tools' last two listings per server (fingerprinted), the other kinds'
+(``KindListings``, ``toolbench._bench.overtime.kinds``) and the ``SnapshotWriter`` that stores
+them in the journal. Its one entry point from below is :meth:`History.on_listing`, which the
+pegboard calls each time a server's tool listing is applied (``add_service`` on connect,
+``refresh`` on ``tools/list_changed`` and on reconnect), in the same synchronous step that
+publishes the listing. There, and only there:
+
+- every tool's fingerprint is computed (``toolbench._bench.overtime.snapshots``), once per
+  listing;
+- with a journal, the listing is queued to be stored as a snapshot (on a worker thread);
+- with pins, the listing is handed to the ``PinGuard`` (``guard.py``), which pins, blocks
+  and warns.
+
+It reads the servers (their redactors, resource clients and timeouts) and the record store
+(is the journal still writable), and may import ``toolbench._bench.overtime``,
+``toolbench._bench.servers``, ``toolbench._bench.journal`` and ``_core``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from toolbench._bench.overtime.diff import diff as _diff
+from toolbench._bench.overtime.kinds import KindListings, Listing
+from toolbench._bench.overtime.pins import Key, now_text
+from toolbench._bench.overtime.snapshot_store import SnapshotWriter
+from toolbench._bench.overtime.snapshots import fingerprint_tools, item_from_row, snapshot_frame
+from toolbench._bench.servers.naming import prompt_name, resolve
+from toolbench._core.errors import ToolError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from toolbench._bench.journal.store import RecordStore
+    from toolbench._bench.overtime.guard import PinGuard
+    from toolbench._bench.servers.servers import Servers
+    from toolbench._routing.pegboard import PegBoard, PegEntry
+
+T = TypeVar("T")
+_log = logging.getLogger("toolbench.overtime")
+Items = dict[str, dict[str, Any]]
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class History:
+    """Listings over time: remembered, stored as snapshots, checked against the pins."""
+
+    def __init__(self, servers: Servers, store: RecordStore, guard: PinGuard,
+                 pegboard: PegBoard, journal: str | os.PathLike[str] | None) -> None:
+        self._servers = servers
+        self._store = store
+        self._guard = guard
+        self._pegboard = pegboard
+        self._listings: dict[str, tuple[datetime, Items]] = {}
+        self._previous: dict[str, tuple[datetime, Items]] = {}
+        self._snapshots = SnapshotWriter(os.fspath(journal)) if journal is not None else None
+        self._kinds = KindListings(servers, self.keep_kind)
+
+    @property
+    def kinds(self) -> KindListings:
+        """The non-tool kinds as last listed (read them; ``History`` keeps them)."""
+        return self._kinds
+
+    # -- the hook ---------------------------------------------------------------------------
+    def on_listing(self, server: str, entries: list[PegEntry], cause: str) -> None:
+        """A listing was applied (on the loop, synchronously): fingerprint, store, check."""
+        taken = _now()
+        items = self._redacted(server, fingerprint_tools((e.tool, e.spec) for e in entries))
+        old = self._listings.get(server)
+        if old is not None:
+            self._previous[server] = old
+        self._listings[server] = (taken, items)
+        if self._snapshots is not None and self._journal_writable():
+            self._snapshots.store(server, "tool", taken, cause, list(items.values()))
+        self._guard.check(server, items)
+
+    def _redacted(self, server: str, items: Items) -> Items:
+        """The items with the server's secrets hidden in every string (a tool may be named
+        after one): what is shown, stored in the journal and pinned. Fingerprints are of what
+        the server declared; the keys stay the tools' own names, for routing."""
+        redact = self._servers.redactor(server)
+        if redact is None:
+            return items
+        return {name: _deep(item, redact) for name, item in items.items()}
+
+    def _journal_writable(self) -> bool:
+        """False for a damaged journal file: nothing more is written into it (its records
+        stay in memory, and so do the snapshots)."""
+        journal = self._store.journal
+        return journal is None or journal.closed or not journal.degraded
+
+    # -- the other kinds --------------------------------------------------------------------
+    def listing_applied(self, server: str, kinds: tuple[str, ...], why: str) -> None:
+        """A listing was applied: with a journal or pins, list the other kinds it may have
+        changed, in the background (``KindListings.listing_applied``)."""
+        if self._snapshots is None and not self._guard.active:
+            return
+        self._kinds.listing_applied(server, kinds, why)
+
+    def keep_kind(self, server: str, kind: str, taken: datetime, cause: str,
+                  items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Keep one listing of a non-tool kind: remembered, stored, checked against pins."""
+        items = list(self._redacted(server, {str(i): it for i, it in enumerate(items)})
+                     .values())
+        self._kinds.remember(server, kind, taken, items)
+        if self._snapshots is not None and self._journal_writable():
+            self._snapshots.store(server, kind, taken, cause, items)
+        self._guard.check(server, {str(i["name"]): i for i in items}, kind)
+        return items
+
+    async def kinds_listed(self, server: str) -> None:
+        """At connect, with a journal or pins: wait for the other kinds' first listing (it is
+        bounded), so the connect's snapshot is whole and its PinWarning is the connect's."""
+        await self._kinds.listed(server)
+
+    async def settled(self, timeout: float | None = None) -> None:
+        """Wait (bounded) until every listing in flight is kept (tests, snapshot, close)."""
+        await self._kinds.settled(timeout)
+
+    def written(self, timeout: float) -> bool:
+        """Wait (the caller's thread, never the loop) until every snapshot queued so far is in
+        the journal; False if some are still pending after ``timeout`` seconds. A test that
+        fills the disk on purpose waits here first, so the warning it sees is its own."""
+        return self._snapshots is None or self._snapshots.wait(timeout)
+
+    def kind_baseline(self, server: str, kind: str) -> Items | None:
+        """The listing of ``kind`` taken at connect (with a journal or pins), if any."""
+        found = self._kinds.latest(server, kind)
+        return None if found is None else {str(i["name"]): i for i in found[1]}
+
+    async def gated(self, kind: str, server: str, name: str, limit: float,
+                    run: Callable[[float], Awaitable[T]]) -> T:
+        """``run(limit)``, unless ``name`` (a URI, or a prompt's own name) is a changed pin:
+        then ``Refused`` and nothing is sent (``toolbench._bench.overtime.kinds``)."""
+        if not self._guard.active:
+            return await run(limit)
+        await self._kinds.wait(server, limit)
+        return await self._guard.gated(server, kind, name, lambda: run(limit))
+
+    # -- snapshots --------------------------------------------------------------------------
+    def _tool_items(self, server: str | None) -> list[tuple[str, datetime, dict[str, Any]]]:
+        out: list[tuple[str, datetime, dict[str, Any]]] = []
+        for name in sorted(self._listings if server is None else [server]):
+            listing = self._listings.get(name)
+            if listing is None or name not in self._servers:
+                continue
+            taken, items = listing
+            out.extend((name, taken, item) for item in items.values())
+        return out
+
+    async def snapshot(self, server: str | None) -> pd.DataFrame:
+        """Tools as last listed; resources, templates and prompts listed now (and kept)."""
+        self._servers.check_open()
+        if server is not None and server not in self._servers:
+            raise ValueError(f"no server {server!r}; connected: {sorted(self._servers.names())}")
+        rows = self._tool_items(server)
+        taken = _now()
+        kinds = (("resource", lambda c, s: c.list_resources(s), "resources"),
+                 ("resource_template", lambda c, s: c.list_resource_templates(s),
+                  "resource templates"),
+                 ("prompt", lambda c, s: c.list_prompts(s), "prompts"))
+        for kind, ask, what in kinds:
+            try:
+                found = await self._servers.gather(server, ask, what)
+            except ToolError:  # the one server asked for does not offer them: none
+                found = []
+            except Exception as exc:  # a ToolBox or Toolset server: tools only
+                _log.debug("no %s for %r: %s", what, server, exc)
+                found = []
+            per: dict[str, list[dict[str, Any]]] = {}
+            for name, row in found:
+                per.setdefault(name, []).append(item_from_row(kind, row))
+            for name, items in per.items():  # stored, and checked against the pins
+                kept = self.keep_kind(name, kind, taken, "snapshot", items)
+                rows.extend((name, taken, item) for item in kept)
+        return snapshot_frame(rows)
+
+    def changes_since(self) -> pd.DataFrame:
+        """Per server, the diff of the listing before the last one and the last one."""
+        import pandas as pd
+
+        frames = []
+        for server, (taken, items) in sorted(self._listings.items()):
+            before = self._previous.get(server)
+            if before is None:
+                continue
+            frames.append(_diff(snapshot_frame((server, before[0], i)
+                                               for i in before[1].values()),
+                                snapshot_frame((server, taken, i) for i in items.values())))
+        for server, (then, old), (now, new) in self._kinds.changed():  # resources, prompts
+            frames.append(_diff(snapshot_frame((server, then, i) for i in old),
+                                snapshot_frame((server, now, i) for i in new)))
+        if not frames:
+            return _diff(snapshot_frame([]), snapshot_frame([]))
+        out = pd.concat(frames, ignore_index=True)
+        out.attrs["toolbench"] = "diff"
+        return out
+
+    def kind_listing(self, server: str, kind: str) -> Listing | None:
+        """When ``kind`` of ``server`` was last listed, and what it listed."""
+        return self._kinds.latest(server, kind)
+
+    # -- pins -------------------------------------------------------------------------------
+    async def pin(self) -> int:
+        """Pin every item as last listed (``bench.pin()``)."""
+        self._guard.need()
+        stamp = now_text()
+        entries: dict[Key, dict[str, Any]] = {}
+        for server, (_, items) in self._listings.items():
+            if server not in self._servers:
+                continue
+            for item in items.values():
+                entries[(server, "tool", str(item["name"]))] = {
+                    "fingerprint": item["fingerprint"], "item": item, "pinned": stamp}
+        for server, kind, item in self._kinds.items():
+            entries[(server, kind, str(item["name"]))] = {"fingerprint": item["fingerprint"],
+                                                          "item": item, "pinned": stamp}
+        return await self._guard.pin_all(entries)
+
+    async def approve(self, name: str) -> str:
+        """Accept the current version of a changed pinned item (``bench.approve``)."""
+        self._guard.need()
+        other = (self._guard.changed_other(
+            name, lambda server, prompt: prompt_name(self._pegboard, server, prompt))
+            if isinstance(name, str) else None)
+        if other is not None:
+            return await self._guard.approve_other(other)
+        tool = resolve(self._pegboard, name).tool
+        listing = self._listings.get(tool.server)
+        item = listing[1].get(tool.tool) if listing is not None else None
+        if item is None:
+            raise ValueError(f"tool {tool} has not been listed; nothing to approve")
+        return await self._guard.approve_tool(tool, item)
+
+    def close(self) -> None:
+        """Finish writing snapshots and pins (a worker thread; bounded)."""
+        if self._snapshots is not None:
+            self._snapshots.close()
+        self._guard.close()
+
+
+def _deep(value: Any, redact: Any) -> Any:
+    """``value`` with ``redact`` applied to every string in it, keys included."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redact(k) if isinstance(k, str) else k: _deep(v, redact) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_deep(v, redact) for v in value]
+    return value

@@ -1,0 +1,153 @@
+"""Which servers a command starts: the demo's, ``--config``'s or ``./mcp.json``'s, and of
+those only the ones it needs.
+
+Starting a server can take seconds, and a broken server elsewhere in the config should not
+stand between the user and the one tool they asked for; so ``call`` starts the owners of a
+name, ``catalog --server`` one server, and only ``compare`` and ``demo`` start them all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from toolbench._cli.command import UsageError
+from toolbench._cli.terminal import command_name, err, safe
+from toolbench._core.ids import did_you_mean
+
+if TYPE_CHECKING:
+    from toolbench._notebook.bench import Bench
+
+SEPARATOR = "-"
+"""The pegboard separator the command uses (the Bench default): names are SERVER-TOOL."""
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """``--config`` and ``--demo``, accepted before or after the command: SUPPRESS keeps a
+    subcommand's unset option from overwriting the value given before it."""
+    parser.add_argument("--config", default=argparse.SUPPRESS, metavar="FILE",
+                        help="an mcpServers/servers JSON file (default ./mcp.json when it "
+                             "exists, else the bundled demo servers)")
+    parser.add_argument("--demo", action="store_true", default=argparse.SUPPRESS,
+                        help="use the bundled demo servers even when ./mcp.json exists")
+
+
+@dataclass
+class Source:
+    """Where the servers come from: the raw config entries, so a subset can be started."""
+
+    label: str
+    key: str
+    entries: dict[str, Any]
+    is_demo: bool
+
+    def subset(self, names: Sequence[str]) -> dict[str, Any]:
+        return {self.key: {name: self.entries[name] for name in names}}
+
+    def check_server(self, name: str) -> None:
+        if name not in self.entries:
+            hint = did_you_mean(name, self.entries)
+            raise UsageError(f"no server {name!r} in {self.label}{hint} (servers: "
+                             f"{', '.join(self.entries) or 'none'})")
+
+
+def source_of(args: argparse.Namespace) -> Source:
+    """The servers the command line names (``--config``, ``--demo``, else the default)."""
+    return source(getattr(args, "config", None), getattr(args, "demo", False))
+
+
+def source(config: str | None, use_demo: bool) -> Source:
+    """The demo servers, ``--config``, or ``./mcp.json``; a bad file is a usage error."""
+    from toolbench._bench.servers import config as _config
+
+    if use_demo and config is not None:
+        raise UsageError("--demo and --config exclude each other; give one")
+    path = config if config is not None else (
+        None if use_demo or not Path("mcp.json").is_file() else "mcp.json")
+    if path is None:
+        from toolbench import demo
+
+        return Source("the bundled demo servers", "mcpServers",
+                      dict(demo.config()["mcpServers"]), is_demo=True)
+    parsed = _config.parse(path)  # checks the whole file (ConfigError names the JSON path)
+    data = _config.load_json(path)
+    key = "mcpServers" if "mcpServers" in data else "servers"
+    entries = {name: entry for name, entry in data[key].items() if name not in parsed.disabled}
+    return Source(path, key, entries, is_demo=False)
+
+
+def _namespace(name: str, entry: Any) -> object:
+    return entry.get("namespace", name) if isinstance(entry, Mapping) else name
+
+
+def owners(source: Source, name: str) -> list[str]:
+    """The servers that may offer ``name``; only these are started for ``call``.
+
+    ``tool://SERVER/TOOL`` names its server. A pegboard name SERVER-TOOL belongs to every
+    server whose namespace (its name, or the config's ``namespace``), followed by the
+    separator, begins the name, and to every server configured without a prefix. Usually
+    that is one server. When several qualify (``geo`` and ``geo-x`` both begin
+    ``geo-x-dist``) they are all started at once, and the pegboard, which refuses clashing
+    names, settles which one owns the name exactly as it would with every server started.
+    """
+    from toolbench._core.ids import ToolId
+
+    if name.startswith("tool://"):
+        tid = ToolId.parse(name)
+        if tid is None:
+            raise UsageError(f"malformed reference {name!r}: expected tool://SERVER/TOOL, "
+                             f"for example tool://geo/distance")
+        source.check_server(tid.server)
+        return [tid.server]
+    found = []
+    for server, entry in source.entries.items():
+        ns = _namespace(server, entry)
+        if ns is None or ns == "" or not isinstance(ns, str) or name.startswith(ns + SEPARATOR):
+            found.append(server)
+    if not found:
+        prefixes = {str(_namespace(s, e)): s for s, e in source.entries.items()}
+        head = name.split(SEPARATOR, 1)[0]
+        hint = (did_you_mean(head, prefixes, tail=name[len(head):]) if SEPARATOR in name
+                else "")
+        raise UsageError(
+            f"no server in {source.label} owns {name!r}: a name is SERVER{SEPARATOR}TOOL "
+            f"(servers: {', '.join(source.entries) or 'none'}) or tool://SERVER/TOOL{hint} "
+            f"(`{command_name()} catalog` lists every name)"
+        )
+    return found
+
+
+def start(source: Source, names: Sequence[str] | None = None) -> tuple[Bench, int]:
+    """A bench with ``names`` (default: every server) started; failures reported on stderr.
+
+    Returns the bench and how many servers failed to start.
+    """
+    from toolbench._notebook.bench import Bench
+
+    bench = Bench()
+    try:
+        bench.load_config(source.subset(list(source.entries) if names is None else names))
+    except BaseException:
+        bench.close()
+        raise
+    return bench, _report_failed_servers(bench)
+
+
+def _report_failed_servers(bench: Bench) -> int:
+    """Print each failed server's whole error and its stderr tail; return how many failed."""
+    failed = bench.servers
+    failed = failed[failed["status"] == "failed"]
+    for row in failed.itertuples(index=False):
+        error = str(row.error or "no error message").rstrip()
+        said = f"server {row.name!r}" in error  # the error usually names the server itself
+        err(f"error: {error}" if said else f"error: server {row.name!r} failed to start: "
+            f"{error}")
+        tail = str(row.stderr_tail or "").strip()
+        if tail and tail not in error:
+            print(f"--- stderr of {row.name!r} (last lines) ---\n{safe(tail)}",
+                  file=sys.stderr)
+    return len(failed)
