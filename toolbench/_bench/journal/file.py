@@ -10,7 +10,7 @@ and rows that cannot be decoded are skipped and counted.
 
 Before a row is read, the file must be a regular file (a FIFO or device is refused, not read
 as an empty journal) whose tables are its own, and every statement runs under a time limit
-(``toolbench._bench.journal.guard``). A caller that reads someone else's file (a recording)
+(``toolbench._bench.journal.file_checks``). A caller that reads someone else's file (a recording)
 caps the total it reads (``max_bytes``); a bench opening its own journal does not.
 """
 
@@ -40,7 +40,7 @@ from toolbench._bench.journal.codec import (
     orphan_record,
     text_or_none,
 )
-from toolbench._bench.journal.guard import check_tables, connect_read_only
+from toolbench._bench.journal.file_checks import check_tables, connect_read_only
 from toolbench._bench.journal.intent_log import dead_logs, process_alive
 from toolbench._bench.journal.record import COLUMNS, Record
 from toolbench._bench.journal.sqlite_pages import leaf_rows

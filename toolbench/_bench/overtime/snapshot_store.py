@@ -15,8 +15,8 @@ loop. Writing a snapshot does not hold a connect back; ``close()`` waits for wha
 **Reading** (``load_snapshot``) refuses, with a message naming the file and the rule: a
 symlink or anything but a regular file, a file that is not a toolbench journal or whose
 tables are not its own (a generated column, a view or a trigger: see
-``toolbench._bench.journal.guard``, which also stops a statement that runs 5 s without a
-row), a journal or snapshot format newer than this toolbench, a single snapshot row larger
+``toolbench._bench.journal.file_checks``, which also stops a statement that runs 5 s without
+a row), a journal or snapshot format newer than this toolbench, a single snapshot row larger
 than ``MAX_ITEMS_BYTES``, snapshots in force larger than ``MAX_READ_BYTES`` in all, and one
 server and kind with more than ``max_items`` items (the item cap, default 10,000 as
 ``max_tools``; so a read holds at most the item cap x kinds x servers). Sizes are read from
@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from toolbench._bench.journal import guard
+from toolbench._bench.journal import file_checks
 from toolbench._bench.journal.codec import APPLICATION_ID, SCHEMA_VERSION
 from toolbench._bench.journal.journal import JournalWarning
 from toolbench._transports.wire.limits import DEFAULT_MAX_TOOLS
@@ -147,7 +147,7 @@ def _refuse(path: str, why: str) -> ValueError:
 
 def check_regular_file(path: str, what: str = "snapshot file") -> os.stat_result:
     """The file's lstat; a symlink, FIFO, device or folder is refused, naming the rule."""
-    return guard.check_regular_file(path, what)
+    return file_checks.check_regular_file(path, what)
 
 
 def parse_when(when: datetime | str | None) -> datetime | None:
@@ -177,7 +177,7 @@ def read_snapshot(journal: str | os.PathLike[str], when: datetime | str | None =
     path = os.fspath(journal)
     at = parse_when(when)
     check_regular_file(path)
-    db = guard.connect_read_only(path, "snapshot file")
+    db = file_checks.connect_read_only(path, "snapshot file")
     try:
         try:
             app_id = db.execute("PRAGMA application_id").fetchone()[0]
@@ -193,7 +193,7 @@ def read_snapshot(journal: str | os.PathLike[str], when: datetime | str | None =
         if version > SCHEMA_VERSION:
             raise _refuse(path, f"was written by a newer toolbench (journal schema version "
                                 f"{version}; this toolbench reads up to {SCHEMA_VERSION})")
-        guard.check_tables(db, path, "snapshot file")
+        file_checks.check_tables(db, path, "snapshot file")
         if "snapshots" not in tables:
             raise _refuse(path, "holds no catalog snapshots (a bench with this journal stores "
                                 "one on every connect)")

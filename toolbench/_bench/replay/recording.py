@@ -9,7 +9,7 @@ journal without snapshots lists the tools that were called, with any arguments.
 
 A recording is often someone else's file, so it is read as ``load_snapshot`` reads one: a
 regular file whose tables are its own, under a time limit per statement
-(``toolbench._bench.journal.guard``), and capped: ``MAX_READ_BYTES`` of records, and as much
+(``toolbench._bench.journal.file_checks``), and capped: ``MAX_READ_BYTES`` of records, and as much
 again of snapshots (at most the item cap of items a server and kind).
 
 Why apart from serving it (``toolbench._bench.replay.serve``): a Recording is plain data,
@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolbench._bench.journal.guard import check_regular_file
+from toolbench._bench.journal.file_checks import check_regular_file
 from toolbench._bench.journal.record import arguments_key
 from toolbench._bench.overtime import snapshot_store
 from toolbench._bench.overtime.snapshot_store import read_snapshot

@@ -1,8 +1,9 @@
-"""A journal or a recording is checked before it is read (``toolbench._bench.journal.guard``):
-its tables are its own (no generated columns, views or triggers standing in their place), a
-read is capped in total, and a SQLite statement that runs too long is stopped. Every refusal
-names the file and the rule, at every door: ``tb.load_snapshot``, ``tb.serve_recording``, the
-``serve-recording`` command, ``Bench(journal=)`` and ``bench.replay(records=path)``."""
+"""A journal or a recording is checked before it is read
+(``toolbench._bench.journal.file_checks``): its tables are its own (no generated columns,
+views or triggers standing in their place), a read is capped in total, and a SQLite statement
+that runs too long is stopped. Every refusal names the file and the rule, at every door:
+``tb.load_snapshot``, ``tb.serve_recording``, the ``serve-recording`` command,
+``Bench(journal=)`` and ``bench.replay(records=path)``."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import pytest
 
 import toolbench as tb
 from toolbench import demo
-from toolbench._bench.journal import guard
+from toolbench._bench.journal import file_checks
 from toolbench._bench.overtime import snapshot_store
 from toolbench.demo import geo
 
@@ -72,7 +73,7 @@ def test_a_generated_column_is_refused_at_every_door(tmp_path: Path) -> None:
     path = _generated_snapshots(tmp_path / "crafted.sqlite")
     for door in (lambda: tb.load_snapshot(path), lambda: tb.serve_recording(path),
                  lambda: tb.Bench(journal=path).close(),
-                 lambda: guard.check_journal_file(path)):
+                 lambda: file_checks.check_journal_file(path)):
         seconds, refused = _timed(door)
         assert isinstance(refused, ValueError), refused
         assert str(path) in str(refused)
@@ -90,7 +91,7 @@ def test_a_view_standing_in_for_a_table_is_refused(tmp_path: Path, table: str,
     path = _journal(tmp_path / "crafted.sqlite")
     _craft(path, f"ALTER TABLE {table} RENAME TO real", f"CREATE VIEW {table} AS {select}")
     for door in (lambda: tb.load_snapshot(path), lambda: tb.serve_recording(path),
-                 lambda: guard.check_journal_file(path)):
+                 lambda: file_checks.check_journal_file(path)):
         seconds, refused = _timed(door)
         assert isinstance(refused, ValueError), refused
         assert str(path) in str(refused) and f"a view ('{table}')" in str(refused)
@@ -170,7 +171,7 @@ def test_a_snapshot_row_over_the_item_cap_is_refused(tmp_path: Path) -> None:
 # -- a statement that runs too long is stopped ----------------------------------------------------
 def test_a_long_statement_is_stopped_naming_the_file(tmp_path: Path) -> None:
     path = _journal(tmp_path / "journal.sqlite")
-    db = guard.connect_read_only(str(path), "journal", seconds=0.2)
+    db = file_checks.connect_read_only(str(path), "journal", seconds=0.2)
     try:
         start = time.monotonic()
         with pytest.raises(ValueError, match=r"journal .*journal\.sqlite' .*a SQLite statement "
@@ -186,8 +187,8 @@ def test_a_long_statement_is_stopped_naming_the_file(tmp_path: Path) -> None:
 def test_every_read_runs_under_the_time_limit(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     path = _journal(tmp_path / "journal.sqlite")
-    monkeypatch.setattr(guard, "STATEMENT_LIMIT_S", 0.0)
-    monkeypatch.setattr(guard, "PROGRESS_STEPS", 1)
+    monkeypatch.setattr(file_checks, "STATEMENT_LIMIT_S", 0.0)
+    monkeypatch.setattr(file_checks, "PROGRESS_STEPS", 1)
     for door in (lambda: tb.load_snapshot(path), lambda: tb.serve_recording(path),
                  lambda: tb.Bench(journal=path).close()):
         with pytest.raises(ValueError, match="ran for more than 0 s"):
@@ -197,19 +198,19 @@ def test_every_read_runs_under_the_time_limit(tmp_path: Path,
 # -- replay's file checks ----------------------------------------------------------------------
 def test_check_journal_file_refuses_links_fifos_and_folders(tmp_path: Path) -> None:
     real = _journal(tmp_path / "real.sqlite")
-    guard.check_journal_file(real)  # a journal passes
+    file_checks.check_journal_file(real)  # a journal passes
     link = tmp_path / "link.sqlite"
     link.symlink_to(real)
     with pytest.raises(ValueError, match=r"journal .*link\.sqlite' is a symbolic link"):
-        guard.check_journal_file(link)
+        file_checks.check_journal_file(link)
     fifo = tmp_path / "fifo.sqlite"
     os.mkfifo(fifo)
     with pytest.raises(ValueError, match="is not a regular file"):
-        guard.check_journal_file(fifo)
+        file_checks.check_journal_file(fifo)
     with pytest.raises(ValueError, match="is not a regular file"):
-        guard.check_journal_file(tmp_path)
+        file_checks.check_journal_file(tmp_path)
     with pytest.raises(ValueError, match="does not exist"):
-        guard.check_journal_file(tmp_path / "missing.sqlite")
+        file_checks.check_journal_file(tmp_path / "missing.sqlite")
 
 
 def test_replay_of_a_fifo_is_refused_not_an_empty_journal(tmp_path: Path) -> None:
@@ -236,7 +237,7 @@ def test_the_cli_refuses_a_crafted_recording_at_once(tmp_path: Path) -> None:
 
 
 @pytest.mark.xfail(strict=True, reason="bench.replay(records=path) calls "
-                   "guard.check_journal_file once the bench's composition lands (issue 33)")
+                   "file_checks.check_journal_file once the bench's composition lands (issue 33)")
 def test_replay_of_a_symlinked_journal_is_refused(tmp_path: Path) -> None:
     real = _journal(tmp_path / "real.sqlite")
     link = tmp_path / "link.sqlite"
