@@ -138,3 +138,32 @@ def test_another_mode_can_be_asked_for(tmp_path: Path) -> None:
     path = tmp_path / "shared.txt"
     write_atomic(path, "x", mode=0o644)
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
+
+
+def test_a_cap_can_follow_what_the_file_says_of_itself(tmp_path: Path) -> None:
+    path = tmp_path / "counted"
+    path.write_bytes(b"3\n" + b"x" * 30)
+    told: list[bytes] = []
+
+    def cap(head: bytes) -> int:
+        told.append(head)
+        return int(head.split(b"\n")[0]) * 10 + 2
+
+    assert read_capped(path, cap) == b"3\n" + b"x" * 30
+    assert told == [b"3\n" + b"x" * 30]  # the head, at most HEAD_BYTES of it
+    path.write_bytes(b"2\n" + b"x" * 30)
+    with pytest.raises(TooLarge) as refused:
+        read_capped(path, cap)
+    assert refused.value.limit == 22
+
+
+def test_private_refuses_what_others_can_write(tmp_path: Path) -> None:
+    path = tmp_path / "mine"
+    path.write_bytes(b"data")
+    path.chmod(0o644)
+    assert read_capped(path, 100, private=True) == b"data"
+    path.chmod(0o664)
+    with pytest.raises(files.NotPrivate, match=r"can be written by its group \(mode 0664, "
+                                                r"owner .*uid \d+\)"):
+        read_capped(path, 100, private=True)
+    assert read_capped(path, 100) == b"data"  # only when asked

@@ -169,3 +169,17 @@ def test_files_the_bench_writes_are_private(tmp_path: Path) -> None:
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE((tmp_path / "pins.json.lock").stat().st_mode) == 0o600
     PinFile(path).close()  # and it passes its own StrictModes check
+
+
+def test_a_folder_writable_by_a_shared_group_is_refused(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolbench._core import files
+
+    folder = tmp_path / "team"
+    folder.mkdir()
+    folder.chmod(0o775)
+    monkeypatch.setattr(files, "_private_group", lambda gid: False)
+    with pytest.raises(ValueError, match="in a folder that others can write"):
+        PinFile(folder / "pins.json")
+    monkeypatch.setattr(files, "_private_group", lambda gid: True)  # only you in it
+    PinFile(folder / "pins.json").close()

@@ -80,8 +80,8 @@ def _trusted_owner(uid: int) -> bool:
 
 
 def _private_group(gid: int) -> bool:
-    """A group that holds only you (a user-private group, as Debian's ``umask 002`` relies on):
-    its being able to write gives no one else anything."""
+    """Your user-private group (named as you, your primary group, no other member listed), as
+    Debian's ``umask 002`` relies on: its being able to write gives no one else anything."""
     try:
         import grp
         import pwd
@@ -90,7 +90,8 @@ def _private_group(gid: int) -> bool:
         group = grp.getgrgid(gid)
     except (ImportError, KeyError):
         return False
-    return me.pw_gid == gid and set(group.gr_mem) <= {me.pw_name}
+    return (me.pw_gid == gid and group.gr_name == me.pw_name
+            and set(group.gr_mem) <= {me.pw_name})
 
 
 def check_private(info: os.stat_result) -> None:
