@@ -287,8 +287,11 @@ def test_reporting_a_hostile_catalog_never_stalls_the_shared_loop() -> None:
     finally:
         loop.submit(_set(stop)).result(5)
         ticking.result(5)
-    assert len(gaps) > 20
-    assert max(gaps) < 0.5, f"the shared loop stalled for {max(gaps) * 1000:.0f} ms"
+    assert len(gaps) > 20  # the loop kept turning while the report ran
+    # Unchunked, the loop was held 1.9 s on a quiet machine (longer under load); chunked, the
+    # longest pause was 0.14 s quiet and 0.63 s at a load of 5. The figures are the
+    # benchmark's (benchmarks/bench_report.py); this bound only catches the old behaviour.
+    assert max(gaps) < 1.5, f"the shared loop stalled for {max(gaps) * 1000:.0f} ms"
 
 
 def _set(event: asyncio.Event) -> Any:
