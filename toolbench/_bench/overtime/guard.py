@@ -13,6 +13,12 @@ removed items, and the saves still being written. Only its methods change them.
   set lookup per call. :meth:`PinGuard.rechecked` checks a call again once the transport has
   its session (after a reconnect's re-list, ``SEND_CHECK``); :meth:`PinGuard.check_use`
   does the same for a read or a prompt fetch.
+- **No window while re-listing.** The catalog's ``Follower`` re-lists a server's tools inside
+  :meth:`PinGuard.relisting`; a call to that server first waits for it
+  (:meth:`PinGuard.listed`, within the call's timeout), so it is checked against the new
+  listing, never answered by a changed tool meanwhile. A re-list that fails leaves the
+  server ``unverified`` (:meth:`PinGuard.unverify`): its tools are blocked until a listing of
+  it is applied again.
 - ``approve`` and ``pin`` accept what is listed now.
 
 It may import ``toolbench._bench.overtime`` (pins, diff, snapshots), ``_transports`` and
@@ -22,9 +28,10 @@ It may import ``toolbench._bench.overtime`` (pins, diff, snapshots), ``_transpor
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import warnings
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -39,6 +46,7 @@ from toolbench._bench.overtime.pins import (
     refusal,
 )
 from toolbench._bench.overtime.snapshots import snapshot_frame
+from toolbench._core.errors import Refused
 from toolbench._core.ids import ToolId
 from toolbench._transports.mcp.session import SEND_CHECK
 
@@ -72,6 +80,12 @@ class PinGuard:
         """Whether the bench has a pins file (fixed for the bench's life): without one, a
         call takes no step of the pin check at all."""
         self._blocked: frozenset[ToolId] = frozenset()
+        self._changed: set[ToolId] = set()
+        self._tools: dict[str, frozenset[ToolId]] = {}
+        """Each server's tools as last checked (what ``unverified`` blocks)."""
+        self._unverified: dict[str, str] = {}
+        """Servers whose announced re-list failed, and why."""
+        self._relisting: dict[str, tuple[int, asyncio.Event]] = {}
         self._changes: dict[Key, Change] = {}
         self._removed: set[Key] = set()
         self._saves: list[concurrent.futures.Future[Any]] = []
@@ -83,8 +97,15 @@ class PinGuard:
 
     @property
     def blocked(self) -> frozenset[ToolId]:
-        """The tools whose calls are refused (a changed pin); empty without pins."""
+        """The tools whose calls are refused (a changed pin, or a server whose re-list
+        failed); empty without pins."""
         return self._blocked
+
+    @property
+    def relisting_now(self) -> Mapping[str, object]:
+        """The servers whose tools are being listed again right now (read-only; empty most
+        of the time, so the call path tests it with one truth test)."""
+        return MappingProxyType(self._relisting)
 
     @property
     def changes(self) -> Mapping[Key, Change]:
@@ -95,8 +116,10 @@ class PinGuard:
         """What the catalog shows in its ``pin`` column for one tool."""
         if self._file is None:
             return None
-        if tool in self._blocked:
+        if tool in self._changed:
             return "changed"
+        if tool.server in self._unverified and tool in self._blocked:
+            return "unverified"
         return "pinned" if (tool.server, "tool", tool.tool) in self._file.pins else None
 
     def frame(self) -> pd.DataFrame:
@@ -115,6 +138,11 @@ class PinGuard:
                                            "state"], dtype=object)
 
     def refusal(self, tool: ToolId) -> ToolError:
+        if tool not in self._changed and tool.server in self._unverified:
+            return Refused(
+                f"not sent: the tools of server {tool.server!r} are unverified (its announced "
+                f"re-list failed: {self._unverified[tool.server]}); calls to its pinned "
+                "tools are refused until a re-list succeeds", tool=tool)
         old, new = self._changes.get((tool.server, "tool", tool.tool), (None, {}))
         return refusal("tool", str(tool), old, new, tool=tool)
 
@@ -128,7 +156,6 @@ class PinGuard:
         pinned = self._file.pins
         new_pins: dict[Key, dict[str, Any]] = {}
         changed: list[tuple[dict[str, Any], dict[str, Any]]] = []
-        blocked = set(self._blocked)
         stamp = now_text()
         for name, item in items.items():
             key = (server, kind, str(item["name"]))
@@ -138,15 +165,15 @@ class PinGuard:
                 new_pins[key] = {"fingerprint": item["fingerprint"], "item": item,
                                  "pinned": stamp}
                 if tid is not None:
-                    blocked.discard(tid)
+                    self._changed.discard(tid)
                 self._changes.pop(key, None)
             elif pin["fingerprint"] == item["fingerprint"]:
                 if tid is not None:
-                    blocked.discard(tid)
+                    self._changed.discard(tid)
                 self._changes.pop(key, None)
             else:
                 if tid is not None:
-                    blocked.add(tid)
+                    self._changed.add(tid)
                 old = pin.get("item") if isinstance(pin.get("item"), dict) else None
                 self._changes[key] = (old, item)
                 changed.append((old or {"kind": kind, "name": name,
@@ -154,7 +181,10 @@ class PinGuard:
         listed = {str(item["name"]) for item in items.values()}
         removed = [k for k in pinned if k[0] == server and k[1] == kind and k[2] not in listed]
         self._removed = ({k for k in self._removed if k[:2] != (server, kind)} | set(removed))
-        self._blocked = frozenset(blocked)
+        if kind == "tool":  # a listing applied: the server's tools are verified again
+            self._tools[server] = frozenset(ToolId(server, name) for name in items)
+            self._unverified.pop(server, None)
+        self._reblock()
         first = not any(k[:2] == (server, kind) for k in pinned)
         if new_pins:
             pinned.update(new_pins)
@@ -162,6 +192,55 @@ class PinGuard:
         if changed or removed or (new_pins and not first):
             _warn(server, changed, [k[2] for k in removed],
                   [] if first else [k[2] for k in new_pins], kind)
+
+    def _reblock(self) -> None:
+        """``blocked``: the changed tools, and every tool of an unverified server."""
+        blocked = set(self._changed)
+        for server in self._unverified:
+            blocked |= self._tools.get(server, frozenset())
+        self._blocked = frozenset(blocked)
+
+    # -- re-listing -------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def relisting(self, server: str) -> Iterator[None]:
+        """Around a re-list of ``server``'s tools (on the loop): its calls wait meanwhile
+        (:meth:`listed`). Nothing without pins."""
+        if self._file is None:
+            yield
+            return
+        count, done = self._relisting.get(server, (0, asyncio.Event()))
+        self._relisting[server] = (count + 1, done)
+        try:
+            yield
+        finally:
+            count, done = self._relisting[server]
+            if count <= 1:
+                del self._relisting[server]
+                done.set()
+            else:
+                self._relisting[server] = (count - 1, done)
+
+    async def listed(self, tool: ToolId, limit: float) -> None:
+        """Wait at most ``limit`` seconds for the re-list of ``tool``'s server in flight;
+        ``Refused`` if it is still in flight then (nothing is sent unchecked)."""
+        pending = self._relisting.get(tool.server)
+        if pending is None:
+            return
+        try:
+            async with asyncio.timeout(max(limit, 0.0)):
+                await pending[1].wait()
+        except TimeoutError:
+            raise Refused(f"not sent: the tools of server {tool.server!r} were still being "
+                          f"listed again after the call's timeout ({limit:.3g} s); with pins, "
+                          "a call waits for that listing", tool=tool) from None
+
+    def unverify(self, server: str, why: str) -> None:
+        """An announced re-list of ``server``'s tools failed: its tools are refused until
+        a listing of it is applied (:meth:`check`)."""
+        if self._file is None:
+            return
+        self._unverified[server] = why
+        self._reblock()
 
     def check_use(self, server: str, kind: str, name: str) -> None:
         """Refuse a read or a prompt fetch of a changed pinned item (``name``: a URI, or a
@@ -203,7 +282,8 @@ class PinGuard:
         pin_file = self.need()
         pin_file.pins.update(entries)
         self._changes.clear()
-        self._blocked = frozenset()
+        self._changed.clear()
+        self._reblock()
         await asyncio.wrap_future(self._save(entries))
         return len(entries)
 
@@ -241,7 +321,8 @@ class PinGuard:
         entry = {"fingerprint": item["fingerprint"], "item": item, "pinned": now_text()}
         pin_file.pins[key] = entry
         self._changes.pop(key, None)
-        self._blocked = self._blocked - {tool}
+        self._changed.discard(tool)
+        self._reblock()
         await asyncio.wrap_future(self._save({key: entry}))
         return str(tool)
 

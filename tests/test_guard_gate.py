@@ -1,0 +1,123 @@
+"""Pins under attack (#33, the bench's side): no window while a server's tools are listed
+again, ``unverified`` after a failed re-list, ``approve`` of only what was shown, first-use
+races between benches, and no word diff or large catalog holding the shared loop.
+
+The server is ``tests/servers/rugpull_server.py`` (the real SDK's MCPServer), in process and
+over stdio: it flips its tool's version and then delays or fails its ``tools/list``."""
+
+from __future__ import annotations
+
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import toolbench as tb
+from tests.servers import rugpull_server
+
+SERVER = Path(__file__).parent / "servers" / "rugpull_server.py"
+DELAY = 1.5
+
+
+def _target(how: str, state: Path) -> Any:
+    if how == "stdio":
+        return [sys.executable, str(SERVER), str(state)]
+    return rugpull_server.create(state)
+
+
+def _quiet(fn: Any) -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tb.PinWarning)
+        return fn()
+
+
+@pytest.fixture(autouse=True)
+def _pin_warnings_are_shown_not_raised() -> Any:
+    """A PinWarning raised on the loop (a re-list) is what these tests cause on purpose."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tb.PinWarning)
+        yield
+
+
+def _hammer(bench: tb.Bench, seconds: float) -> tuple[int, int, int]:
+    """Call ``s-echo`` for ``seconds``: (answered by version 2, answered by 1, refused)."""
+    v2 = v1 = refused = 0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            text = str(bench.call("s-echo", text="x").data)
+        except tb.Refused:
+            refused += 1
+            continue
+        v2 += "x v2" in text
+        v1 += "x v1" in text
+    return v2, v1, refused
+
+
+@pytest.mark.parametrize("how", ["in_process", pytest.param("stdio", marks=pytest.mark.slow)])
+def test_no_call_is_answered_by_a_changed_tool_while_it_is_listed_again(
+        tmp_path: Path, how: str) -> None:
+    state = tmp_path / "state.json"
+    with tb.Bench(pins=tmp_path / "pins.json", timeout=10) as bench:
+        bench.connect("s", _target(how, state))
+        assert "x v1" in str(bench.call("s-echo", text="x").data)
+        bench.call("s-flip", version=2, delay=DELAY)
+        v2, _, refused = _quiet(lambda: _hammer(bench, DELAY + 0.5))
+        assert v2 == 0, f"{v2} calls were answered by the changed tool while it was re-listed"
+        assert refused >= 1
+        assert bench.catalog().set_index("tool").loc["echo", "pin"] == "changed"
+        record = bench.records.iloc[-1]
+        assert record["error_type"] == "Refused" and record["disposition"] == "did_not_happen"
+
+
+def test_a_map_right_after_a_list_changed_waits_and_is_refused(tmp_path: Path) -> None:
+    state = tmp_path / "state.json"
+    with tb.Bench(pins=tmp_path / "pins.json", timeout=10) as bench:
+        bench.connect("s", _target("in_process", state))
+        bench.call("s-flip", version=2, delay=DELAY)
+        started = time.monotonic()
+        rows = _quiet(lambda: bench.map("s-echo", [{"text": str(i)} for i in range(10)],
+                                        progress=False))
+        assert time.monotonic() - started >= DELAY * 0.5  # it waited for the listing
+        assert rows["error_type"].tolist() == ["Refused"] * 10
+        assert not any("v2" in str(v) for v in rows["text"])
+
+
+def test_a_call_that_outwaits_its_timeout_is_refused_unsent(tmp_path: Path) -> None:
+    state = tmp_path / "state.json"
+    with tb.Bench(pins=tmp_path / "pins.json", timeout=10) as bench:
+        bench.connect("s", _target("in_process", state))
+        bench.call("s-flip", version=1, delay=3)  # the same tools, listed slowly
+        with pytest.raises(tb.Refused, match="still being listed again") as refused:
+            bench.call("s-echo", text="x", timeout=0.3)
+        assert refused.value.disposition == tb.Disposition.DID_NOT_HAPPEN
+
+
+@pytest.mark.parametrize("how", ["in_process", pytest.param("stdio", marks=pytest.mark.slow)])
+def test_a_failed_relist_leaves_the_tools_unverified_and_refused(tmp_path: Path,
+                                                                 how: str) -> None:
+    state = tmp_path / "state.json"
+    with tb.Bench(pins=tmp_path / "pins.json", timeout=10) as bench:
+        bench.connect("s", _target(how, state))
+        bench.call("s-flip", version=2, fail=True, recover=2.0)
+        deadline = time.monotonic() + 5
+        while bench.catalog().set_index("tool").loc["echo", "pin"] != "unverified":
+            assert time.monotonic() < deadline, bench.catalog()["pin"].tolist()
+            time.sleep(0.02)
+        assert set(bench.catalog()["pin"]) == {"unverified"}
+        v2, v1, refused = _hammer(bench, 0.5)
+        assert (v2, v1) == (0, 0) and refused >= 1
+        with pytest.raises(tb.Refused, match="unverified") as caught:
+            bench.call("s-echo", text="x")
+        assert caught.value.disposition == tb.Disposition.DID_NOT_HAPPEN
+        # the server lists again (and announces it): verified, the change found and blocked
+        deadline = time.monotonic() + 10
+        while bench.catalog().set_index("tool").loc["flip", "pin"] != "pinned":
+            assert time.monotonic() < deadline, bench.catalog()["pin"].tolist()
+            time.sleep(0.05)
+        assert bench.catalog().set_index("tool").loc["echo", "pin"] == "changed"
+        with pytest.raises(tb.Refused, match="changed since it was pinned"):
+            bench.call("s-echo", text="x")
