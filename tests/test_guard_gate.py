@@ -121,3 +121,62 @@ def test_a_failed_relist_leaves_the_tools_unverified_and_refused(tmp_path: Path,
         assert bench.catalog().set_index("tool").loc["echo", "pin"] == "changed"
         with pytest.raises(tb.Refused, match="changed since it was pinned"):
             bench.call("s-echo", text="x")
+
+
+def _fingerprint(bench: tb.Bench, tool: str) -> str:
+    snap = bench.snapshot("s")
+    return str(snap.set_index("name").loc[tool, "fingerprint"])
+
+
+def test_approve_approves_only_what_the_last_warning_showed(tmp_path: Path) -> None:
+    state = tmp_path / "state.json"
+    with tb.Bench(pins=tmp_path / "pins.json", timeout=10) as bench:
+        bench.connect("s", _target("in_process", state))
+        v1 = _fingerprint(bench, "echo")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            bench.call("s-flip", version=2)
+            _until(lambda: bench.catalog().set_index("tool").loc["echo", "pin"] == "changed")
+        assert any("version [-1)-] {+2)+}" in str(w.message) for w in caught)
+        v2 = _fingerprint(bench, "echo")
+        # the user reviewed v2; the server flips to v3 (listed slowly) before approve runs
+        bench.call("s-flip", version=3, delay=1.0)
+        time.sleep(0.2)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert bench.approve("s-echo") is None  # v3 was never shown: nothing approved
+        again = [str(w.message) for w in caught if "changed again" in str(w.message)]
+        assert len(again) == 1 and "nothing was approved" in again[0]
+        assert "{+3)+}" in again[0]  # the newer diff: v2 -> v3
+        with pytest.raises(tb.Refused):
+            bench.call("s-echo", text="x")
+        v3 = _fingerprint(bench, "echo")
+        assert len({v1, v2, v3}) == 3
+        for wrong in (v1, v2):  # a version that is not listed now
+            with pytest.raises(ValueError, match=f"fingerprint '{wrong}' is not the version "
+                                                 "of s/echo listed now"):
+                bench.approve("s-echo", fingerprint=wrong)
+        with pytest.raises(ValueError, match="'abc' is not a fingerprint: 64 lowercase hex"):
+            bench.approve("s-echo", fingerprint="abc")
+        assert bench.catalog().set_index("tool").loc["echo", "pin"] == "changed"
+        assert bench.approve("s-echo") == "s/echo"  # the warning above showed v3
+        assert "x v3" in str(bench.call("s-echo", text="x").data)
+        assert bench.pins.set_index("name").loc["echo", "fingerprint"] == v3
+
+
+def test_approve_with_a_fingerprint_approves_that_version_only(tmp_path: Path) -> None:
+    state = tmp_path / "state.json"
+    with tb.Bench(pins=tmp_path / "pins.json", timeout=10) as bench:
+        bench.connect("s", _target("in_process", state))
+        bench.call("s-flip", version=2)
+        _until(lambda: bench.catalog().set_index("tool").loc["echo", "pin"] == "changed")
+        v2 = _fingerprint(bench, "echo")
+        assert bench.approve("s-echo", fingerprint=v2) == "s/echo"
+        assert "x v2" in str(bench.call("s-echo", text="x").data)
+
+
+def _until(condition: Any, seconds: float = 5.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.02)

@@ -87,6 +87,9 @@ class PinGuard:
         """Servers whose announced re-list failed, and why."""
         self._relisting: dict[str, tuple[int, asyncio.Event]] = {}
         self._changes: dict[Key, Change] = {}
+        self._shown: dict[Key, dict[str, Any]] = {}
+        """The version the last PinWarning about each changed item showed: what
+        ``approve(name)`` without a fingerprint approves."""
         self._removed: set[Key] = set()
         self._saves: list[concurrent.futures.Future[Any]] = []
 
@@ -130,7 +133,9 @@ class PinGuard:
         if self._file is not None:
             for key, pin in sorted(self._file.pins.items()):
                 state = ("changed" if key in self._changes else
-                         "removed" if key in self._removed else "ok")
+                         "removed" if key in self._removed else
+                         "unverified" if key[1] == "tool" and key[0] in self._unverified
+                         else "ok")
                 rows.append({"server": key[0], "kind": key[1], "name": key[2],
                              "fingerprint": pin.get("fingerprint"),
                              "pinned": pin.get("pinned"), "state": state})
@@ -167,15 +172,18 @@ class PinGuard:
                 if tid is not None:
                     self._changed.discard(tid)
                 self._changes.pop(key, None)
+                self._shown.pop(key, None)
             elif pin["fingerprint"] == item["fingerprint"]:
                 if tid is not None:
                     self._changed.discard(tid)
                 self._changes.pop(key, None)
+                self._shown.pop(key, None)
             else:
                 if tid is not None:
                     self._changed.add(tid)
                 old = pin.get("item") if isinstance(pin.get("item"), dict) else None
                 self._changes[key] = (old, item)
+                self._shown[key] = item
                 changed.append((old or {"kind": kind, "name": name,
                                         "fingerprint": pin["fingerprint"]}, item))
         listed = {str(item["name"]) for item in items.values()}
@@ -220,19 +228,26 @@ class PinGuard:
             else:
                 self._relisting[server] = (count - 1, done)
 
-    async def listed(self, tool: ToolId, limit: float) -> None:
-        """Wait at most ``limit`` seconds for the re-list of ``tool``'s server in flight;
-        ``Refused`` if it is still in flight then (nothing is sent unchecked)."""
-        pending = self._relisting.get(tool.server)
+    async def settled(self, server: str, limit: float) -> bool:
+        """Wait at most ``limit`` seconds for the re-list of ``server``'s tools in flight;
+        False if it is still in flight then."""
+        pending = self._relisting.get(server)
         if pending is None:
-            return
+            return True
         try:
             async with asyncio.timeout(max(limit, 0.0)):
                 await pending[1].wait()
         except TimeoutError:
+            return False
+        return True
+
+    async def listed(self, tool: ToolId, limit: float) -> None:
+        """Wait at most ``limit`` seconds for the re-list of ``tool``'s server in flight;
+        ``Refused`` if it is still in flight then (nothing is sent unchecked)."""
+        if not await self.settled(tool.server, limit):
             raise Refused(f"not sent: the tools of server {tool.server!r} were still being "
                           f"listed again after the call's timeout ({limit:.3g} s); with pins, "
-                          "a call waits for that listing", tool=tool) from None
+                          "a call waits for that listing", tool=tool)
 
     def unverify(self, server: str, why: str) -> None:
         """An announced re-list of ``server``'s tools failed: its tools are refused until
@@ -282,6 +297,7 @@ class PinGuard:
         pin_file = self.need()
         pin_file.pins.update(entries)
         self._changes.clear()
+        self._shown.clear()
         self._changed.clear()
         self._reblock()
         await asyncio.wrap_future(self._save(entries))
@@ -304,13 +320,38 @@ class PinGuard:
                              f"({sorted(k[0] for k in found)}); approve 'server/{name}'")
         return found[0] if found else None
 
-    async def approve_other(self, key: Key) -> str:
-        """Accept a changed resource, template or prompt as it is listed now."""
+    def shown(self, key: Key) -> dict[str, Any] | None:
+        """The version the last PinWarning about ``key`` showed (None: none did)."""
+        return self._shown.get(key)
+
+    def current(self, key: Key) -> dict[str, Any] | None:
+        """The changed item ``key`` as listed now (None: it is not changed)."""
+        change = self._changes.get(key)
+        return None if change is None else change[1]
+
+    def changed_again(self, key: Key, shown: dict[str, Any], new: dict[str, Any]) -> None:
+        """``approve`` found ``key`` changed again since the PinWarning it was asked about
+        (``shown``): a new one shows the newer diff, and is what the next ``approve``
+        approves."""
+        server, kind, name = key
+        self._shown[key] = new
+        frame = _diff(snapshot_frame([(server, _now(), shown)]),
+                      snapshot_frame([(server, _now(), new)]))
+        lines = [f"server {server!r}: pinned {kind.replace('_', ' ')} {name!r} changed again "
+                 "since the last PinWarning about it; nothing was approved. Review this diff, "
+                 "then bench.approve(name) again (or approve(name, fingerprint=...))"]
+        for row in frame.itertuples():
+            text = row.detail if row.detail else f"{row.old!r} -> {row.new!r}"
+            lines.append(f"  {row.name}.{row.field}: {str(text)[:300]}")
+        warnings.warn(PinWarning("\n".join(lines), frame), stacklevel=2)
+
+    async def approve_other(self, key: Key, new: dict[str, Any]) -> str:
+        """Accept a changed resource, template or prompt as ``new`` (listed now)."""
         pin_file = self.need()
-        _, new = self._changes[key]
         entry = {"fingerprint": new["fingerprint"], "item": new, "pinned": now_text()}
         pin_file.pins[key] = entry
         self._changes.pop(key, None)
+        self._shown.pop(key, None)
         await asyncio.wrap_future(self._save({key: entry}))
         return f"{key[0]}/{key[2]}"
 
@@ -321,6 +362,7 @@ class PinGuard:
         entry = {"fingerprint": item["fingerprint"], "item": item, "pinned": now_text()}
         pin_file.pins[key] = entry
         self._changes.pop(key, None)
+        self._shown.pop(key, None)
         self._changed.discard(tool)
         self._reblock()
         await asyncio.wrap_future(self._save({key: entry}))
