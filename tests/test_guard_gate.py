@@ -136,8 +136,8 @@ def test_approve_approves_only_what_the_last_warning_showed(tmp_path: Path) -> N
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             bench.call("s-flip", version=2)
-            _until(lambda: bench.catalog().set_index("tool").loc["echo", "pin"] == "changed")
-        assert any("version [-1)-] {+2)+}" in str(w.message) for w in caught)
+            _until(lambda: any("version [-1)-] {+2)+}" in str(w.message) for w in caught))
+        assert bench.catalog().set_index("tool").loc["echo", "pin"] == "changed"
         v2 = _fingerprint(bench, "echo")
         # the user reviewed v2; the server flips to v3 (listed slowly) before approve runs
         bench.call("s-flip", version=3, delay=1.0)
@@ -180,3 +180,49 @@ def _until(condition: Any, seconds: float = 5.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out waiting"
         time.sleep(0.02)
+
+
+def _neighbour() -> Any:
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("neighbour")
+
+    @server.tool()
+    def ping() -> str:
+        """pong"""
+        return "pong"
+
+    return server
+
+
+def _latencies(bench: tb.Bench, seconds: float, at_least: int = 0) -> list[float]:
+    out: list[float] = []
+    end = time.monotonic() + seconds
+    while time.monotonic() < end or len(out) < at_least:
+        t0 = time.perf_counter()
+        bench.call("n-ping")
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def test_a_rug_pull_warning_does_not_hold_a_neighbours_calls(tmp_path: Path) -> None:
+    # the word diff off the loop is this branch's; its cap and time bound (without which a
+    # 6,000-word diff runs for minutes on any thread) come with h/pins1's words module
+    pytest.importorskip("toolbench._bench.overtime.words")
+    state = tmp_path / "state.json"
+    rugpull_server.write_state(state, version=1, words=6000)  # pinned with the long text
+    with tb.Bench(pins=tmp_path / "pins.json", timeout=60) as bench:
+        bench.connect("s", _target("in_process", state))
+        bench.connect("n", _neighbour())
+        alone = sorted(_latencies(bench, 0.5, 30))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            bench.call("s-flip", version=2, words=6000)  # a rug pull: one word in ten
+            during = _latencies(bench, 0.0, 1)
+            while not any("changed" in str(w.message) for w in caught):
+                during += _latencies(bench, 0.2)
+                assert len(during) < 100_000
+        bound = 2 * alone[len(alone) // 2] + 0.050
+        assert max(during) <= bound, (f"a neighbour's worst call took {max(during):.3f} s "
+                                      f"while the warning was built (alone: median "
+                                      f"{alone[len(alone) // 2]:.4f} s)")

@@ -184,6 +184,7 @@ class Follower:
                 _log.warning("re-listing %s of %r after %s failed: %r", kind, server, why, exc)
         if listed:
             self.apply_listing(server, tuple(listed), why, found)
+            await self._guard.warned(server)  # its PinWarning (built off the loop), first
 
     @staticmethod
     async def _offered(server: str, listing: Any) -> list[dict[str, Any]]:

@@ -32,11 +32,9 @@ import contextlib
 import os
 import warnings
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from toolbench._bench.overtime.diff import diff as _diff
 from toolbench._bench.overtime.pins import (
     Key,
     PinFile,
@@ -45,7 +43,7 @@ from toolbench._bench.overtime.pins import (
     now_text,
     refusal,
 )
-from toolbench._bench.overtime.snapshots import snapshot_frame
+from toolbench._bench.overtime.warnings_off_loop import Warner, again_warning, listing_warning
 from toolbench._core.errors import Refused
 from toolbench._core.ids import ToolId
 from toolbench._transports.mcp.session import SEND_CHECK
@@ -59,15 +57,8 @@ if TYPE_CHECKING:
     from toolbench._core.errors import ToolError
 
 T = TypeVar("T")
-_SHOWN = 8
-_USES = {"tool": "calls to", "resource": "reads of", "resource_template": "reads through",
-         "prompt": "fetches of"}
 Change = tuple[dict[str, Any] | None, dict[str, Any]]
 """A changed pinned item: as pinned (if the pin kept it), and as listed now."""
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
 
 
 class PinGuard:
@@ -92,6 +83,7 @@ class PinGuard:
         ``approve(name)`` without a fingerprint approves."""
         self._removed: set[Key] = set()
         self._saves: list[concurrent.futures.Future[Any]] = []
+        self._warner = Warner(warm=self.active)
 
     # -- what others read -------------------------------------------------------------------
     @property
@@ -198,8 +190,9 @@ class PinGuard:
             pinned.update(new_pins)
             self._save(new_pins)
         if changed or removed or (new_pins and not first):
-            _warn(server, changed, [k[2] for k in removed],
-                  [] if first else [k[2] for k in new_pins], kind)
+            self._warner.soon(server, listing_warning, server, changed,
+                              [k[2] for k in removed],
+                              [] if first else [k[2] for k in new_pins], kind)
 
     def _reblock(self) -> None:
         """``blocked``: the changed tools, and every tool of an unverified server."""
@@ -329,21 +322,17 @@ class PinGuard:
         change = self._changes.get(key)
         return None if change is None else change[1]
 
-    def changed_again(self, key: Key, shown: dict[str, Any], new: dict[str, Any]) -> None:
+    async def changed_again(self, key: Key, shown: dict[str, Any],
+                            new: dict[str, Any]) -> None:
         """``approve`` found ``key`` changed again since the PinWarning it was asked about
-        (``shown``): a new one shows the newer diff, and is what the next ``approve``
-        approves."""
-        server, kind, name = key
+        (``shown``): a new one shows the newer diff (built off the loop), and is what the
+        next ``approve`` approves."""
         self._shown[key] = new
-        frame = _diff(snapshot_frame([(server, _now(), shown)]),
-                      snapshot_frame([(server, _now(), new)]))
-        lines = [f"server {server!r}: pinned {kind.replace('_', ' ')} {name!r} changed again "
-                 "since the last PinWarning about it; nothing was approved. Review this diff, "
-                 "then bench.approve(name) again (or approve(name, fingerprint=...))"]
-        for row in frame.itertuples():
-            text = row.detail if row.detail else f"{row.old!r} -> {row.new!r}"
-            lines.append(f"  {row.name}.{row.field}: {str(text)[:300]}")
-        warnings.warn(PinWarning("\n".join(lines), frame), stacklevel=2)
+        await self._warner.now(again_warning, key[0], key[1], key[2], shown, new)
+
+    async def warned(self, server: str | None = None) -> None:
+        """Wait (bounded) until the PinWarnings of the listings so far are issued."""
+        await self._warner.warned(server)
 
     async def approve_other(self, key: Key, new: dict[str, Any]) -> str:
         """Accept a changed resource, template or prompt as ``new`` (listed now)."""
@@ -370,6 +359,7 @@ class PinGuard:
 
     def close(self) -> None:
         """Finish writing the pins (a worker thread; bounded)."""
+        self._warner.close()
         if self._file is not None:
             self._file.close()
 
@@ -388,31 +378,6 @@ class PinGuard:
 
         future.add_done_callback(done)
         return future
-
-
-def _warn(server: str, changed: list[tuple[dict[str, Any], dict[str, Any]]],
-          removed: list[str], added: list[str], kind: str = "tool") -> None:
-    parts = []
-    frame = None
-    what = kind.replace("_", " ")
-    if changed:
-        names = ", ".join(repr(new["name"]) for _, new in changed[:_SHOWN])
-        parts.append(f"{len(changed)} pinned {what}{'s' * (len(changed) != 1)} changed "
-                     f"({names}); {_USES[kind]} "
-                     f"{'them' if len(changed) > 1 else 'it'} are refused until "
-                     "bench.approve(name)")
-        frame = _diff(snapshot_frame((server, _now(), old) for old, _ in changed),
-                      snapshot_frame((server, _now(), new) for _, new in changed))
-        for row in frame.itertuples():
-            shown = row.detail if row.detail else f"{row.old!r} -> {row.new!r}"
-            parts.append(f"  {row.name}.{row.field}: {str(shown)[:300]}")
-    if removed:
-        parts.append(f"{len(removed)} pinned {what}{'s' * (len(removed) != 1)} removed: "
-                     + ", ".join(map(repr, removed[:_SHOWN])))
-    if added:
-        parts.append(f"{len(added)} new {what}{'s' * (len(added) != 1)} (pinned now): "
-                     + ", ".join(map(repr, added[:_SHOWN])))
-    warnings.warn(PinWarning(f"server {server!r}: " + "\n".join(parts), frame), stacklevel=2)
 
 
 async def checked(check: Callable[[], None], request: Awaitable[T]) -> T:

@@ -124,10 +124,12 @@ class History:
         """At connect, with a journal or pins: wait for the other kinds' first listing (it is
         bounded), so the connect's snapshot is whole and its PinWarning is the connect's."""
         await self._kinds.listed(server)
+        await self._guard.warned(server)
 
     async def settled(self, timeout: float | None = None) -> None:
         """Wait (bounded) until every listing in flight is kept (tests, snapshot, close)."""
         await self._kinds.settled(timeout)
+        await self._guard.warned()
 
     def written(self, timeout: float) -> bool:
         """Wait (the caller's thread, never the loop) until every snapshot queued so far is in
@@ -185,6 +187,7 @@ class History:
             for name, items in per.items():  # stored, and checked against the pins
                 kept = self.keep_kind(name, kind, taken, "snapshot", items)
                 rows.extend((name, taken, item) for item in kept)
+        await self._guard.warned(server)
         return snapshot_frame(rows)
 
     def changes_since(self) -> pd.DataFrame:
@@ -249,7 +252,7 @@ class History:
             if new is None:
                 raise ValueError(f"{name!r} is no longer changed (approved or listed as pinned "
                                  "meanwhile); nothing to approve")
-            if not self._agreed(other, name, fingerprint, shown, new):
+            if not await self._agreed(other, name, fingerprint, shown, new):
                 return None
             return await self._guard.approve_other(other, new)
         tool = resolve(self._pegboard, name).tool
@@ -258,7 +261,7 @@ class History:
         shown = self._guard.shown(key)  # what the user saw, before a re-list in flight lands
         await self._guard.settled(tool.server, self._servers.limit(tool.server, None))
         item = self._listed_tool(tool)
-        if not self._agreed(key, str(tool), fingerprint, shown, item):
+        if not await self._agreed(key, str(tool), fingerprint, shown, item):
             return None
         return await self._guard.approve_tool(tool, item)
 
@@ -269,8 +272,8 @@ class History:
             raise ValueError(f"tool {tool} has not been listed; nothing to approve")
         return item
 
-    def _agreed(self, key: Key, name: str, fingerprint: str | None,
-                shown: dict[str, Any] | None, new: dict[str, Any]) -> bool:
+    async def _agreed(self, key: Key, name: str, fingerprint: str | None,
+                      shown: dict[str, Any] | None, new: dict[str, Any]) -> bool:
         """Whether ``new`` (listed now) is what approving ``name`` may pin: the version
         ``fingerprint`` names, else the one its last PinWarning showed."""
         if fingerprint is not None:
@@ -282,7 +285,7 @@ class History:
             return True
         if shown is None or shown["fingerprint"] == new["fingerprint"]:
             return True
-        self._guard.changed_again(key, shown, new)
+        await self._guard.changed_again(key, shown, new)
         return False
 
     def close(self) -> None:
