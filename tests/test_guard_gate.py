@@ -226,3 +226,27 @@ def test_a_rug_pull_warning_does_not_hold_a_neighbours_calls(tmp_path: Path) -> 
         assert max(during) <= bound, (f"a neighbour's worst call took {max(during):.3f} s "
                                       f"while the warning was built (alone: median "
                                       f"{alone[len(alone) // 2]:.4f} s)")
+
+
+def test_first_use_races_are_warned_about_and_blocked_never_overwritten(
+        tmp_path: Path) -> None:
+    # the save that re-reads the file under its lock and returns the conflicts is h/pins1's
+    pytest.importorskip("toolbench._bench.overtime.words")
+    pins = tmp_path / "pins.json"
+    first_state, second_state = tmp_path / "a.json", tmp_path / "b.json"
+    rugpull_server.write_state(first_state, version=1)
+    rugpull_server.write_state(second_state, version=2)  # an injected version
+    with tb.Bench(pins=pins) as first, tb.Bench(pins=pins) as second:  # both read it empty
+        first.connect("s", rugpull_server.create(first_state))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            second.connect("s", rugpull_server.create(second_state))
+        assert any("changed ('echo')" in str(w.message) for w in caught)
+        assert second.catalog().set_index("tool").loc["echo", "pin"] == "changed"
+        with pytest.raises(tb.Refused, match="changed since it was pinned"):
+            second.call("s-echo", text="x")
+        assert "x v1" in str(first.call("s-echo", text="x").data)
+    with tb.Bench(pins=pins) as third:  # the first pin held: the injected version is refused
+        third.connect("s", rugpull_server.create(second_state))
+        with pytest.raises(tb.Refused, match="changed since it was pinned"):
+            third.call("s-echo", text="x")

@@ -331,7 +331,9 @@ class PinGuard:
         await self._warner.now(again_warning, key[0], key[1], key[2], shown, new)
 
     async def warned(self, server: str | None = None) -> None:
-        """Wait (bounded) until the PinWarnings of the listings so far are issued."""
+        """Wait (bounded) until the pins of the listings so far are saved (a conflict
+        with another bench's pin blocks) and their PinWarnings are issued."""
+        await self.saved()
         await self._warner.warned(server)
 
     async def approve_other(self, key: Key, new: dict[str, Any]) -> str:
@@ -369,15 +371,60 @@ class PinGuard:
         future = self._file.save_soon(entries, ())
         self._saves.append(future)
 
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        ours = {key: dict(entry) for key, entry in entries.items()}
+
         def done(f: concurrent.futures.Future[Any]) -> None:
             exc = f.exception()
             if exc is not None:
                 warnings.warn(f"pins file {path!r} could not be written "
                               f"({type(exc).__name__}: {exc}); the pins hold in memory",
                               PinWarning, stacklevel=2)
+                return
+            conflicts = f.result()
+            if isinstance(conflicts, Mapping) and conflicts:
+                if loop is None or loop.is_closed():
+                    self._conflicted(conflicts, ours)
+                else:
+                    loop.call_soon_threadsafe(self._conflicted, conflicts, ours)
 
         future.add_done_callback(done)
         return future
+
+    def _conflicted(self, conflicts: Mapping[Key, Mapping[str, Any]],
+                    ours: Mapping[Key, dict[str, Any]]) -> None:
+        """Another bench pinned these items meanwhile with another fingerprint (the save
+        re-read the file under its lock, and kept its pins): each is a change against that
+        pin, warned about and blocked, never overwritten."""
+        by_server: dict[tuple[str, str], list[tuple[dict[str, Any], dict[str, Any]]]] = {}
+        for key, there in conflicts.items():
+            entry = ours.get(key)
+            mine = entry.get("item") if entry is not None else None
+            if not isinstance(mine, dict):
+                continue
+            old = there.get("item") if isinstance(there.get("item"), dict) else None
+            self._changes[key] = (dict(old) if old is not None else None, mine)
+            self._shown[key] = mine
+            if key[1] == "tool":
+                self._changed.add(ToolId(key[0], key[2]))
+            by_server.setdefault(key[:2], []).append(
+                (dict(old) if old is not None else {"kind": key[1], "name": key[2],
+                                                    "fingerprint": there.get("fingerprint")},
+                 mine))
+        self._reblock()
+        for (server, kind), changed in by_server.items():
+            self._warner.soon(server, listing_warning, server, changed, [], [], kind)
+
+    async def saved(self, timeout: float = 30.0) -> None:
+        """Wait (bounded) for the pins saved so far, and so for their conflicts."""
+        pending = [asyncio.wrap_future(f) for f in self._saves if not f.done()]
+        self._saves = [f for f in self._saves if not f.done()]
+        if pending:
+            await asyncio.wait(pending, timeout=timeout)
+            await asyncio.sleep(0)  # the conflicts' call_soon_threadsafe runs first
 
 
 async def checked(check: Callable[[], None], request: Awaitable[T]) -> T:
