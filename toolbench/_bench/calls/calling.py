@@ -118,8 +118,11 @@ class Calls:
                 latency_s=time.perf_counter() - t0, provenance=prov, error=exc)
 
         try:
-            if self._guard.active and target.tool in self._guard.blocked:
-                raise self._guard.refusal(target.tool)
+            if self._guard.active:
+                if self._guard.relisting_now:  # a re-list in flight: checked against it
+                    await self._guard.listed(target.tool, limit - (time.perf_counter() - begun))
+                if target.tool in self._guard.blocked:
+                    raise self._guard.refusal(target.tool)
             args = check_arguments(target.tool, arguments)
             if check:
                 validate_arguments(target.tool, target.spec.input_schema if target.spec else None,

@@ -154,8 +154,9 @@ class Follower:
         found: dict[ItemKind, Items] = {}
         for kind in kinds:
             try:
-                if kind == "tools":
-                    await self._pegboard.refresh(server, cause=_cause(why))
+                if kind == "tools":  # with pins, calls to the server wait meanwhile
+                    with self._guard.relisting(server):
+                        await self._pegboard.refresh(server, cause=_cause(why))
                     self._pegboard.refresh_errors.pop(server, None)
                     found["tool"] = self._listed_tools(server)
                 elif kind == "prompts":
@@ -172,14 +173,18 @@ class Follower:
             except ToolError as exc:
                 if kind == "tools":
                     self._pegboard.refresh_errors[server] = exc
+                    self._guard.unverify(server, _html.shorten(str(exc), 300))
                 _log.info("re-listing %s of %r after %s failed: %s", kind, server, why,
                           _html.shorten(str(exc), 300))
             except Exception as exc:  # a collision, a removed server: the old list stays
                 if kind == "tools":
                     self._pegboard.refresh_errors[server] = exc
+                    self._guard.unverify(server, _html.shorten(
+                        f"{type(exc).__name__}: {exc}", 300))
                 _log.warning("re-listing %s of %r after %s failed: %r", kind, server, why, exc)
         if listed:
             self.apply_listing(server, tuple(listed), why, found)
+            await self._guard.warned(server)  # its PinWarning (built off the loop), first
 
     @staticmethod
     async def _offered(server: str, listing: Any) -> list[dict[str, Any]]:

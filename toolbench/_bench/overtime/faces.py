@@ -86,27 +86,34 @@ class HistoryFaces:
         """Awaitable :meth:`pin`: the same result and errors."""
         return await get_loop().arun(self.history.pin)
 
-    def approve(self, name: str) -> str:
-        """Accept the current version of a changed pinned item: pin it, allow its use.
+    def approve(self, name: str, fingerprint: str | None = None) -> str | None:
+        """Accept a changed pinned item, as the user was shown it: pin it, allow its use.
 
         Args:
             name: a tool's pegboard name (``geo-distance``) or ``tool://`` reference; a
                 changed resource's URI or template's URI template (``server/uri`` when two
                 servers share it); a changed prompt's prefixed or own name.
+            fingerprint: the version to approve (``bench.pins``, a snapshot or the
+                PinWarning's diff show it); it must be the version listed now. Without it,
+                the version the last ``PinWarning`` about the item showed is approved. A
+                re-list in flight is waited for first (within the server's timeout).
 
         Returns:
-            The item approved, as ``server/name``.
+            The item approved, as ``server/name``; ``None`` when the server changed it
+            again since its last PinWarning: nothing is approved, and a new PinWarning
+            shows the newer diff (approve again to accept that one).
 
         Raises:
-            ValueError: the bench has no pins file, or the tool was never listed.
+            ValueError: the bench has no pins file, the tool was never listed, or
+                ``fingerprint`` is not 64 hex digits or not the version listed now.
             Unreachable: no such tool.
 
         Example:
             >>> bench.approve("geo_precise-distance")                  # doctest: +SKIP
             'geo_precise/distance'
         """
-        return get_loop().run(self.history.approve, name)
+        return get_loop().run(self.history.approve, name, fingerprint)
 
-    async def aapprove(self, name: str) -> str:
-        """Awaitable :meth:`approve`: the same argument, result and errors."""
-        return await get_loop().arun(self.history.approve, name)
+    async def aapprove(self, name: str, fingerprint: str | None = None) -> str | None:
+        """Awaitable :meth:`approve`: the same arguments, result and errors."""
+        return await get_loop().arun(self.history.approve, name, fingerprint)

@@ -13,6 +13,12 @@ removed items, and the saves still being written. Only its methods change them.
   set lookup per call. :meth:`PinGuard.rechecked` checks a call again once the transport has
   its session (after a reconnect's re-list, ``SEND_CHECK``); :meth:`PinGuard.check_use`
   does the same for a read or a prompt fetch.
+- **No window while re-listing.** The catalog's ``Follower`` re-lists a server's tools inside
+  :meth:`PinGuard.relisting`; a call to that server first waits for it
+  (:meth:`PinGuard.listed`, within the call's timeout), so it is checked against the new
+  listing, never answered by a changed tool meanwhile. A re-list that fails leaves the
+  server ``unverified`` (:meth:`PinGuard.unverify`): its tools are blocked until a listing of
+  it is applied again.
 - ``approve`` and ``pin`` accept what is listed now.
 
 It may import ``toolbench._bench.overtime`` (pins, diff, snapshots), ``_transports`` and
@@ -22,14 +28,13 @@ It may import ``toolbench._bench.overtime`` (pins, diff, snapshots), ``_transpor
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import warnings
-from collections.abc import Awaitable, Callable, Mapping
-from datetime import UTC, datetime
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from toolbench._bench.overtime.diff import diff as _diff
 from toolbench._bench.overtime.pins import (
     Key,
     PinFile,
@@ -38,7 +43,8 @@ from toolbench._bench.overtime.pins import (
     now_text,
     refusal,
 )
-from toolbench._bench.overtime.snapshots import snapshot_frame
+from toolbench._bench.overtime.warnings_off_loop import Warner, again_warning, listing_warning
+from toolbench._core.errors import Refused
 from toolbench._core.ids import ToolId
 from toolbench._transports.mcp.session import SEND_CHECK
 
@@ -51,15 +57,8 @@ if TYPE_CHECKING:
     from toolbench._core.errors import ToolError
 
 T = TypeVar("T")
-_SHOWN = 8
-_USES = {"tool": "calls to", "resource": "reads of", "resource_template": "reads through",
-         "prompt": "fetches of"}
 Change = tuple[dict[str, Any] | None, dict[str, Any]]
 """A changed pinned item: as pinned (if the pin kept it), and as listed now."""
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
 
 
 class PinGuard:
@@ -72,9 +71,19 @@ class PinGuard:
         """Whether the bench has a pins file (fixed for the bench's life): without one, a
         call takes no step of the pin check at all."""
         self._blocked: frozenset[ToolId] = frozenset()
+        self._changed: set[ToolId] = set()
+        self._tools: dict[str, frozenset[ToolId]] = {}
+        """Each server's tools as last checked (what ``unverified`` blocks)."""
+        self._unverified: dict[str, str] = {}
+        """Servers whose announced re-list failed, and why."""
+        self._relisting: dict[str, tuple[int, asyncio.Event]] = {}
         self._changes: dict[Key, Change] = {}
+        self._shown: dict[Key, dict[str, Any]] = {}
+        """The version the last PinWarning about each changed item showed: what
+        ``approve(name)`` without a fingerprint approves."""
         self._removed: set[Key] = set()
         self._saves: list[concurrent.futures.Future[Any]] = []
+        self._warner = Warner(warm=self.active)
 
     # -- what others read -------------------------------------------------------------------
     @property
@@ -83,8 +92,15 @@ class PinGuard:
 
     @property
     def blocked(self) -> frozenset[ToolId]:
-        """The tools whose calls are refused (a changed pin); empty without pins."""
+        """The tools whose calls are refused (a changed pin, or a server whose re-list
+        failed); empty without pins."""
         return self._blocked
+
+    @property
+    def relisting_now(self) -> Mapping[str, object]:
+        """The servers whose tools are being listed again right now (read-only; empty most
+        of the time, so the call path tests it with one truth test)."""
+        return MappingProxyType(self._relisting)
 
     @property
     def changes(self) -> Mapping[Key, Change]:
@@ -95,8 +111,10 @@ class PinGuard:
         """What the catalog shows in its ``pin`` column for one tool."""
         if self._file is None:
             return None
-        if tool in self._blocked:
+        if tool in self._changed:
             return "changed"
+        if tool.server in self._unverified and tool in self._blocked:
+            return "unverified"
         return "pinned" if (tool.server, "tool", tool.tool) in self._file.pins else None
 
     def frame(self) -> pd.DataFrame:
@@ -107,7 +125,9 @@ class PinGuard:
         if self._file is not None:
             for key, pin in sorted(self._file.pins.items()):
                 state = ("changed" if key in self._changes else
-                         "removed" if key in self._removed else "ok")
+                         "removed" if key in self._removed else
+                         "unverified" if key[1] == "tool" and key[0] in self._unverified
+                         else "ok")
                 rows.append({"server": key[0], "kind": key[1], "name": key[2],
                              "fingerprint": pin.get("fingerprint"),
                              "pinned": pin.get("pinned"), "state": state})
@@ -115,6 +135,11 @@ class PinGuard:
                                            "state"], dtype=object)
 
     def refusal(self, tool: ToolId) -> ToolError:
+        if tool not in self._changed and tool.server in self._unverified:
+            return Refused(
+                f"not sent: the tools of server {tool.server!r} are unverified (its announced "
+                f"re-list failed: {self._unverified[tool.server]}); calls to its pinned "
+                "tools are refused until a re-list succeeds", tool=tool)
         old, new = self._changes.get((tool.server, "tool", tool.tool), (None, {}))
         return refusal("tool", str(tool), old, new, tool=tool)
 
@@ -128,7 +153,6 @@ class PinGuard:
         pinned = self._file.pins
         new_pins: dict[Key, dict[str, Any]] = {}
         changed: list[tuple[dict[str, Any], dict[str, Any]]] = []
-        blocked = set(self._blocked)
         stamp = now_text()
         for name, item in items.items():
             key = (server, kind, str(item["name"]))
@@ -138,30 +162,93 @@ class PinGuard:
                 new_pins[key] = {"fingerprint": item["fingerprint"], "item": item,
                                  "pinned": stamp}
                 if tid is not None:
-                    blocked.discard(tid)
+                    self._changed.discard(tid)
                 self._changes.pop(key, None)
+                self._shown.pop(key, None)
             elif pin["fingerprint"] == item["fingerprint"]:
                 if tid is not None:
-                    blocked.discard(tid)
+                    self._changed.discard(tid)
                 self._changes.pop(key, None)
+                self._shown.pop(key, None)
             else:
                 if tid is not None:
-                    blocked.add(tid)
+                    self._changed.add(tid)
                 old = pin.get("item") if isinstance(pin.get("item"), dict) else None
                 self._changes[key] = (old, item)
+                self._shown[key] = item
                 changed.append((old or {"kind": kind, "name": name,
                                         "fingerprint": pin["fingerprint"]}, item))
         listed = {str(item["name"]) for item in items.values()}
         removed = [k for k in pinned if k[0] == server and k[1] == kind and k[2] not in listed]
         self._removed = ({k for k in self._removed if k[:2] != (server, kind)} | set(removed))
-        self._blocked = frozenset(blocked)
+        if kind == "tool":  # a listing applied: the server's tools are verified again
+            self._tools[server] = frozenset(ToolId(server, name) for name in items)
+            self._unverified.pop(server, None)
+        self._reblock()
         first = not any(k[:2] == (server, kind) for k in pinned)
         if new_pins:
             pinned.update(new_pins)
             self._save(new_pins)
         if changed or removed or (new_pins and not first):
-            _warn(server, changed, [k[2] for k in removed],
-                  [] if first else [k[2] for k in new_pins], kind)
+            self._warner.soon(server, listing_warning, server, changed,
+                              [k[2] for k in removed],
+                              [] if first else [k[2] for k in new_pins], kind)
+
+    def _reblock(self) -> None:
+        """``blocked``: the changed tools, and every tool of an unverified server."""
+        blocked = set(self._changed)
+        for server in self._unverified:
+            blocked |= self._tools.get(server, frozenset())
+        self._blocked = frozenset(blocked)
+
+    # -- re-listing -------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def relisting(self, server: str) -> Iterator[None]:
+        """Around a re-list of ``server``'s tools (on the loop): its calls wait meanwhile
+        (:meth:`listed`). Nothing without pins."""
+        if self._file is None:
+            yield
+            return
+        count, done = self._relisting.get(server, (0, asyncio.Event()))
+        self._relisting[server] = (count + 1, done)
+        try:
+            yield
+        finally:
+            count, done = self._relisting[server]
+            if count <= 1:
+                del self._relisting[server]
+                done.set()
+            else:
+                self._relisting[server] = (count - 1, done)
+
+    async def settled(self, server: str, limit: float) -> bool:
+        """Wait at most ``limit`` seconds for the re-list of ``server``'s tools in flight;
+        False if it is still in flight then."""
+        pending = self._relisting.get(server)
+        if pending is None:
+            return True
+        try:
+            async with asyncio.timeout(max(limit, 0.0)):
+                await pending[1].wait()
+        except TimeoutError:
+            return False
+        return True
+
+    async def listed(self, tool: ToolId, limit: float) -> None:
+        """Wait at most ``limit`` seconds for the re-list of ``tool``'s server in flight;
+        ``Refused`` if it is still in flight then (nothing is sent unchecked)."""
+        if not await self.settled(tool.server, limit):
+            raise Refused(f"not sent: the tools of server {tool.server!r} were still being "
+                          f"listed again after the call's timeout ({limit:.3g} s); with pins, "
+                          "a call waits for that listing", tool=tool)
+
+    def unverify(self, server: str, why: str) -> None:
+        """An announced re-list of ``server``'s tools failed: its tools are refused until
+        a listing of it is applied (:meth:`check`)."""
+        if self._file is None:
+            return
+        self._unverified[server] = why
+        self._reblock()
 
     def check_use(self, server: str, kind: str, name: str) -> None:
         """Refuse a read or a prompt fetch of a changed pinned item (``name``: a URI, or a
@@ -203,7 +290,9 @@ class PinGuard:
         pin_file = self.need()
         pin_file.pins.update(entries)
         self._changes.clear()
-        self._blocked = frozenset()
+        self._shown.clear()
+        self._changed.clear()
+        self._reblock()
         await asyncio.wrap_future(self._save(entries))
         return len(entries)
 
@@ -224,13 +313,36 @@ class PinGuard:
                              f"({sorted(k[0] for k in found)}); approve 'server/{name}'")
         return found[0] if found else None
 
-    async def approve_other(self, key: Key) -> str:
-        """Accept a changed resource, template or prompt as it is listed now."""
+    def shown(self, key: Key) -> dict[str, Any] | None:
+        """The version the last PinWarning about ``key`` showed (None: none did)."""
+        return self._shown.get(key)
+
+    def current(self, key: Key) -> dict[str, Any] | None:
+        """The changed item ``key`` as listed now (None: it is not changed)."""
+        change = self._changes.get(key)
+        return None if change is None else change[1]
+
+    async def changed_again(self, key: Key, shown: dict[str, Any],
+                            new: dict[str, Any]) -> None:
+        """``approve`` found ``key`` changed again since the PinWarning it was asked about
+        (``shown``): a new one shows the newer diff (built off the loop), and is what the
+        next ``approve`` approves."""
+        self._shown[key] = new
+        await self._warner.now(again_warning, key[0], key[1], key[2], shown, new)
+
+    async def warned(self, server: str | None = None) -> None:
+        """Wait (bounded) until the pins of the listings so far are saved (a conflict
+        with another bench's pin blocks) and their PinWarnings are issued."""
+        await self.saved()
+        await self._warner.warned(server)
+
+    async def approve_other(self, key: Key, new: dict[str, Any]) -> str:
+        """Accept a changed resource, template or prompt as ``new`` (listed now)."""
         pin_file = self.need()
-        _, new = self._changes[key]
         entry = {"fingerprint": new["fingerprint"], "item": new, "pinned": now_text()}
         pin_file.pins[key] = entry
         self._changes.pop(key, None)
+        self._shown.pop(key, None)
         await asyncio.wrap_future(self._save({key: entry}))
         return f"{key[0]}/{key[2]}"
 
@@ -241,12 +353,15 @@ class PinGuard:
         entry = {"fingerprint": item["fingerprint"], "item": item, "pinned": now_text()}
         pin_file.pins[key] = entry
         self._changes.pop(key, None)
-        self._blocked = self._blocked - {tool}
+        self._shown.pop(key, None)
+        self._changed.discard(tool)
+        self._reblock()
         await asyncio.wrap_future(self._save({key: entry}))
         return str(tool)
 
     def close(self) -> None:
         """Finish writing the pins (a worker thread; bounded)."""
+        self._warner.close()
         if self._file is not None:
             self._file.close()
 
@@ -256,40 +371,60 @@ class PinGuard:
         future = self._file.save_soon(entries, ())
         self._saves.append(future)
 
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        ours = {key: dict(entry) for key, entry in entries.items()}
+
         def done(f: concurrent.futures.Future[Any]) -> None:
             exc = f.exception()
             if exc is not None:
                 warnings.warn(f"pins file {path!r} could not be written "
                               f"({type(exc).__name__}: {exc}); the pins hold in memory",
                               PinWarning, stacklevel=2)
+                return
+            conflicts = f.result()
+            if isinstance(conflicts, Mapping) and conflicts:
+                if loop is None or loop.is_closed():
+                    self._conflicted(conflicts, ours)
+                else:
+                    loop.call_soon_threadsafe(self._conflicted, conflicts, ours)
 
         future.add_done_callback(done)
         return future
 
+    def _conflicted(self, conflicts: Mapping[Key, Mapping[str, Any]],
+                    ours: Mapping[Key, dict[str, Any]]) -> None:
+        """Another bench pinned these items meanwhile with another fingerprint (the save
+        re-read the file under its lock, and kept its pins): each is a change against that
+        pin, warned about and blocked, never overwritten."""
+        by_server: dict[tuple[str, str], list[tuple[dict[str, Any], dict[str, Any]]]] = {}
+        for key, there in conflicts.items():
+            entry = ours.get(key)
+            mine = entry.get("item") if entry is not None else None
+            if not isinstance(mine, dict):
+                continue
+            old = there.get("item") if isinstance(there.get("item"), dict) else None
+            self._changes[key] = (dict(old) if old is not None else None, mine)
+            self._shown[key] = mine
+            if key[1] == "tool":
+                self._changed.add(ToolId(key[0], key[2]))
+            by_server.setdefault(key[:2], []).append(
+                (dict(old) if old is not None else {"kind": key[1], "name": key[2],
+                                                    "fingerprint": there.get("fingerprint")},
+                 mine))
+        self._reblock()
+        for (server, kind), changed in by_server.items():
+            self._warner.soon(server, listing_warning, server, changed, [], [], kind)
 
-def _warn(server: str, changed: list[tuple[dict[str, Any], dict[str, Any]]],
-          removed: list[str], added: list[str], kind: str = "tool") -> None:
-    parts = []
-    frame = None
-    what = kind.replace("_", " ")
-    if changed:
-        names = ", ".join(repr(new["name"]) for _, new in changed[:_SHOWN])
-        parts.append(f"{len(changed)} pinned {what}{'s' * (len(changed) != 1)} changed "
-                     f"({names}); {_USES[kind]} "
-                     f"{'them' if len(changed) > 1 else 'it'} are refused until "
-                     "bench.approve(name)")
-        frame = _diff(snapshot_frame((server, _now(), old) for old, _ in changed),
-                      snapshot_frame((server, _now(), new) for _, new in changed))
-        for row in frame.itertuples():
-            shown = row.detail if row.detail else f"{row.old!r} -> {row.new!r}"
-            parts.append(f"  {row.name}.{row.field}: {str(shown)[:300]}")
-    if removed:
-        parts.append(f"{len(removed)} pinned {what}{'s' * (len(removed) != 1)} removed: "
-                     + ", ".join(map(repr, removed[:_SHOWN])))
-    if added:
-        parts.append(f"{len(added)} new {what}{'s' * (len(added) != 1)} (pinned now): "
-                     + ", ".join(map(repr, added[:_SHOWN])))
-    warnings.warn(PinWarning(f"server {server!r}: " + "\n".join(parts), frame), stacklevel=2)
+    async def saved(self, timeout: float = 30.0) -> None:
+        """Wait (bounded) for the pins saved so far, and so for their conflicts."""
+        pending = [asyncio.wrap_future(f) for f in self._saves if not f.done()]
+        self._saves = [f for f in self._saves if not f.done()]
+        if pending:
+            await asyncio.wait(pending, timeout=timeout)
+            await asyncio.sleep(0)  # the conflicts' call_soon_threadsafe runs first
 
 
 async def checked(check: Callable[[], None], request: Awaitable[T]) -> T:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -33,6 +34,7 @@ from toolbench._bench.overtime.snapshot_store import SnapshotWriter
 from toolbench._bench.overtime.snapshots import fingerprint_tools, item_from_row, snapshot_frame
 from toolbench._bench.servers.naming import prompt_name, resolve
 from toolbench._core.errors import ToolError
+from toolbench._core.ids import ToolId
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 _log = logging.getLogger("toolbench.overtime")
 Items = dict[str, dict[str, Any]]
+_FINGERPRINT = re.compile(r"[0-9a-f]{64}")
 
 
 def _now() -> datetime:
@@ -121,10 +124,12 @@ class History:
         """At connect, with a journal or pins: wait for the other kinds' first listing (it is
         bounded), so the connect's snapshot is whole and its PinWarning is the connect's."""
         await self._kinds.listed(server)
+        await self._guard.warned(server)
 
     async def settled(self, timeout: float | None = None) -> None:
         """Wait (bounded) until every listing in flight is kept (tests, snapshot, close)."""
         await self._kinds.settled(timeout)
+        await self._guard.warned()
 
     def written(self, timeout: float) -> bool:
         """Wait (the caller's thread, never the loop) until every snapshot queued so far is in
@@ -182,6 +187,7 @@ class History:
             for name, items in per.items():  # stored, and checked against the pins
                 kept = self.keep_kind(name, kind, taken, "snapshot", items)
                 rows.extend((name, taken, item) for item in kept)
+        await self._guard.warned(server)
         return snapshot_frame(rows)
 
     def changes_since(self) -> pd.DataFrame:
@@ -226,20 +232,61 @@ class History:
                                                           "item": item, "pinned": stamp}
         return await self._guard.pin_all(entries)
 
-    async def approve(self, name: str) -> str:
-        """Accept the current version of a changed pinned item (``bench.approve``)."""
+    async def approve(self, name: str, fingerprint: str | None = None) -> str | None:
+        """Accept a changed pinned item (``bench.approve``): the version its last
+        PinWarning showed, or the one ``fingerprint`` names; None when it changed again
+        since that warning (a new one shows the newer diff, and nothing is approved)."""
         self._guard.need()
+        if fingerprint is not None and not (isinstance(fingerprint, str)
+                                            and _FINGERPRINT.fullmatch(fingerprint)):
+            raise ValueError(f"fingerprint {fingerprint!r} is not a fingerprint: 64 lowercase "
+                             "hex digits (SHA-256), as bench.pins, a snapshot or a "
+                             "PinWarning's diff shows it")
         other = (self._guard.changed_other(
             name, lambda server, prompt: prompt_name(self._pegboard, server, prompt))
             if isinstance(name, str) else None)
         if other is not None:
-            return await self._guard.approve_other(other)
+            shown = self._guard.shown(other)
+            await self._kinds.wait(other[0], self._servers.limit(other[0], None))
+            new = self._guard.current(other)
+            if new is None:
+                raise ValueError(f"{name!r} is no longer changed (approved or listed as pinned "
+                                 "meanwhile); nothing to approve")
+            if not await self._agreed(other, name, fingerprint, shown, new):
+                return None
+            return await self._guard.approve_other(other, new)
         tool = resolve(self._pegboard, name).tool
+        item = self._listed_tool(tool)
+        key = (tool.server, "tool", str(item["name"]))
+        shown = self._guard.shown(key)  # what the user saw, before a re-list in flight lands
+        await self._guard.settled(tool.server, self._servers.limit(tool.server, None))
+        item = self._listed_tool(tool)
+        if not await self._agreed(key, str(tool), fingerprint, shown, item):
+            return None
+        return await self._guard.approve_tool(tool, item)
+
+    def _listed_tool(self, tool: ToolId) -> dict[str, Any]:
         listing = self._listings.get(tool.server)
         item = listing[1].get(tool.tool) if listing is not None else None
         if item is None:
             raise ValueError(f"tool {tool} has not been listed; nothing to approve")
-        return await self._guard.approve_tool(tool, item)
+        return item
+
+    async def _agreed(self, key: Key, name: str, fingerprint: str | None,
+                      shown: dict[str, Any] | None, new: dict[str, Any]) -> bool:
+        """Whether ``new`` (listed now) is what approving ``name`` may pin: the version
+        ``fingerprint`` names, else the one its last PinWarning showed."""
+        if fingerprint is not None:
+            if new["fingerprint"] != fingerprint:
+                raise ValueError(
+                    f"fingerprint {fingerprint!r} is not the version of {name} listed now "
+                    f"({new['fingerprint']}): approve(name, fingerprint=...) approves that "
+                    "version only; nothing was approved")
+            return True
+        if shown is None or shown["fingerprint"] == new["fingerprint"]:
+            return True
+        await self._guard.changed_again(key, shown, new)
+        return False
 
     def close(self) -> None:
         """Finish writing snapshots and pins (a worker thread; bounded)."""

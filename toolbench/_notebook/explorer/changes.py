@@ -6,7 +6,8 @@ after an approval):
 - a summary of the pins (how many pinned, changed, removed; or that the bench has no pins
   file, and how to make one);
 - one line per changed pinned tool, with its diff (escaped, the description word by word)
-  and an **Approve** button that calls ``bench.approve(name)``: the tool's calls go through
+  and an **Approve** button that calls ``bench.approve(name, fingerprint)`` with the version
+  shown (a newer one is not approved unseen): the tool's calls go through
   again and the pins file keeps the new version;
 - what changed between each server's last two listings (a reconnect, a re-list after
   ``tools/list_changed``, a restart), as ``tb.diff`` shows it.
@@ -79,7 +80,10 @@ class ChangesView:
                 f"<code>{_html.escape(str(bench.guard.path))}</code>: "
                 f"{counts.get('ok', 0)} unchanged, <b>{counts.get('changed', 0)} changed</b> "
                 f"(calls, reads and fetches refused until approved), "
-                f"{counts.get('removed', 0)} removed.</p>")
+                f"{counts.get('removed', 0)} removed"
+                + (f", <b>{counts['unverified']} unverified</b> (a re-list failed; calls "
+                   "refused until one succeeds)" if counts.get("unverified") else "")
+                + ".</p>")
         rows = []
         self.approve_buttons = {}
         for (server, kind, name), (old, new) in sorted(bench.guard.changes.items()):
@@ -88,7 +92,8 @@ class ChangesView:
             button = widgets.Button(description="Approve", button_style="warning",
                                     icon="check", disabled=board_name is None)
             if board_name is not None:
-                button.on_click(lambda _, n=board_name: self.approve(n))
+                button.on_click(lambda _, n=board_name, f=str(new["fingerprint"]):
+                                self.approve(n, f))
                 self.approve_buttons[board_name] = button
             from toolbench._bench.overtime.diff import diff
             from toolbench._bench.overtime.snapshots import snapshot_frame
@@ -106,10 +111,11 @@ class ChangesView:
         recent = bench.history.changes_since()
         self.recent.value = diff_html(recent)
 
-    def approve(self, name: str) -> None:
-        """What an Approve button does: ``bench.approve(name)``, then the tab again."""
+    def approve(self, name: str, fingerprint: str | None = None) -> None:
+        """What an Approve button does: ``bench.approve(name, fingerprint)`` of the version
+        the tab showed (a newer one is refused), then the tab again."""
         try:
-            self.bench.approve(name)
+            self.bench.approve(name, fingerprint)
             self.note.value = f"<span style='color:#1a7f37'>approved {_html.escape(name)}</span>"
         except Exception as exc:
             self.note.value = (f"<span style='color:#b00020'>{_html.escape(type(exc).__name__)}"
