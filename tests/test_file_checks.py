@@ -236,8 +236,6 @@ def test_the_cli_refuses_a_crafted_recording_at_once(tmp_path: Path) -> None:
     assert time.monotonic() - start < 30
 
 
-@pytest.mark.xfail(strict=True, reason="bench.replay(records=path) calls "
-                   "file_checks.check_journal_file once the bench's composition lands (issue 33)")
 def test_replay_of_a_symlinked_journal_is_refused(tmp_path: Path) -> None:
     real = _journal(tmp_path / "real.sqlite")
     link = tmp_path / "link.sqlite"

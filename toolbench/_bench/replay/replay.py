@@ -107,7 +107,9 @@ def recorded_calls(records: Any) -> list[Any]:
 
     if isinstance(records, (str, os.PathLike)):
         from toolbench._bench.journal.file import inspect_file
+        from toolbench._bench.journal.file_checks import check_journal_file
 
+        check_journal_file(records)  # as load_snapshot does: no link, no FIFO, its own tables
         found = inspect_file(os.fspath(records))
         rows: list[Any] = [r for r in found.records if r.kind == "tool"]
     elif isinstance(records, pd.DataFrame):
