@@ -23,8 +23,10 @@ collaborator            owns                                 may call
 ======================  ===================================  ==================================
 
 Hooks: ``pegboard.on_listing(history.on_listing)`` (each tool listing is fingerprinted,
-stored and checked against the pins) and ``connections.on_connected(follower.adopt)`` (a
-connected server is followed). Closing runs in reverse order.
+stored and checked against the pins), ``connections.on_connected(follower.adopt)`` (a
+connected server is followed) and ``connections.on_added(guard.warned)`` (an added ToolBox's
+PinWarning, built off the loop, is issued before ``add`` returns). Closing runs in reverse
+order.
 
 Each operation's logic is one coroutine of its collaborator that runs on the shared loop;
 its faces are written out (``acall`` awaits it from any loop, ``call`` blocks a cell on it),
@@ -173,6 +175,7 @@ class BaseBench(ServerFaces, CatalogFaces, CallFaces, ManyFaces, HistoryFaces, R
         self.tools = ToolHandles(self, self.pegboard)
         self.pegboard.on_listing(self.history.on_listing)
         self.connections.on_connected(self.follower.adopt)
+        self.connections.on_added(self.guard.warned)
         get_loop().track(self)
         _preload.start()  # jsonschema's slow import, done before the first call needs it
 

@@ -92,7 +92,7 @@ class Warner:
             import pandas  # noqa: F401
 
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
-        self._pending: dict[str, set[asyncio.Future[PinWarning]]] = {}
+        self._pending: dict[str, set[asyncio.Future[None]]] = {}
 
     def soon(self, server: str, build: Any, *args: Any) -> None:
         """Build ``build(*args)`` on the worker thread, then warn with it on the loop (in
@@ -106,21 +106,28 @@ class Warner:
             self._pool = concurrent.futures.ThreadPoolExecutor(
                 1, thread_name_prefix="toolbench-pin-diff")
         future = loop.run_in_executor(self._pool, build, *args)
+        # What a caller waits for is the warning *issued*, not only built: a built one whose
+        # done callback has not run yet would let ``warned`` return before the warning exists.
+        issued: asyncio.Future[None] = loop.create_future()
         pending = self._pending.setdefault(server, set())
-        pending.add(future)
+        pending.add(issued)
 
         def issue(done: asyncio.Future[PinWarning]) -> None:
-            pending.discard(done)
-            if done.cancelled():
-                return
-            exc = done.exception()
-            if exc is not None:  # a bug building the text must not lose the warning
-                _log.warning("building a PinWarning for %r failed: %r", server, exc)
-                warnings.warn(PinWarning(f"server {server!r}: pinned items changed (the diff "
-                                         f"could not be built: {type(exc).__name__})"),
-                              stacklevel=2)
-                return
-            warnings.warn(done.result(), stacklevel=2)
+            try:
+                if done.cancelled():
+                    return
+                exc = done.exception()
+                if exc is not None:  # a bug building the text must not lose the warning
+                    _log.warning("building a PinWarning for %r failed: %r", server, exc)
+                    warnings.warn(PinWarning(f"server {server!r}: pinned items changed (the "
+                                             f"diff could not be built: {type(exc).__name__})"),
+                                  stacklevel=2)
+                    return
+                warnings.warn(done.result(), stacklevel=2)
+            finally:
+                pending.discard(issued)
+                if not issued.done():
+                    issued.set_result(None)
 
         future.add_done_callback(issue)
 
@@ -137,9 +144,8 @@ class Warner:
         issued."""
         pending = [f for s, found in self._pending.items() if server in (None, s)
                    for f in found if not f.done()]
-        if pending:
+        if pending:  # each is done once its warning has been issued
             await asyncio.wait(pending, timeout=timeout)
-            await asyncio.sleep(0)  # the done callbacks (the warnings) run first
 
     def close(self) -> None:
         if self._pool is not None:

@@ -7,9 +7,9 @@ and ``egress``, the answers to servers' requests (``ServerRequests``: sampling, 
 roots), their notifications (``Notifications``: logs, progress) and whether the bench is
 closed. Only its methods change any of them; everyone else reads.
 
-A connected server is announced to the ``on_connected`` listeners (the catalog follows it
-from there), so this module knows nothing above it. It may import ``_routing``,
-``_transports``, ``_core`` and ``toolbench._bench.progress``.
+A connected server is announced to the ``on_connected`` listeners (the catalog follows it),
+an added ToolBox's to ``on_added``: this module knows nothing above it. It may import
+``_routing``, ``_transports``, ``_core`` and ``toolbench._bench.progress``.
 """
 
 from __future__ import annotations
@@ -107,6 +107,7 @@ class Servers:
         self._rows: dict[str, Row] = {}
         self._closed = False
         self._on_connected: list[OnConnected] = []
+        self._on_added: list[Callable[[str], Awaitable[None]]] = []
 
     # -- what others read -------------------------------------------------------------------
     @property
@@ -173,6 +174,10 @@ class Servers:
         """Call ``listener(name, connection)`` (awaited) once each server has connected."""
         self._on_connected.append(listener)
 
+    def on_added(self, listener: Callable[[str], Awaitable[None]]) -> None:  # await each
+        """``listener(name)`` for each server of a ToolBox once ``add`` has added it."""
+        self._on_added.append(listener)
+
     # -- in and out -------------------------------------------------------------------------
     async def connect(self, name: str, target: Any, namespace: Namespace,
                       given: ConnectOptions) -> Connected:
@@ -229,8 +234,7 @@ class Servers:
         return Connected(count, name, connection.transport)
 
     async def add(self, box: ToolBox) -> list[str]:
-        """All of the box's servers, or none: a half-added box would leave names that no
-        later ``add`` could take."""
+        """All of the box's servers or none: half a box would leave names nothing can take."""
         self.check_open()
         if not isinstance(box, ToolBox):
             raise TypeError(f"add() takes a ToolBox, not {box!r}; use connect() for servers")
@@ -254,6 +258,9 @@ class Servers:
                 self.pegboard.remove_service(server)
                 self._rows.pop(server, None)
             raise
+        for server in servers:  # e.g. its PinWarning, built off the loop, issued first
+            for listener in self._on_added:
+                await listener(server)
         return servers
 
     async def disconnect(self, name: str) -> None:
