@@ -7,7 +7,10 @@
 ``--tiny`` tools are ``{"name":"tN","inputSchema":{}}``; ``--page-cache`` keeps the encoded
 single page in a file, so a benchmark's repeated connects do not regenerate it.
 
-It counts the tools/list requests it answers; the ``count`` tool returns that number.
+It counts the tools/list requests it answers; a call of any tool returns that number. With
+``--flipper`` it also lists ``flip``: calling it first changes ``t0``'s description and
+announces it (``tools/list_changed``), a re-list of the whole catalog, with one changed tool,
+that costs this server little.
 """
 
 import argparse
@@ -33,16 +36,19 @@ def main() -> None:
     parser.add_argument("--page-delay", type=float, default=0.0,
                         help="seconds before each page (so a test can outlast a deadline)")
     parser.add_argument("--tiny", action="store_true")
+    parser.add_argument("--flipper", action="store_true", help="also list the flip tool")
     parser.add_argument("--page-cache", default=None)
     args = parser.parse_args()
     per_page = args.page_size or max(args.tools, 1)
     description = "d" * args.desc_bytes
     lists = 0
+    version = 1
 
     def tool(i: int) -> dict[str, object]:
         if args.tiny:
             return {"name": f"t{i}", "inputSchema": {}}
-        return {"name": f"t{i}", "description": description, "inputSchema": {"type": "object"}}
+        text = f"{description} (version {version})" if i == 0 else description
+        return {"name": f"t{i}", "description": text, "inputSchema": {"type": "object"}}
 
     def cached_page() -> bytes:
         with contextlib.suppress(OSError), open(args.page_cache, "rb") as file:
@@ -62,7 +68,7 @@ def main() -> None:
         method = msg.get("method")
         if method == "initialize":
             send({"jsonrpc": "2.0", "id": msg["id"], "result": {
-                "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+                "protocolVersion": "2025-06-18", "capabilities": {"tools": {"listChanged": True}},
                 "serverInfo": {"name": "catalog", "version": "0.0.1"}}})
         elif method == "tools/list":
             lists += 1
@@ -77,10 +83,16 @@ def main() -> None:
             start = int(cursor) if cursor else 0
             stop = start + per_page if args.endless else min(start + per_page, args.tools)
             result: dict[str, object] = {"tools": [tool(i) for i in range(start, stop)]}
+            if args.flipper and start == 0:
+                result["tools"] = [{"name": "flip", "inputSchema": {"type": "object"}},
+                                   *result["tools"]]  # type: ignore[misc]
             if args.endless or stop < args.tools:
                 result["nextCursor"] = str(stop)
             send({"jsonrpc": "2.0", "id": msg["id"], "result": result})
         elif method == "tools/call":
+            if (msg.get("params") or {}).get("name") == "flip":
+                version += 1
+                send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
             send({"jsonrpc": "2.0", "id": msg["id"], "result": {
                 "content": [{"type": "text", "text": str(lists)}]}})
         else:

@@ -154,15 +154,15 @@ class PegBoard:
         self._check_can_add(self._board, server, client)
         seq = next(self._seq)
         entries, skipped = await self._entries(server, ns, await self._list(client, server))
-        with self._lock:
-            board = self._board
+        token = next(self._tokens)
+
+        def route(board: Board) -> None:  # under the lock, on the board about to be swapped
             self._check_can_add(board, server, client)
-            token = next(self._tokens)
-            added = board.with_service(server, ns, client, entries, skipped,
-                                       token=token, seq=seq)
             if server not in self.router:
                 self.router.server(server, client)
-            self._board = added
+
+        await self._swap(lambda board: board.with_service(
+            server, ns, client, entries, skipped, token=token, seq=seq), len(entries), route)
         try:
             if follow:
                 self._subscribe(server, client, token)
@@ -171,6 +171,27 @@ class PegBoard:
             raise
         await self._listed(server, entries, "connect")
         return len(entries)
+
+    async def _swap(self, change: Callable[[Board], Board | None], items: int,
+                    before: Callable[[Board], None] | None = None) -> Board | None:
+        """The board that ``change`` makes of the current one, swapped in under the lock.
+
+        A board is immutable, so a big change (10,000 entries) is made beside the loop
+        (``off_loop``); if another change landed meanwhile, it is made again here, on the
+        board now current. ``before(current)`` runs under the lock just before the swap (it
+        may raise); ``change`` returning None swaps nothing; one that raises changes nothing.
+        """
+        board = self._board
+        made = await off_loop(lambda: change(board), items)
+        with self._lock:
+            if self._board is not board:
+                board = self._board
+                made = change(board)
+            if made is not None:
+                if before is not None:
+                    before(board)
+                self._board = made
+        return made
 
     async def _entries(self, server: str, namespace: str, specs: list[ToolSpec],
                        ) -> tuple[list[PegEntry], list[tuple[str, str]]]:
@@ -278,12 +299,11 @@ class PegBoard:
         seq = next(self._seq)
         entries, skipped = await self._entries(server, service.namespace,
                                                await self._list(client, server))
-        with self._lock:
-            board = self._board
-            relisted = board.relisted(server, service.token, entries, skipped, seq)
-            if relisted is None:  # a later listing already landed; keep it
-                return len(board.services[server].names)
-            self._board = relisted
+        token = service.token
+        kept = await self._swap(
+            lambda board: board.relisted(server, token, entries, skipped, seq), len(entries))
+        if kept is None:  # a later listing already landed; keep it
+            return len(self._board.services[server].names)
         await self._listed(server, entries, cause)
         return len(entries)
 
