@@ -45,6 +45,7 @@ from mcp.client.stdio import (
 )
 from mcp.shared.message import SessionMessage
 
+from toolbench._transports.wire.command import find_command
 from toolbench._transports.wire.limits import (
     PRECOUNT_MIN_BYTES,
     listed_tools_bound,
@@ -401,7 +402,9 @@ async def bounded_stdio_client(
     written, because the pipe refused it (the server closed its stdin, or died): such a call
     provably did not reach the server, which the error table needs to know.
     """
-    command = await _get_executable_command(server.command)
+    # A bare name: on PATH, then in this Python's scripts folder (off the loop: stat calls).
+    found = await anyio.to_thread.run_sync(find_command, server.command, server.env)
+    command = await _get_executable_command(found)
     process = await _create_platform_compatible_process(
         command=command,
         args=server.args,
