@@ -201,6 +201,8 @@ class Calls:
         self._store.append(record, tag)
         if error is not None and error.tool is None:
             error.tool = target.tool
+        if error is not None and redact is not None:  # a tool named after a secret (#37)
+            error.hide(redact)
         journal = self._store.journal
         if batch is None and journal is not None and (not durable or journal.degraded):
             # Its intent was durable before sending, and its outcome is in the intent log
