@@ -65,6 +65,7 @@ from toolbench._transports.mcp.compat import default_result_type
 from toolbench._transports.mcp.errors import handshake_refused
 from toolbench._transports.mcp.events import Events
 from toolbench._transports.mcp.methods import subscriptions as _subs
+from toolbench._transports.mcp.not_mcp import not_an_mcp_server
 from toolbench._transports.mcp.recovery import Recovery
 from toolbench._transports.mcp.session import RECONNECTABLE, SEND_CHECK, Status, TransportName
 from toolbench._transports.mcp.tracking import tracked
@@ -222,8 +223,7 @@ class Lifecycle:
             reason = describe(conn.error, self._redact)
         else:
             reason = "the connection ended during the handshake"
-        if conn.garbage is not None:
-            reason += f"; it wrote non-protocol output to stdout: {self._redact(conn.garbage)}"
+        reason = not_an_mcp_server(conn, reason, self._redact)  # cat, a banner, a usage text
         message = f"server {self.name!r} failed to start ({self.transport} {self.target_text}): "
         message += reason
         tail = self._redact(self._stderr.tail(20, since=mark))
