@@ -184,6 +184,8 @@ class Lifecycle:
         """
         conn = Conn(self)
         self._conn = conn
+        if self._auth is not None:
+            self._auth.resume()  # a close stopped its sign-ins (#37)
         mark = self._stderr.mark()
         started = Started()
         try:
@@ -407,6 +409,8 @@ class Lifecycle:
         conn = self._conn
         if conn is not None and (not conn.ready or conn.settling is not None):
             conn.scope.cancel()  # a close must not wait out a hanging connect or re-list
+        if self._auth is not None:
+            self._auth.stop()  # nor a sign-in that waits for a person (#37)
         async with self._primitives():
             await self._retire()
             self._status = Status.CLOSED
