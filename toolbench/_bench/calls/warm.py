@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 WARM_BOUND_S = 5.0
 """The most a connect waits for the checker to be ready."""
-_MAX_WARMED = 200  # tools whose validators a connect builds; the rest on their first call
+_MAX_WARMED = 32  # tools whose validators a connect builds (a few ms each, in a thread
+# that shares the GIL with the loop); the rest are built on their first call
 
 
 class Warmer:
