@@ -432,3 +432,46 @@ def test_a_non_https_authorization_endpoint_stops_the_flow() -> None:
         auth_flow.check_endpoint("javascript:alert(1)", "authorization endpoint")
     auth_flow.check_endpoint("http://127.0.0.1:9/authorize", "authorization endpoint")
     auth_flow.check_endpoint("https://as.example.com/authorize", "authorization endpoint")
+
+
+def test_close_ends_a_sign_in_waiting_for_a_person_at_once(
+        server: tuple[str, Provider]) -> None:
+    """Issue #37, item 20: close() cancels the person's step instead of waiting for the
+    connection's 10 s close grace (it took 10.0 s)."""
+    import threading
+
+    url, provider = server
+    browser = Browser()
+    asked = threading.Event()
+
+    async def absent_person(auth_url: str) -> str:
+        if browser.urls:  # the second sign-in: nobody comes
+            asked.set()
+            await asyncio.sleep(60)
+        return browser(auth_url)
+
+    bench = tb.Bench()
+    outcome: list[BaseException] = []
+    try:
+        bench.connect("p", url, auth=tb.OAuth(authorize=absent_person, store="memory",
+                                              timeout=120))
+        provider.revoke_all()
+
+        def call() -> None:
+            try:
+                bench.call("p-whoami", timeout=120)
+            except BaseException as exc:
+                outcome.append(exc)
+
+        caller = threading.Thread(target=call)
+        caller.start()
+        assert asked.wait(20), "the second sign-in never asked the person"
+    finally:
+        began = time.monotonic()
+        bench.close()
+        took = time.monotonic() - began
+    caller.join(10)
+    assert not caller.is_alive()
+    assert took < 3.0, f"close took {took:.1f} s"
+    assert len(outcome) == 1 and isinstance(outcome[0], tb.Unreachable), outcome
+    assert "closed while a person was signing in" in str(outcome[0])

@@ -28,6 +28,7 @@ import toolbench as tb
 from toolbench._bench.journal.record import new_call_id
 from toolbench._core.ids import ToolId
 from toolbench._core.schema import validate as _validate
+from toolbench._core.schema.names import declared
 from toolbench._core.schema.validate import field_errors, validate_arguments
 from toolbench._loop import get_loop
 from toolbench._transports.mcp.client import McpClient
@@ -83,12 +84,15 @@ def test_validate_arguments_decides_as_jsonschema_does(schema: Any, instance: An
         return
     schema = {**schema, "type": "object"}
     valid = jsonschema.Draft202012Validator(schema).is_valid(instance)
+    # Beyond jsonschema, a name the schema does not declare is refused (issue 37, item 1).
+    names = declared(schema)
+    undeclared = bool(names.unknown(instance)) if names is not None else False
     try:
         validate_arguments(TID, schema, instance)
         refused = False
     except tb.Refused:
         refused = True
-    assert refused == (not valid), (schema, instance)
+    assert refused == (not valid or undeclared), (schema, instance)
 
 
 def test_flat_schemas_take_the_fast_path_and_errors_read_as_before() -> None:

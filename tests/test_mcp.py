@@ -296,9 +296,9 @@ def test_http_server_down_is_unreachable_fast() -> None:
 @pytest.mark.parametrize(
     ("command", "words", "stderr"),
     [
-        (["no-such-binary-toolbench"], "No such file", None),
+        (["no-such-binary-toolbench"], "not found: looked on PATH", None),  # issue 37
         (script("exit_server.py"), "Connection closed", "missing configuration file"),
-        (script("garbage_server.py"), "non-protocol output", "wrong stream"),
+        (script("garbage_server.py"), "did not answer as an MCP server", "wrong stream"),
         (script("silent_server.py"), "no answer within connect_timeout=3 s", "staying quiet"),
     ],
 )

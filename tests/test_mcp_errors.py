@@ -319,3 +319,20 @@ def test_our_own_bug_before_sending_is_raised_as_it_is(stage: str, exc: Exceptio
 def test_an_unknown_exception_after_sending_is_still_in_doubt() -> None:
     error = mapped(KeyError("late"), ticket("sent"))
     assert type(error) is TimedOut and error.disposition.value == "in_doubt"
+
+
+# -- issue 37, item 19: "not offered" by error code and capability, not by message text -------
+def test_method_not_found_on_a_listing_is_not_offered_whatever_its_text() -> None:
+    from toolbench._core.errors import ToolError
+    from toolbench._transports.mcp.errors import NotOffered, map_call_error
+
+    def mapped(code: int, text: str, action: str) -> ToolError:
+        return map_call_error(MCPError(code, text), None, timeout=5.0, redact=Redactor(()),
+                              action=action)
+
+    assert isinstance(mapped(-32601, "Unknown method", "resources/templates/list"), NotOffered)
+    assert isinstance(mapped(-32601, "nope", "prompts/list"), Refused)
+    worded = mapped(-32602, "this server does not offer that cursor", "resources/list")
+    assert isinstance(worded, Refused) and not isinstance(worded, NotOffered)
+    call = mapped(-32601, "Method not found", "call")  # a tool call: refused, not "offered"
+    assert isinstance(call, Refused) and not isinstance(call, NotOffered)

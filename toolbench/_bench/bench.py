@@ -47,6 +47,7 @@ from typing import Any, Self
 from toolbench._bench.calls.calling import Calls
 from toolbench._bench.calls.faces import CallFaces
 from toolbench._bench.calls.fetches import Fetches
+from toolbench._bench.calls.warm import Warmer
 from toolbench._bench.catalog.completions import Completions
 from toolbench._bench.catalog.faces import CatalogFaces
 from toolbench._bench.catalog.follow import Follower
@@ -175,6 +176,7 @@ class BaseBench(ServerFaces, CatalogFaces, CallFaces, ManyFaces, HistoryFaces, R
         self.tools = ToolHandles(self, self.pegboard)
         self.pegboard.on_listing(self.history.on_listing)
         self.connections.on_connected(self.follower.adopt)
+        self.connections.on_connected(Warmer(self.pegboard))  # the checker, off the loop
         self.connections.on_added(self.guard.warned)
         get_loop().track(self)
         _preload.start()  # jsonschema's slow import, done before the first call needs it

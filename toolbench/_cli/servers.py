@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from toolbench._bench.servers.config import ConfigWarning
+from toolbench._bench.servers.failed import FAILED_WARNING
 from toolbench._cli.command import UsageError
 from toolbench._cli.terminal import command_name, err, safe
 from toolbench._core.ids import did_you_mean
@@ -130,7 +133,9 @@ def start(source: Source, names: Sequence[str] | None = None) -> tuple[Bench, in
 
     bench = Bench()
     try:
-        bench.load_config(source.subset(list(source.entries) if names is None else names))
+        with warnings.catch_warnings():  # each failure is printed in full below
+            warnings.filterwarnings("ignore", message=FAILED_WARNING, category=ConfigWarning)
+            bench.load_config(source.subset(list(source.entries) if names is None else names))
     except BaseException:
         bench.close()
         raise

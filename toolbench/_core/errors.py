@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
@@ -45,20 +45,37 @@ class ToolError(Exception):
     def __init__(self, detail: str, *, tool: ToolId | None = None) -> None:
         self.detail = str(detail)
         self.tool = tool
+        self.tool_shown: str | None = None
+        """The tool as shown (its server's secrets hidden), once :meth:`hide` ran."""
         super().__init__(self.detail)
 
+    def hide(self, redact: Callable[[str], str]) -> None:
+        """Show this error without its server's secrets: the tool's name (a server may name
+        a tool after one) and the detail pass ``redact``; ``.tool`` keeps the real id."""
+        self.detail = redact(self.detail)
+        self.args = (self.detail,)
+        if self.tool is not None:
+            self.tool_shown = redact(str(self.tool))
+
+    def _shown(self) -> object:
+        return self.tool_shown if self.tool_shown is not None else self.tool
+
     def __str__(self) -> str:
-        return f"{self.tool}: {self.detail}" if self.tool is not None else self.detail
+        return f"{self._shown()}: {self.detail}" if self.tool is not None else self.detail
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.detail!r}, tool={self.tool!r})"
+        tool = repr(self.tool) if self.tool_shown is None else f"<{self.tool_shown}>"
+        return f"{type(self).__name__}({self.detail!r}, tool={tool})"
 
     def __reduce__(self) -> Any:
-        return (_rebuild, (type(self), self.detail, self.tool))
+        return (_rebuild, (type(self), self.detail, self.tool, self.tool_shown))
 
 
-def _rebuild(cls: type[ToolError], detail: str, tool: ToolId | None) -> ToolError:
-    return cls(detail, tool=tool)
+def _rebuild(cls: type[ToolError], detail: str, tool: ToolId | None,
+             shown: str | None = None) -> ToolError:
+    made = cls(detail, tool=tool)
+    made.tool_shown = shown
+    return made
 
 
 class Unreachable(ToolError):

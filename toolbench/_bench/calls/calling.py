@@ -23,6 +23,7 @@ from toolbench._bench.calls.attempt import attempt
 from toolbench._bench.journal.journal import warn_not_durable
 from toolbench._bench.journal.record import Record, make_record, new_call_id, utcnow
 from toolbench._bench.progress.progress import Progress, ProgressBar, ProgressShown, progress_shown
+from toolbench._bench.servers.failed import failed_server_error
 from toolbench._bench.servers.naming import Target, resolve
 from toolbench._bench.servers.scrub import redacted_failure
 from toolbench._core.arguments import check_arguments
@@ -72,7 +73,16 @@ class Calls:
         self._schema_checker_ready = False
 
     def resolve(self, name: object) -> Target:
-        return resolve(self._pegboard, name)
+        """The tool ``name`` names; a name of a server that failed says that server failed,
+        and why (``servers/failed.py``), rather than "no tool named ..."."""
+        try:
+            return resolve(self._pegboard, name)
+        except Unreachable:
+            assert isinstance(name, str)
+            failed = failed_server_error(self._servers, name, self._pegboard.separator)
+            if failed is None:
+                raise
+            raise failed from None
 
     def shown(self, target: Target) -> tuple[str, str]:
         """The tool's own name and its pegboard name as records, the journal, progress bars,
@@ -191,6 +201,8 @@ class Calls:
         self._store.append(record, tag)
         if error is not None and error.tool is None:
             error.tool = target.tool
+        if error is not None and redact is not None:  # a tool named after a secret (#37)
+            error.hide(redact)
         journal = self._store.journal
         if batch is None and journal is not None and (not durable or journal.degraded):
             # Its intent was durable before sending, and its outcome is in the intent log

@@ -20,6 +20,7 @@ from toolbench._bench.journal.journal import warn_not_durable
 from toolbench._bench.journal.record import Record, frame
 from toolbench._bench.many.batch import Job, as_cases, bind, compare_frame, run_jobs
 from toolbench._bench.progress.bars import progress_bar
+from toolbench._bench.servers.failed import failed_server_error
 from toolbench._bench.servers.naming import Target
 from toolbench._core.checks import whole
 from toolbench._core.errors import Unreachable
@@ -68,6 +69,9 @@ class Batches:
                                  f"connected: {sorted(self._servers.names())}")
             targets = [t for t in targets if t.tool.server in wanted]
         if not targets:
+            failed = failed_server_error(self._servers, name, pegboard.separator)
+            if failed is not None:  # its server failed: that, and why, not "no such tool"
+                raise failed
             hint = did_you_mean(original, sorted({e.tool for e in pegboard.entries()}))
             raise Unreachable(f"no connected server offers a tool named {original!r}{hint}")
         return targets

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolbench._bench.overtime.snapshots import item_from_row
 from toolbench._core.errors import Refused, ToolError
+from toolbench._transports.mcp.client import NotOffered
 
 if TYPE_CHECKING:
     from toolbench._bench.servers.servers import Servers
@@ -96,7 +97,7 @@ class KindListings:
                 async with asyncio.timeout(bound):
                     rows = await _ASK[kind](client, server)
             except Refused as exc:
-                if "does not offer" not in exc.detail:  # NotOffered: it lists none
+                if not isinstance(exc, NotOffered):  # by capability and code, not text
                     _log.info("listing %s of %r (%s) refused: %s", kind, server, cause, exc)
                     continue
                 rows = []

@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Unpack
 
+from toolbench._bench.servers.failed import warn_failed
 from toolbench._bench.servers.table import servers_frame
 from toolbench._loop import get_loop
 from toolbench._routing.connections import ConnectOptions
@@ -142,13 +143,15 @@ class ServerFaces:
             ValueError: a server's name is already connected.
 
         Warns:
-            ConfigWarning: once, for keys the file has that toolbench does not know.
+            ConfigWarning: once, for keys the file has that toolbench does not know; and
+                once, naming every server that failed to start and why.
 
         Example:
             >>> bench.load_config("mcp.json")                           # doctest: +SKIP
         """
         parsed = self.connections.check_config(config, stacklevel=2)
         get_loop().run(self.connections.connect_all, parsed, progress)
+        warn_failed(self.connections, [e.name for e in parsed.servers], stacklevel=2)
         return servers_frame(self.connections)
 
     async def aload_config(self, config: str | os.PathLike[str] | Mapping[str, Any], *,
@@ -156,6 +159,7 @@ class ServerFaces:
         """Awaitable :meth:`load_config`: the same arguments, result and errors."""
         parsed = self.connections.check_config(config, stacklevel=2)
         await get_loop().arun(self.connections.connect_all, parsed, progress)
+        warn_failed(self.connections, [e.name for e in parsed.servers], stacklevel=2)
         return servers_frame(self.connections)
 
     @property

@@ -73,6 +73,7 @@ from toolbench._core.schema.limits import (
     MAX_TEXT,
     SLOW_CHECKS,
 )
+from toolbench._core.schema.names import Declared, declared
 
 if TYPE_CHECKING:
     import jsonschema.exceptions
@@ -103,6 +104,8 @@ class _Compiled:
     slow: int = 0  # checks that ran out of time (steps left): skipped for good at SLOW_CHECKS
     slow_note: str | None = None  # what schema_problems says meanwhile
     fast: Callable[[Any], bool] | None = None  # the compiled fast path (see _fast), if any
+    named: bool = False  # ``names`` worked out (once, on the first check of arguments)
+    names: Declared | None = None  # the argument names it declares; None: any name goes
 
     def note(self, problem: str) -> None:
         if len(self.problems) < MAX_PROBLEMS:
@@ -377,7 +380,8 @@ def schema_problems(schema: object, *, check_metaschema: bool = False) -> list[s
 def validate_arguments(tool: ToolId | None, schema: object, arguments: Mapping[str, Any],
                        *, strict: bool = False) -> None:
     """Raise ``Refused`` naming each broken field and its rule (up to three) if
-    ``arguments`` fail ``schema``; nothing is sent then.
+    ``arguments`` fail ``schema``, or name a parameter it does not declare (with close
+    names; ``toolbench._core.schema.names``); nothing is sent then.
 
     A schema that cannot be checked locally lets the arguments through (the server judges),
     unless ``strict`` (a Toolset, which is the server): then it refuses what it cannot check.
@@ -385,7 +389,16 @@ def validate_arguments(tool: ToolId | None, schema: object, arguments: Mapping[s
     if not _is_checkable(schema):
         return
     assert isinstance(schema, Mapping)
-    found = _errors(_entry(schema), dict(arguments), strict)
+    entry = _entry(schema)
+    if not strict:  # a name the schema does not declare: a typo, refused (schema/names.py)
+        if not entry.named:
+            entry.names, entry.named = declared(schema), True
+        names = entry.names
+        if names is not None and not names.names.issuperset(arguments):
+            unknown = names.unknown(arguments)
+            if unknown:
+                raise Refused(names.refusal(unknown), tool=tool)
+    found = _errors(entry, dict(arguments), strict)
     if isinstance(found, str):
         if strict:
             raise Refused(f"the arguments could not be checked against the input schema: "

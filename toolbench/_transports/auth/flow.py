@@ -132,6 +132,10 @@ class SignInState(Protocol):
     """A person's step came back; the flow settles it once tokens came (or says why not)."""
     signing_in: bool
     """A person is being asked right now."""
+    asking: anyio.CancelScope | None
+    """The person's step while it runs: closing the connection cancels it (no wait)."""
+    closing: bool
+    """The connection is closing: nobody is asked."""
     failure: str | None
     """Why the last sign-in stopped, until a request's error reports it."""
     pause: Callable[[], contextlib.AbstractContextManager[None]]
@@ -204,9 +208,12 @@ class PersonStep:
     async def _ask_person(self, url: str) -> str:
         fn = self.option.authorize
         timeout = self.option.timeout
+        if self.state.closing:
+            raise SignInError("the connection was closed while a person was signing in")
         self.state.signing_in = True
         try:
-            with self.state.pause():
+            with self.state.pause(), anyio.CancelScope() as asking:
+                self.state.asking = asking
                 try:
                     with anyio.fail_after(timeout):
                         if fn is not None:  # a plain function runs off the shared loop
@@ -224,8 +231,10 @@ class PersonStep:
                         return await _authorizer(url, self.redirect_uri, timeout)
                 except TimeoutError:
                     raise SignInError(f"no sign-in within timeout={timeout:g} s") from None
+            raise SignInError("the connection was closed while a person was signing in")
         finally:
             self.state.signing_in = False
+            self.state.asking = None
 
 
 class Guarded(httpx2.Auth):

@@ -35,6 +35,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any, Literal
 
+import anyio
 import httpx2
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.auth.extensions.client_credentials import (
@@ -142,6 +143,8 @@ class AuthState:
         self._provider: httpx2.Auth | None = None
         self.storage: Storage | None = None
         self.signing_in = False
+        self.asking: anyio.CancelScope | None = None  # the person's step, while it runs
+        self.closing = False  # stop() ran: a person is not asked (until resume())
         self.outcome: SignInOutcome | None = None  # a redirect came; tokens not yet
         self.failure: str | None = None  # why the last sign-in stopped (until reported)
         self._rejections: dict[str, tuple[str, int, str]] = {}  # request id -> method, status, why
@@ -212,6 +215,19 @@ class AuthState:
         provider.wanted = metadata.scope
         flow.provider = provider
         return provider
+
+    def stop(self) -> None:
+        """End a person's step under way at once (the connection is closing): its request
+        is answered locally and fails, instead of holding the close until it times out; and
+        ask nobody again until :meth:`resume` (closing sends a last request, which a revoked
+        token would answer with 401, starting a sign-in nobody is waiting for)."""
+        self.closing = True
+        if self.asking is not None:
+            self.asking.cancel()
+
+    def resume(self) -> None:
+        """A new connect may ask a person again."""
+        self.closing = False
 
     def hide(self, values: list[str]) -> None:
         """Keep these values (a code, a token) out of every message from now on."""

@@ -63,6 +63,7 @@ class Conn:
         self.task_group: anyio.abc.TaskGroup | None = None
         self.error: BaseException | None = None
         self.garbage: str | None = None
+        self.first_output = bytearray()  # a stdio server's first bytes on stdout
         self.tracker = Tracker()  # what each call's request went through
         self.task: asyncio.Task[None] | None = None  # the owner task
         self.listening: Listening | None = None  # a 2026 subscriptions/listen stream

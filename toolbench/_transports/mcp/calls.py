@@ -28,13 +28,18 @@ from toolbench._core import html as _html
 from toolbench._core.arguments import check_arguments
 from toolbench._core.checks import seconds
 from toolbench._core.client import Result, ToolSpec
-from toolbench._core.errors import Malformed, Refused, ToolError, ToolFailed, Unreachable
+from toolbench._core.errors import Malformed, ToolError, ToolFailed, Unreachable
 from toolbench._core.ids import Provenance, ToolId, is_tool_name
 from toolbench._core.redact import Redactor, describe
 from toolbench._core.schema.validate import validate_output
 from toolbench._transports.auth.state import AuthState
 from toolbench._transports.mcp.attempt import Conn
-from toolbench._transports.mcp.errors import is_transport_failure, map_call_error, refused_connect
+from toolbench._transports.mcp.errors import (
+    NotOffered,
+    is_transport_failure,
+    map_call_error,
+    refused_connect,
+)
 from toolbench._transports.mcp.methods.tasks import call_as_task
 from toolbench._transports.mcp.session import Status, TransportName
 from toolbench._transports.mcp.tracking import TICKET, CallTicket
@@ -49,12 +54,6 @@ REFUSAL_WAIT_S = 2.0
 """How long a failed HTTP call waits for its transport to report why it ended."""
 
 _INF = math.inf
-
-
-class NotOffered(Refused):
-    """The server does not offer the capability a request needs (``resources``,
-    ``prompts``): refused before anything was sent. A bench listing every server leaves
-    such a server out quietly (by this type, not by its message)."""
 
 
 class Requests:

@@ -49,7 +49,8 @@ from toolbench._core.ids import Destination, Provenance, ToolId, check_server_na
 from toolbench._core.redact import Redactor, display_url
 from toolbench._transports.auth.state import AuthOption, AuthState, check_auth, paused
 from toolbench._transports.mcp.attempt import Conn
-from toolbench._transports.mcp.calls import NOT_OFFERED, NotOffered, ProgressFn, Requests
+from toolbench._transports.mcp.calls import NOT_OFFERED, ProgressFn, Requests
+from toolbench._transports.mcp.errors import NotOffered
 from toolbench._transports.mcp.events import EventKind, Events
 from toolbench._transports.mcp.lifecycle import Lifecycle
 from toolbench._transports.mcp.methods import completions as _completions

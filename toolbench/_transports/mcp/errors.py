@@ -207,10 +207,20 @@ prompt fetch, a completion) is safe to repeat, so the server's error reply to it
 ``Refused`` whatever its code: "in doubt" is about a tool that may have run."""
 
 
+class NotOffered(Refused):
+    """The server does not offer what a request needs: its capabilities lack it
+    (``resources``, ``prompts``; refused before anything was sent), or it answered the
+    request with -32601 Method not found. A bench listing every server leaves such a server
+    out quietly: decided by this type (so by capability and error code), never by a message."""
+
+
 def _server_error(leaf: MCPError, tool: ToolId | None, redact: Redactor, action: str) -> ToolError:
     if leaf.code == URL_ELICITATION_REQUIRED:
         return url_elicitation_required(leaf, tool, redact, action)
     message = _html.shorten(redact(leaf.message), 400)
+    if leaf.code == METHOD_NOT_FOUND and action not in TOOL_CALL_ACTIONS:
+        return NotOffered(f"the server does not offer the {action} (code {leaf.code}: "
+                          f"{message}); nothing ran", tool=tool)
     if leaf.code in REFUSED_CODES:
         return Refused(f"the server refused the {action} (code {leaf.code}): {message}",
                        tool=tool)

@@ -65,6 +65,7 @@ from toolbench._transports.mcp.compat import default_result_type
 from toolbench._transports.mcp.errors import handshake_refused
 from toolbench._transports.mcp.events import Events
 from toolbench._transports.mcp.methods import subscriptions as _subs
+from toolbench._transports.mcp.not_mcp import not_an_mcp_server
 from toolbench._transports.mcp.recovery import Recovery
 from toolbench._transports.mcp.session import RECONNECTABLE, SEND_CHECK, Status, TransportName
 from toolbench._transports.mcp.tracking import tracked
@@ -183,6 +184,8 @@ class Lifecycle:
         """
         conn = Conn(self)
         self._conn = conn
+        if self._auth is not None:
+            self._auth.resume()  # a close stopped its sign-ins (#37)
         mark = self._stderr.mark()
         started = Started()
         try:
@@ -222,8 +225,7 @@ class Lifecycle:
             reason = describe(conn.error, self._redact)
         else:
             reason = "the connection ended during the handshake"
-        if conn.garbage is not None:
-            reason += f"; it wrote non-protocol output to stdout: {self._redact(conn.garbage)}"
+        reason = not_an_mcp_server(conn, reason, self._redact)  # cat, a banner, a usage text
         message = f"server {self.name!r} failed to start ({self.transport} {self.target_text}): "
         message += reason
         tail = self._redact(self._stderr.tail(20, since=mark))
@@ -407,6 +409,8 @@ class Lifecycle:
         conn = self._conn
         if conn is not None and (not conn.ready or conn.settling is not None):
             conn.scope.cancel()  # a close must not wait out a hanging connect or re-list
+        if self._auth is not None:
+            self._auth.stop()  # nor a sign-in that waits for a person (#37)
         async with self._primitives():
             await self._retire()
             self._status = Status.CLOSED

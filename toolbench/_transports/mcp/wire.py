@@ -110,7 +110,8 @@ async def transport_object(mcp: Endpoint, stack: AsyncExitStack, conn: Conn) -> 
                                              max_message_bytes=mcp._max_message_bytes,
                                              on_unwritten=conn.tracker.unwritten,
                                              max_tools=mcp._max_tools,
-                                             redact=mcp._redact),
+                                             redact=mcp._redact,
+                                             first_output=conn.first_output),
                         conn)
     auth = mcp._auth.http_auth() if mcp._auth is not None else None
 

@@ -45,6 +45,8 @@ from mcp.client.stdio import (
 )
 from mcp.shared.message import SessionMessage
 
+from toolbench._transports.wire.command import find_command
+from toolbench._transports.wire.first import FirstBytes
 from toolbench._transports.wire.limits import (
     PRECOUNT_MIN_BYTES,
     listed_tools_bound,
@@ -394,14 +396,18 @@ async def bounded_stdio_client(
     server: StdioServerParameters, *, errlog: TextIO, max_message_bytes: int,
     on_unwritten: Callable[[types.RequestId], None] | None = None,
     max_tools: int | None = None, redact: Callable[[str], str] | None = None,
+    first_output: bytearray | None = None,
 ) -> AsyncIterator[tuple[Any, Any]]:
     """Start ``server`` and yield ``(read_stream, write_stream)``, as the SDK's stdio_client.
 
     ``on_unwritten(request_id)`` is told of every request that was handed over but never
     written, because the pipe refused it (the server closed its stdin, or died): such a call
-    provably did not reach the server, which the error table needs to know.
+    provably did not reach the server, which the error table needs to know. The first bytes
+    of stdout are copied into ``first_output`` (they explain a failed start).
     """
-    command = await _get_executable_command(server.command)
+    # A bare name: on PATH, then in this Python's scripts folder (off the loop: stat calls).
+    found = await anyio.to_thread.run_sync(find_command, server.command, server.env)
+    command = await _get_executable_command(found)
     process = await _create_platform_compatible_process(
         command=command,
         args=server.args,
@@ -421,8 +427,10 @@ async def bounded_stdio_client(
         try:
             try:
                 async with read_writer:
-                    await _Reader(process.stdout, read_writer, max_message_bytes, flow,
-                                  max_tools, redact).run()
+                    stdout = (process.stdout if first_output is None
+                              else FirstBytes(process.stdout, first_output))
+                    await _Reader(stdout, read_writer, max_message_bytes, flow, max_tools,
+                                  redact).run()
             finally:
                 # Keep a server that is still writing (the rest of a dropped reply) from
                 # blocking on a full pipe, so it can see stdin close and exit.
