@@ -43,6 +43,16 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
     return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
 
 
+def seconds_text(seconds: float) -> str:
+    """A duration for a message, rounded for a reader: ``30`` for 29.999871 (a deadline's
+    remainder), ``0.33`` for 0.333291, ``1.5`` for 1.5; never more digits than matter."""
+    if seconds != seconds or seconds in (float("inf"), float("-inf")):  # NaN, infinite
+        return str(seconds)
+    if abs(seconds) >= 10:
+        return f"{seconds:,.0f}"
+    return f"{seconds:.2g}"
+
+
 def cell(value: object, limit: int = 80) -> str:
     """A table cell: shortened, escaped, the full text (capped) in a tooltip."""
     text = value if isinstance(value, str) else to_text(value)
