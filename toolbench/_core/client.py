@@ -107,7 +107,7 @@ class Result:
         return f"{head})\n" + "\n".join(parts)
 
     def _repr_html_(self) -> str:
-        return result_html(self)
+        return _html.no_math(result_html(self))
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         """``text/plain`` and the HTML card, and nothing else.
