@@ -168,6 +168,11 @@ def fill_trip(page: Any, form: Any, destination: str) -> None:
     travel = form.locator(".toolbench-field-travel_class select")
     travel.select_option(label="first")
     travel.select_option(label="business")
+    # Issue 37, item 9: each of an optional boolean's two boxes says what it is.
+    row = form.locator(".toolbench-field-insurance")
+    expect(row.locator(".widget-checkbox", has_text="true")).to_have_count(1)
+    expect(row.locator(".widget-checkbox", has_text="send this field")).to_have_count(1)
+    expect(row.get_by_label("true", exact=True)).to_have_count(1)
     insurance = form.locator(".toolbench-field-insurance input[type=checkbox]").first
     insurance.check()
     insurance.uncheck()

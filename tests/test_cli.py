@@ -465,3 +465,26 @@ def test_a_name_two_servers_own_is_a_usage_error_naming_both(tmp_path: Path) -> 
     assert out.returncode == 2, (out.stdout, out.stderr)
     assert "'one'" in out.stderr and "'one-x'" in out.stderr and "tool://" in out.stderr
     assert "hi" not in out.stdout  # nothing was called
+
+
+@pytest.mark.parametrize(("args", "fixed"), [
+    (["call", "geo-distance", "--arg", "from_city", "London"], "--arg from_city=London"),
+    (["call", "geo-distance", "--arg", "to_city=Paris", "--arg", "from_city", "New York"],
+     "--arg 'from_city=New York'"),
+    (["compare", "distance", "--arg", "from_city", "London", "--arg", "to_city=Paris"],
+     "--arg from_city=London"),
+])
+def test_an_arg_value_after_a_space_says_how_to_write_it(tmp_path: Path, args: list[str],
+                                                         fixed: str) -> None:
+    """Issue 37, item 16: ``--arg from_city London`` got only "unrecognized arguments"."""
+    with pytest.raises(_cli.UsageError) as caught:
+        _cli.run(args)
+    assert fixed in str(caught.value) and "'from_city' has no value" in str(caught.value)
+
+
+def test_other_unrecognized_arguments_stay_argparse_errors(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        _cli.run(["call", "geo-distance", "--arg", "a=1", "stray"])
+    assert caught.value.code == 2
+    assert "unrecognized arguments: stray" in capsys.readouterr().err

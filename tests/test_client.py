@@ -6,7 +6,8 @@ import json
 import pytest
 
 import toolbench as tb
-from toolbench._core.client import result_from_value
+from toolbench._core.client import Result, result_from_value
+from toolbench._core.ids import ToolId
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 16).decode()
 
@@ -100,3 +101,34 @@ def test_handler_return_value_must_be_json() -> None:
 def test_protocol_is_runtime_checkable() -> None:
     assert isinstance(tb.ToolBox(), tb.ToolClient)
     assert not isinstance(object(), tb.ToolClient)
+
+
+def test_a_result_of_only_a_resource_link_says_what_it_links() -> None:
+    """Issue 37, item 10: a link or an embedded resource alone had an empty plain repr."""
+    link = {"type": "resource_link", "uri": "file:///notes/a.md", "name": "a.md",
+            "mimeType": "text/markdown"}
+    shown = repr(Result(content=[link], tool=ToolId("fs", "find")))
+    assert "[resource link] file:///notes/a.md · a.md · text/markdown" in shown
+    embedded = {"type": "resource", "resource": {"uri": "mem://x/1", "mimeType": "text/plain",
+                                                  "text": "hello"}}
+    shown = repr(Result(content=[embedded], tool=ToolId("m", "get")))
+    assert "[embedded resource] mem://x/1 · text/plain" in shown
+
+
+def test_structured_content_and_text_both_show_structured_first() -> None:
+    """Issue 37, item 11: with structuredContent, a text that says more was hidden."""
+    result = Result(content=[{"type": "text", "text": "Paris is 343.6 km away"}],
+                    structured={"km": 343.557}, tool=ToolId("geo", "distance"))
+    plain = repr(result)
+    assert plain.index('"km": 343.557') < plain.index("Paris is 343.6 km away")
+    page = result._repr_html_()
+    assert page.index("343.557") < page.index("Paris is 343.6 km away")
+
+
+@pytest.mark.parametrize("text", ['{"km": 343.557}', '{\n  "km": 343.557\n}'])
+def test_text_that_only_repeats_the_structured_json_is_not_shown_twice(text: str) -> None:
+    result = Result(content=[{"type": "text", "text": text}], structured={"km": 343.557})
+    assert repr(result).count("343.557") == 1 and result._repr_html_().count("343.557") == 1
+    wrapped = Result(content=[{"type": "text", "text": "343.557"}],
+                     structured={"result": 343.557})
+    assert repr(wrapped).count("343.557") == 1

@@ -256,3 +256,21 @@ def test_auth_is_a_checked_key_with_expanded_hidden_values() -> None:
             {"command": "x", "auth": "oauth"}, "'auth' does not apply to a stdio server")):
         with pytest.raises(ConfigError, match=where):
             read({"mcpServers": {"w": bad}}, environ={})
+
+
+@pytest.mark.parametrize(("top", "meant"), [("mcpServer", "mcpServers"),
+                                            ("MCPServers", "mcpServers"),
+                                            ("mcp_servers", "mcpServers"),
+                                            ("servrs", "servers")])
+def test_a_top_level_key_typo_gets_a_did_you_mean(top: str, meant: str) -> None:
+    """Issue 37, item 16: ``mcpServer`` got no "did you mean"."""
+    with pytest.raises(ConfigError) as caught:
+        parse({top: {"geo": {"command": "x"}}}, environ={})
+    assert f"found {top!r} (did you mean {meant!r}?)" in str(caught.value)
+
+
+def test_a_config_without_servers_names_what_it_found() -> None:
+    with pytest.raises(ConfigError, match="found 'tools'"):
+        parse({"tools": {}}, environ={})
+    with pytest.raises(ConfigError, match="it is empty"):
+        parse({}, environ={})

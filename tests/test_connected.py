@@ -17,10 +17,17 @@ def test_an_int_with_a_repr_that_names_the_server_and_transport() -> None:
     assert two == 2 and two + 1 == 3 and isinstance(two, int) and hash(two) == hash(2)
     assert repr(two) == "<connected 'time': 2 tools (stdio)>"
     assert repr(Connected(1, "x", "http")) == "<connected 'x': 1 tool (http)>"
-    assert str(two) == "2" and f"{two} tools" == "2 tools" and f"{two:03d}" == "002"
+    assert f"{two} tools" == "2 tools" and f"{two:03d}" == "002" and format(two, "d") == "2"
+    assert int(two) == 2 and str(int(two)) == "2"
     back = pickle.loads(pickle.dumps(two))
     assert back == 2 and repr(back) == repr(two)
     assert repr(Connected(0, "<b>", "toolbox")) == "<connected '<b>': 0 tools (toolbox)>"
+
+
+def test_print_says_what_connected() -> None:
+    """Issue 37, item 16: ``print(bench.connect(...))`` printed a bare ``2``."""
+    assert str(Connected(2, "time", "stdio")) == "connected 'time': 2 tools (stdio)"
+    assert str(Connected(1, "x", "http")) == "connected 'x': 1 tool (http)"
 
 
 def test_connect_in_process_returns_it() -> None:

@@ -417,3 +417,16 @@ def test_every_broken_field_is_marked_at_once() -> None:
     assert info.value.errors == {"n": "-3 is less than the minimum of 1",
                                  "x": "'many' is not a number",
                                  "acts": "2 chosen: choose at most 1"}
+
+
+def test_both_boxes_of_an_optional_boolean_are_labelled() -> None:
+    """Issue 37, item 9: an unlabelled value box sat next to a ticked "send" box."""
+    form = build_form({"type": "object", "properties": {"b": {"type": "boolean",
+                                                              "default": True},
+                                                        "r": {"type": "boolean"}},
+                       "required": ["r"]})
+    field = form.fields["b"]
+    assert field.input.description == "true" and field.include is not None
+    assert field.include.description == "send this field"
+    assert "left out" in field.include.tooltip and "true" in field.input.tooltip
+    assert form.fields["r"].input.description == "true" and form.fields["r"].include is None

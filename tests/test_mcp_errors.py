@@ -113,6 +113,18 @@ def test_sdk_request_timeout_without_a_reply_is_no_answer() -> None:
     assert type(error) is TimedOut and "no answer to the call within 5 s" in error.detail
 
 
+@pytest.mark.parametrize(("remaining", "shown"),
+                         [(29.999871, "30 s"), (0.296926, "0.3 s"), (0.333291, "0.33 s"),
+                          (1.5, "1.5 s"), (120.0, "120 s")])
+def test_a_timeout_message_rounds_the_seconds(remaining: float, shown: str) -> None:
+    """Issue 37, item 13: the deadline's remainder (29.999871 s) is shown rounded."""
+    for exc in (TimeoutError(), MCPError(REQUEST_TIMEOUT, "Request 'tools/call' timed out")):
+        error = map_call_error(exc, TOOL, timeout=remaining, redact=NO_SECRETS, action="call",
+                               ticket=ticket("sent"))
+        assert type(error) is TimedOut
+        assert f"no answer to the call within {shown}" in error.detail, error.detail
+
+
 # -- before a byte was written: did_not_happen -----------------------------------------------
 @pytest.mark.parametrize("stage", ["unsent", "unwritten"])
 @pytest.mark.parametrize(

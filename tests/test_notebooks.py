@@ -424,6 +424,10 @@ def test_06_remote_servers() -> None:
     everything = "\n".join(outputs(nb, c.source[:40]) for c in nb.cells
                            if c.cell_type == "code" and c.source)
     assert "access_token" not in everything and "code=" not in everything
+    # Issue 37, item 8: no pink stderr box on a clean run (they were the demo's INFO lines).
+    stderr = [o.get("text") for c in nb.cells if c.cell_type == "code" for o in c.outputs
+              if o.get("name") == "stderr"]
+    assert stderr == [], stderr
 
 
 def test_07_over_time() -> None:

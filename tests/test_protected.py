@@ -123,3 +123,35 @@ def test_bad_arguments_are_usage_errors(argv: list[str], message: str,
         main(argv)
     assert exited.value.code == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_the_demo_is_quiet_on_stderr_through_a_whole_sign_in_and_call(tmp_path: Any) -> None:
+    """Issue 37, item 8: notebook 06 showed three pink stderr boxes, the demo's INFO lines
+    (session manager started, session created, terminated). A working demo says nothing."""
+    import subprocess
+    import sys
+
+    import httpx2
+
+    import toolbench as tb
+
+    def authorize(url: str) -> str:
+        return str(httpx2.get(url, follow_redirects=False, timeout=10).headers["location"])
+
+    log = tmp_path / "stderr.txt"
+    with open(log, "w") as err:
+        server = subprocess.Popen([sys.executable, "-m", "toolbench.demo.protected", "--port",
+                                   "0"], stdout=subprocess.PIPE, stderr=err, text=True)
+    try:
+        assert server.stdout is not None
+        url = server.stdout.readline().split()[1]
+        with tb.Bench(timeout=20) as bench:
+            bench.connect("protected", url, auth=tb.OAuth(authorize=authorize, store="memory"))
+            assert bench.call("protected-echo", text="hi").text == "hi"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+        if server.stdout is not None:
+            server.stdout.close()
+    assert log.read_text() == "", log.read_text()

@@ -198,3 +198,19 @@ def test_help_bench_documents_every_constructor_parameter() -> None:
         assert entry, f"Bench docstring: no Args entry for {name!r}"
         assert f"{name}=" in both, f"Bench docstring: no example of {name}="
         assert name in doc
+
+
+def test_the_readme_counts_the_notebooks_right() -> None:
+    """Issue 37, item 16: the README said "five notebooks" when there were seven; every
+    notebook is also in its table."""
+    words = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+             "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}
+    notebooks = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
+    text = README.read_text(encoding="utf-8")
+    for said in re.findall(r"\b(\w+)\s+notebooks\b", text, flags=re.IGNORECASE):
+        count = words.get(said.lower(), int(said) if said.isdigit() else None)
+        if count is not None:
+            assert count == len(notebooks), f"README says {said} notebooks; there are " \
+                                            f"{len(notebooks)}"
+    for stem in notebooks:
+        assert f"| `{stem}` |" in text, f"{stem} is missing from the README's table"

@@ -459,3 +459,19 @@ def test_server_everything_resources_templates_and_links_over_stdio() -> None:
         ref = bench.call("everything-get-resource-reference", resourceType="Text",
                          resourceId=4)
         assert "[embedded resource]" in ref._repr_html_()
+
+
+@pytest.mark.slow
+def test_compare_read_leaves_out_a_real_server_that_offers_no_resources() -> None:
+    """Issue 37, item 12: mcp-server-time (tools only; it lists no resources) gave a failed
+    row on every case of a compare over a resource. It gives none now, unless named in
+    ``servers``."""
+    exe = Path(sys.executable).parent / "mcp-server-time"
+    with tb.Bench(timeout=20) as bench:
+        bench.connect("one", resource_server("one"))
+        bench.connect("time", f"{exe} --local-timezone UTC")
+        compared = bench.compare_read(["note://plain", "item://q"])
+        assert list(compared["server"]) == ["one", "one"] and all(compared["ok"])
+        named = bench.compare_read("note://plain", servers=["one", "time"])
+        assert list(named["server"]) == ["one", "time"]
+        assert named.iloc[1]["error_type"] == "Refused" and "note://plain" in named.iloc[1]["error"]

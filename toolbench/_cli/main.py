@@ -11,9 +11,11 @@ listed in :data:`COMMANDS` (``command.py`` says what such a module offers).
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import NoReturn
 
 from toolbench._cli import auth, calls, catalog, demo, lab, report, serve_recording
 from toolbench._cli.command import (
@@ -60,13 +62,27 @@ def run(argv: Sequence[str] | None = None) -> int:
     lab_at = lab.position(argv)
     if lab_at is not None and argv[lab_at + 1:] not in (["-h"], ["--help"]):
         return lab.lab(argv[lab_at + 1:])
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        _refuse_extra(parser, args, extra)
     if args.command is None:  # a usage error: say what the commands are, exit 2
         parser.print_help(sys.stderr)
         err("error: a command is required (catalog, call, compare, demo or lab)")
         return EXIT_USAGE
     command: Run = args.run
     return command(args)
+
+
+def _refuse_extra(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                  extra: list[str]) -> NoReturn:
+    """Words argparse could not place. The usual one is ``--arg from_city London``: the value
+    after a space instead of ``=``, so the error says how to write it (status 2)."""
+    bare = [pair for pair in getattr(args, "arg", None) or [] if "=" not in pair]
+    if bare and not extra[0].startswith("-"):
+        fixed = shlex.quote(f"{bare[0]}={extra[0]}")
+        raise UsageError(f"--arg {bare[0]!r} has no value: write --arg {fixed} (KEY=VALUE, "
+                         f"with '=' and no space), not --arg {bare[0]} {shlex.quote(extra[0])}")
+    parser.error(f"unrecognized arguments: {' '.join(extra)}")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

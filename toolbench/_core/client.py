@@ -94,13 +94,20 @@ class Result:
         head = f"Result({self.tool}" + (", error" if self.is_error else "")
         if self.latency_s is not None:
             head += f", {self.latency_s * 1000:.1f} ms"
-        body = self.text if self.structured is None else _html.pretty_json(self.structured, 2000)
+        parts = []
+        if self.structured is not None:  # the structured part first, then any text that adds
+            parts.append(_html.shorten(_html.pretty_json(self.structured, 2000), 2000))
+        if shows_text(self):
+            parts.append(_html.shorten(self.text, 2000))
+        parts.extend(resource_line(b) for b in self.content[:20]
+                     if isinstance(b, dict) and b.get("type") in ("resource_link", "resource"))
         images = sum(1 for b in self.content if isinstance(b, dict) and b.get("type") == "image")
-        tail = f"\n[{images} image(s)]" if images else ""
-        return f"{head})\n{_html.shorten(body, 2000)}{tail}"
+        if images:
+            parts.append(f"[{images} image(s)]")
+        return f"{head})\n" + "\n".join(parts)
 
     def _repr_html_(self) -> str:
-        return result_html(self)
+        return _html.no_math(result_html(self))
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         """``text/plain`` and the HTML card, and nothing else.
@@ -110,6 +117,39 @@ class Result:
         Notebook prefer the HTML anyway. ``result.data`` is the way to the JSON value.
         """
         return {"text/plain": repr(self), "text/html": self._repr_html_()}  # neither raises
+
+
+def shows_text(result: Result) -> bool:
+    """Whether a result's text is worth showing: always without structured content, and
+    beside it unless the text only repeats it as JSON (what most servers send; issue 37)."""
+    text = result.text
+    if not text.strip():
+        return False
+    if result.structured is None:
+        return True
+    try:
+        echoed = json.loads(text)
+    except ValueError:
+        return True
+    structured = result.structured
+    return echoed != structured and not (set(structured) == {"result"}
+                                         and echoed == structured["result"])
+
+
+def resource_line(block: dict[str, Any]) -> str:
+    """A resource link or embedded resource in one line of plain text: its kind, URI, name
+    and type (its contents are for ``bench.read`` or the HTML card)."""
+    kind = block.get("type")
+    inner = block.get("resource") if kind == "resource" else block
+    inner = inner if isinstance(inner, dict) else {}
+    facts = [_html.shorten(str(inner.get("uri", "")), 300)]
+    for key in ("name", "title"):
+        if isinstance(block.get(key), str) and block.get(key):
+            facts.append(_html.shorten(block[key], 120))
+    if inner.get("mimeType"):
+        facts.append(_html.shorten(str(inner["mimeType"]), 80))
+    label = "resource link" if kind == "resource_link" else "embedded resource"
+    return f"[{label}] " + " · ".join(facts)
 
 
 MAX_IMAGES = 8
@@ -135,12 +175,20 @@ def _result_html(result: Result, budget: int) -> str:
         head += f" <small>{result.latency_s * 1000:.1f} ms</small>"
     parts.append(f"<div><b>{head}</b></div>")
     left = budget
+    if result.structured is not None:  # the structured part first (issue 37)
+        cut: list[bool] = []
+        room = max(left // 2 if shows_text(result) else left, 200)
+        text = _html.pretty_json(_html.trim(result.structured, room, cut=cut), room)
+        note = " <small>(shortened)</small>" if cut or text.endswith("…") else ""
+        parts.append(f"<pre style='white-space:pre-wrap'>{_html.escape(text)}</pre>{note}")
+        left -= len(text)
+    texts = shows_text(result)
     images = 0
     for block in result.content[:200]:
         if not isinstance(block, dict):
             continue
         kind = block.get("type")
-        if kind == "text" and result.structured is None and left > 0:
+        if kind == "text" and texts and left > 0:
             text = str(block.get("text", ""))
             short = _html.shorten(text, left)
             left -= len(short)
@@ -156,12 +204,6 @@ def _result_html(result: Result, budget: int) -> str:
             parts.append(shown)
         elif kind not in ("text", "image"):
             parts.append(f"<i>[{_html.escape(_html.shorten(str(kind), 40))} block]</i>")
-    if result.structured is not None:
-        cut: list[bool] = []
-        room = max(left, 200)
-        text = _html.pretty_json(_html.trim(result.structured, room, cut=cut), room)
-        note = " <small>(shortened)</small>" if cut or text.endswith("…") else ""
-        parts.append(f"<pre style='white-space:pre-wrap'>{_html.escape(text)}</pre>{note}")
     return "<div class='toolbench-result'>" + "".join(parts) + "</div>"
 
 

@@ -17,6 +17,16 @@ RESULT_BUDGET = 40_000
 """Characters of text and JSON a rendered result may hold (images come on top)."""
 
 
+NO_MATH = "tex2jax_ignore mathjax_ignore"
+"""The classes MathJax 2 and 3 (JupyterLab, classic Notebook) skip, with all they hold: a
+server's ``$ref`` or "$5 … $10" must not be typeset as TeX (issue 37)."""
+
+
+def no_math(html_text: str) -> str:
+    """``html_text`` in an element MathJax leaves alone."""
+    return f"<div class='{NO_MATH}'>{html_text}</div>"
+
+
 def escape(value: object) -> str:
     """Escape anything for HTML text or a quoted attribute."""
     return html.escape(value if isinstance(value, str) else str(value), quote=True)
@@ -41,6 +51,16 @@ def shorten(text: str, limit: int) -> str:
 def counted(n: int, noun: str, plural: str | None = None) -> str:
     """``"1 row"``, ``"2 rows"``, ``"1,200 rows"``: a count with its noun in the right number."""
     return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
+
+
+def seconds_text(seconds: float | None) -> str:
+    """A duration for a message, rounded for a reader: ``30`` for 29.999871 (a deadline's
+    remainder), ``0.33`` for 0.333291, ``1.5`` for 1.5; never more digits than matter."""
+    if seconds is None or seconds != seconds or abs(seconds) == float("inf"):  # none, NaN
+        return str(seconds)
+    if abs(seconds) >= 10:
+        return f"{seconds:,.0f}"
+    return f"{seconds:.2g}"
 
 
 def cell(value: object, limit: int = 80) -> str:

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolbench._notebook.views.cells import MAX_ROWS
 from toolbench._notebook.views.display import Shown, kind_of
+from toolbench._notebook.views.frames import install as install_frames
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -66,6 +67,7 @@ def register() -> None:
                           stacklevel=2)
         _registered = True
         _remove_hook()
+    install_frames()  # in a notebook: the bench's frames outside MathJax, failures in full
 
 
 class _PandasHook(importlib.abc.MetaPathFinder):

@@ -182,6 +182,7 @@ def build_server(base_url: str, *, approve: str = "auto", token_lifetime: int = 
                 enabled=True, valid_scopes=[SCOPE], default_scopes=[SCOPE]),
             revocation_options=RevocationOptions(enabled=True)),
         auth_server_provider=provider,
+        log_level="WARNING",  # a demo: its INFO lines landed in a notebook's cells as stderr
     )
 
     @server.tool(description="Who this call runs as: the registered client, the user, scopes.")

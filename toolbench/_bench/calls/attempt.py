@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from toolbench._core.errors import TimedOut, ToolError, is_unsent
+from toolbench._core.html import seconds_text
 from toolbench._core.ids import ToolId
 
 T = TypeVar("T")
@@ -43,7 +44,7 @@ async def attempt(run: Callable[[], Awaitable[T]], *, limit: float, bound: float
     except ToolError as exc:
         return None, exc
     except TimeoutError as exc:  # the router's bound for a plain client, or the backstop
-        error = TimedOut(f"no answer within {limit:g} s", tool=tool)
+        error = TimedOut(f"no answer within {seconds_text(limit)} s", tool=tool)
         error.__cause__ = exc
     except Exception as exc:
         if is_unsent(exc):

@@ -214,7 +214,8 @@ class ManyFaces:
         """Read the same URI(s) on every MCP server (or ``servers``); failures are rows.
 
         Two copies of a server, or two versions, should answer a URI alike; a server that
-        does not have it gives a ``Refused`` row.
+        does not have it gives a ``Refused`` row. A server whose capabilities offer no
+        resources at all gives no row, unless ``servers`` names it.
 
         Args:
             uris: one URI, or a list of them (each one case, numbered from 0).

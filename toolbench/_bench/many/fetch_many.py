@@ -21,6 +21,7 @@ It may import ``toolbench._bench.calls``, ``toolbench._bench.catalog``,
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -131,8 +132,10 @@ class FetchBatches:
         whole(concurrency, "concurrency")
         if timeout is not None:
             seconds(timeout, "timeout")
-        targets = _only([name for name, _ in self._servers.candidates(None)], servers,
-                        self._servers.names(), lambda name: name)
+        offering = [name for name, _ in self._servers.candidates(None)]
+        if servers is None:  # a server that never offered resources has no row (issue 37)
+            offering = await self._offering_resources(offering)
+        targets = _only(offering, servers, self._servers.names(), lambda name: name)
         if not targets:
             raise Unreachable("no connected server offers resources")
         listed = _uris(uris)
@@ -145,6 +148,27 @@ class FetchBatches:
                                         per_server=concurrency, batch=batch)
         return compare_frame([(case, r) for (case, _, _), r in zip(calls, records,
                                                                     strict=True)])
+
+    async def _offering_resources(self, names: list[str]) -> list[str]:
+        """Of ``names``, the servers that offer resources: their capabilities say so, and
+        they list a resource or a template. A server that lists none would only add a
+        ``NotOffered`` or "unknown resource" row to every case. If no server lists any, all
+        that have the capability stay, so the rows still say why each read failed."""
+        capable = [name for name in names if self._offers_resources(name)]
+        listed: set[str] = set()
+        for templates in (False, True):
+            with contextlib.suppress(Exception):  # a listing that fails: judged by the reads
+                found = await self._listings.resources(None, None, templates=templates)
+                listed.update(str(s) for s in found["server"])
+        return [name for name in capable if name in listed] or capable
+
+    def _offers_resources(self, name: str) -> bool:
+        """Whether ``name`` said at connect that it has resources (its capabilities); a
+        server that has not said (no handshake seen) is asked all the same."""
+        row = self._servers.row(name)
+        info = row.connection.info() if row is not None and row.connection is not None else {}
+        capabilities = info.get("capabilities")
+        return not isinstance(capabilities, dict) or capabilities.get("resources") is not None
 
     async def map_read(self, server: str, uris: Sequence[str], /, *, concurrency: int = 8,
                         progress: bool = True, timeout: float | None = None,

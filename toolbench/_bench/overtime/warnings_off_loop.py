@@ -23,6 +23,7 @@ from typing import Any
 from toolbench._bench.overtime.diff import diff as _diff
 from toolbench._bench.overtime.pins import PinWarning
 from toolbench._bench.overtime.snapshots import snapshot_frame
+from toolbench._core.html import shorten
 
 _log = logging.getLogger("toolbench.overtime")
 _SHOWN = 8
@@ -44,7 +45,7 @@ def _lines(server: str, changed: list[Pair]) -> tuple[list[str], Any]:
     lines = []
     for row in frame.itertuples():
         shown = row.detail if row.detail else f"{row.old!r} -> {row.new!r}"
-        lines.append(f"  {row.name}.{row.field}: {str(shown)[:300]}")
+        lines.append(f"  {row.name}.{row.field}: {shorten(str(shown), 300)}")  # at a word
     return lines, frame
 
 

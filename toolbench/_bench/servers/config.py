@@ -247,7 +247,8 @@ def parse(config: str | os.PathLike[str] | Mapping[str, Any],
         raise ConfigError(source, "$", "both 'mcpServers' and 'servers' are present; keep one")
     key = "mcpServers" if "mcpServers" in data else "servers" if "servers" in data else None
     if key is None:
-        raise ConfigError(source, "$", "expected a top-level 'mcpServers' or 'servers' object")
+        raise ConfigError(source, "$", "expected a top-level 'mcpServers' or 'servers' object"
+                          + _top_level_typo(data))
     servers = data[key]
     if not isinstance(servers, dict):
         raise ConfigError(source, f"$.{key}", "expected an object mapping names to servers")
@@ -311,6 +312,20 @@ def _unknown_keys(entry: Mapping[str, Any]) -> str:
     parts = ", ".join(repr(key) + _meant(str(key)) for key in found[:5])
     noun = "key" if len(found) == 1 else "keys"
     return f"; it has the unknown {noun} {parts}"
+
+
+def _top_level_typo(data: Mapping[str, Any]) -> str:
+    """``"; found 'mcpServer' (did you mean 'mcpServers'?)"`` when a top-level key is close
+    to one of the two, else the keys found: a config without either is usually a typo."""
+    import difflib
+
+    wanted = {"mcpservers": "mcpServers", "servers": "servers"}
+    for key in data:
+        close = difflib.get_close_matches(str(key).lower(), list(wanted), n=1)
+        if close:
+            return f"; found {str(key)!r} (did you mean {wanted[close[0]]!r}?)"
+    found = ", ".join(repr(str(k)) for k in list(data)[:5])
+    return f"; found {found}" if found else "; it is empty"
 
 
 def _meant(key: str) -> str:

@@ -2,8 +2,9 @@
 
 An ``int`` (``bench.connect(...) == 3`` holds, and arithmetic works), whose repr names the
 server, the count and the transport, so a REPL or a notebook cell that ends with
-``bench.connect(...)`` shows ``<connected 'time': 2 tools (stdio)>`` rather than a bare ``2``.
-``str()`` and formatting stay plain numbers.
+``bench.connect(...)`` shows ``<connected 'time': 2 tools (stdio)>`` rather than a bare ``2``,
+and ``print(bench.connect(...))`` prints ``connected 'time': 2 tools (stdio)`` (issue 37).
+Formatting stays a plain number: ``f"{n} tools"`` is ``"2 tools"``, ``f"{n:03d}"`` ``"002"``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,11 @@ class Connected(int):
     def __repr__(self) -> str:
         return f"<connected {self.server!r}: {counted(int(self), 'tool')} ({self.transport})>"
 
-    __str__ = int.__repr__
+    def __str__(self) -> str:
+        return self.__repr__()[1:-1]
+
+    def __format__(self, spec: str) -> str:
+        return format(int(self), spec)
 
     def __reduce__(self) -> tuple[type[Connected], tuple[int, str, str]]:
         return (Connected, (int(self), self.server, self.transport))

@@ -44,6 +44,10 @@ MAX_FIELDS = 200
 """More properties than this get one JSON box for the whole arguments, not a row each."""
 WHOLE = "(arguments)"
 MAX_HELP = 300
+BOOLEAN_LABEL = "true"
+"""Beside a boolean's own box: ticked means true (issue 37: it was an unlabelled box)."""
+SEND_LABEL = "send this field"
+"""Beside an optional boolean's second box: unticked leaves the field out of the answer."""
 MAX_ROWS = 8
 """A multi-select's visible rows at most (it scrolls beyond)."""
 _CLASS_SAFE = re.compile(r"[^A-Za-z0-9_-]")
@@ -409,15 +413,17 @@ def _make_field(name: str, prop: Any, required: bool, root: Mapping[str, Any]) -
                          continuous_update=True, placeholder=_number_hint(kind, sub, required))
     elif kind == "boolean":
         box = widgets.Checkbox(value=bool(default) if has_default else False, indent=False,
-                               layout=widgets.Layout(width="auto"))
+                               description=BOOLEAN_LABEL, layout=widgets.Layout(width="auto"))
+        box.tooltip = f"ticked: {name} is true; unticked: false"
     else:
         text = json.dumps(default, indent=1) if has_default else ""
         hint = {"array": "[ ... ]", "object": "{ ... }"}.get(str(sub.get("type")), "JSON")
         box = widgets.Textarea(value=text, placeholder=hint, rows=3, layout=layout,
                                continuous_update=True)
     if kind == "boolean" and not required:
-        include = widgets.Checkbox(value=has_default, description="send", indent=False,
-                                   layout=widgets.Layout(width="64px"))
+        include = widgets.Checkbox(value=has_default, description=SEND_LABEL, indent=False,
+                                   layout=widgets.Layout(width="auto", margin="0 0 0 2em"))
+        include.tooltip = f"unticked: {name} is left out of the answer"
         toggle = include
 
         def _on_change(change: Any) -> None:

@@ -237,7 +237,15 @@ def show(obj: Any, max_rows: int = MAX_ROWS) -> Shown:
 
 
 def bundle(obj: Any, *, max_rows: int = MAX_ROWS) -> dict[str, Any]:
-    """The mime bundle for ``obj``; always has ``text/plain``, never raises."""
+    """The mime bundle for ``obj``; always has ``text/plain``, never raises; its HTML is
+    kept out of MathJax (a server's ``$…$`` is text)."""
+    out = _bundle(obj, max_rows=max_rows)
+    if isinstance(out.get("text/html"), str) and _html.NO_MATH not in out["text/html"][:80]:
+        out = {**out, "text/html": _html.no_math(out["text/html"])}
+    return out
+
+
+def _bundle(obj: Any, *, max_rows: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     try:
         import pandas as pd
@@ -274,7 +282,7 @@ def bench_bundle(bench: Bench) -> dict[str, Any]:
     try:
         servers = bench.servers
         out["text/plain"] += "\n" + frame_text(servers[list(SERVER_VIEW)])
-        out["text/html"] = (
+        out["text/html"] = _html.no_math(
             f"<div><b>{_html.escape(_safe_repr(bench))}</b>"
             f"{html_table(servers, columns=SERVER_VIEW, caption='servers')}</div>"
         )

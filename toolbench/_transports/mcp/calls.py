@@ -234,7 +234,7 @@ class Requests:
                 await limiter.acquire()
             if queued.cancelled_caught:
                 raise Unreachable(
-                    f"the {what} was not sent: it waited {limit:g} s for one of "
+                    f"the {what} was not sent: it waited {_html.seconds_text(limit)} s for one of "
                     f"max_concurrent={self._max_concurrent} slots", tool=tool
                 )
         return limiter

@@ -261,6 +261,7 @@ def map_call_error(
     if isinstance(exc, ToolError):
         return exc
     found = leaves(exc)
+    waited = _html.seconds_text(timeout)
     leaf = found[0] if len(found) == 1 else exc
     if isinstance(leaf, MCPError) and server_replied(leaf, ticket, connection_up):
         return _server_error(leaf, tool, redact, action)
@@ -269,7 +270,7 @@ def map_call_error(
             raise mark_unsent(leaf)
         what = describe(leaf, redact)
         if isinstance(leaf, TimeoutError):
-            return Unreachable(f"the {action} was not sent within {timeout:g} s; nothing left",
+            return Unreachable(f"the {action} was not sent within {waited} s; nothing left",
                                tool=tool)
         if isinstance(leaf, pydantic.ValidationError | TypeError | ValueError):
             return Refused(f"the {action} could not be built, so nothing was sent: {what}",
@@ -282,7 +283,7 @@ def map_call_error(
             tool=tool,
         )
     if isinstance(leaf, TimeoutError):
-        return TimedOut(f"no answer to the {action} within {timeout:g} s", tool=tool)
+        return TimedOut(f"no answer to the {action} within {waited} s", tool=tool)
     if is_result_error(leaf, ticket):
         return Malformed(
             f"the server's answer to the {action} is not a valid tool result: "
@@ -290,7 +291,7 @@ def map_call_error(
             tool=tool,
         )
     if isinstance(leaf, MCPError) and leaf.code == REQUEST_TIMEOUT:
-        return TimedOut(f"no answer to the {action} within {timeout:g} s", tool=tool)
+        return TimedOut(f"no answer to the {action} within {waited} s", tool=tool)
     if is_transport_failure(leaf, ticket, connection_up):
         return TimedOut(
             f"the connection was lost during the {action}; it may or may not have run "

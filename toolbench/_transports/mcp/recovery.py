@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Protocol
 import anyio
 
 from toolbench._core.errors import Unreachable
+from toolbench._core.html import seconds_text
 from toolbench._transports.mcp.attempt import spawn
 from toolbench._transports.mcp.session import Status
 
@@ -106,7 +107,7 @@ class Recovery:
         if not attempt.is_set():
             raise Unreachable(
                 f"server {owner.name!r} is still connecting after the call's timeout of "
-                f"{limit:g} s; nothing was sent (the attempt goes on)", tool=tool
+                f"{seconds_text(limit)} s; nothing was sent (the attempt goes on)", tool=tool
             )
         if owner.status is not Status.CONNECTED:
             why = owner.last_error or f"server {owner.name!r} is {owner.status}"

@@ -152,7 +152,8 @@ class Lanes:
                 if queued.cancelled_caught:
                     where = f"lane {lane!r} and " if lane_gate is not None else ""
                     raise Unreachable(
-                        f"{tool!r} waited {timeout:g} s for {where}a free slot on "
+                        f"{tool!r} waited {_html.seconds_text(timeout)} s for {where}a free slot "
+                        f"on "
                         f"{self._address!r}; nothing ran", tool=tid)
                 yield deadline
         finally:

@@ -290,8 +290,9 @@ class Toolset:
                 with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
                     return await self._invoke(tool, args, ctx, tid)
             except TimeoutError as exc:
-                raise TimedOut(f"{name!r} did not finish within {timeout:g} s; it was "
-                               "cancelled part-way", tool=tid) from exc
+                raise TimedOut(f"{name!r} did not finish within "
+                               f"{_html.seconds_text(timeout)} s; it was cancelled part-way",
+                               tool=tid) from exc
 
     async def _invoke(
         self, tool: _Tool, data: dict[str, Any], ctx: ToolContext, tid: ToolId | None
