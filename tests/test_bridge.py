@@ -107,9 +107,14 @@ def test_apps_off_gives_no_view() -> None:
 
 def opened(bench: tb.Bench) -> tuple[tb.Result, Bridge]:
     result = bench.call("app-clock", zone="CET")
-    bridge = result.app
-    assert isinstance(bridge, Bridge)  # no notebook layer factory: the bridge itself
-    return result, bridge
+    return result, bridge_of(result.app)
+
+
+def bridge_of(app: Any) -> Bridge:
+    """The bridge behind ``result.app`` (tb.Bench makes an AppView of it)."""
+    bridge = getattr(app, "bridge", app)
+    assert isinstance(bridge, Bridge)
+    return bridge
 
 
 def test_the_bridge_answers_as_design_says() -> None:
@@ -120,8 +125,7 @@ async def _answers() -> None:
     async with tb.Bench() as bench:
         await bench.aconnect("app", app_server(), protocol_mode="legacy")
         result = await bench.acall("app-clock", zone="CET")
-        bridge = result.app
-        assert isinstance(bridge, Bridge)
+        bridge = bridge_of(result.app)
         assert bridge.html.startswith("<!DOCTYPE html><meta http-equiv=\"Content-Security-Policy\"")
         init = await bridge.ahandle({"jsonrpc": "2.0", "id": 1, "method": "ui/initialize",
                                     "params": {"protocolVersion": "2026-01-26"}})
@@ -213,8 +217,7 @@ async def _bounded() -> None:
 
     async with tb.Bench() as bench:
         await bench.aconnect("app", server, protocol_mode="legacy")
-        bridge = (await bench.acall("app-clock")).app
-        assert isinstance(bridge, Bridge)
+        bridge = bridge_of((await bench.acall("app-clock")).app)
         replies = await asyncio.gather(*(bridge.ahandle(
             {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "slow"}})
             for i in range(MAX_IN_FLIGHT + 4)))
@@ -226,7 +229,7 @@ async def _bounded() -> None:
 def test_bench_app_reopens_a_recorded_call() -> None:
     with bench_with(app_server()) as bench:
         result, _ = opened(bench)
-        again = bench.app(result.call_id)
-        assert isinstance(again, Bridge) and again.opened.arguments == {"zone": "CET"}
+        again = bridge_of(bench.app(result.call_id))
+        assert again.opened.arguments == {"zone": "CET"}
         with pytest.raises(KeyError):
             bench.app("no-such-call")
