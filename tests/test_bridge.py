@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 
 import pytest
@@ -196,8 +197,11 @@ async def _answers() -> None:
         log = bridge.log
         assert list(log.columns) == ["time", "direction", "method", "id", "ok", "error"]
         assert {"in", "out"} <= set(log["direction"])
+        bridge.post = None  # no front end: the bridge sends the teardown and waits itself
+        started = time.monotonic()
         answered = await bridge.ateardown()  # nobody answers here: bounded at 2 s
         assert answered is False and bridge.outbox[-1]["method"] == "ui/resource-teardown"
+        assert 1.5 < time.monotonic() - started < 5
         after = await bridge.ahandle({"jsonrpc": "2.0", "id": 12, "method": "ping"})
         assert after is not None and "torn down" in after["error"]["message"]
 

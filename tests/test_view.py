@@ -68,3 +68,18 @@ def test_the_comm_protocol_relays_both_ways() -> None:
             "ui/notifications/tool-input", "ui/notifications/tool-result"]
         view.handle({"jsonrpc": "2.0", "method": "ui/notifications/request-teardown"})
         assert sent[-1] == {"kind": "teardown"}
+
+
+def test_close_asks_the_front_end_to_tear_down_once() -> None:
+    with tb.Bench() as bench:
+        bench.connect("app", app_server(), protocol_mode="legacy")
+        view = bench.call("app-clock").app
+        assert isinstance(view, AppView)
+        sent: list[dict[str, Any]] = []
+        view.send = sent.append
+        view.handle({"jsonrpc": "2.0", "method": "ui/notifications/initialized"})
+        started = time.monotonic()
+        view.close()
+        assert time.monotonic() - started < 1.0  # the front waits, not the kernel
+        assert [m for m in sent if m.get("kind") == "teardown"] == [{"kind": "teardown"}]
+        assert view.bridge.torn_down

@@ -152,6 +152,7 @@ class BaseBench(ServerFaces, CatalogFaces, CallFaces, ManyFaces, HistoryFaces, R
             apps (bool): MCP Apps (default on): every server is told the bench renders
                 ``text/html;profile=mcp-app`` views, and a call to a tool with a view gets a
                 live ``result.app``. ``False`` advertises nothing and renders nothing.
+                Example: ``Bench(apps=False)``.
 
         Example:
             >>> bench = tb.Bench(journal="calls.sqlite", timeout=10)   # doctest: +SKIP

@@ -390,7 +390,7 @@ class Bridge:
         if self.torn_down:
             return False
         self.torn_down = True
-        if not self.initialized:
+        if not self.initialized or self.post is not None:  # a front end sends it, and waits
             self._event("teardown", None)
             return False
         self._teardown_answered = asyncio.Event()

@@ -14,6 +14,7 @@ registers (:func:`register_view_factory`); without one, ``result.app`` is the pu
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import weakref
 from collections.abc import Callable, Mapping
@@ -163,5 +164,4 @@ class Apps:
 
     async def teardown_all(self) -> None:
         """Closing the bench tears down every open view (each bounded)."""
-        for bridge in list(self._open):
-            await bridge.teardown()
+        await asyncio.gather(*(bridge.teardown() for bridge in list(self._open)))

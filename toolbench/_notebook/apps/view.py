@@ -86,9 +86,12 @@ class AppView(anywidget.AnyWidget):  # type: ignore[misc]
     def close(self) -> None:
         """Tear the view down (``ui/resource-teardown``, the frame goes after 2 s), then
         close the widget."""
+        loop = get_loop()
         try:
-            self._post_kind({"kind": "teardown"})
-            get_loop().submit(self.bridge.teardown)
+            if not loop.in_loop_thread():  # the bridge tells the front (its post is set)
+                loop.run(self.bridge.teardown)
+        except Exception:  # a stopped loop: the frame goes with the widget
+            pass
         finally:
             super().close()
 
