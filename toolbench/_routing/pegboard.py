@@ -57,8 +57,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from toolbench._core.client import Result, ToolClient, ToolSpec
-from toolbench._core.offload import off_loop
 from toolbench._core.ids import TOOL_RULE, Provenance, ToolId, check_server_name, is_tool_name
+from toolbench._core.offload import off_loop
 from toolbench._routing.pegboard_board import EMPTY, Board
 from toolbench._routing.pegboard_names import (
     NAMESPACE_RULE,

@@ -34,8 +34,8 @@ from toolbench._bench.overtime.snapshot_store import SnapshotWriter
 from toolbench._bench.overtime.snapshots import fingerprint_tools, item_from_row, snapshot_frame
 from toolbench._bench.servers.naming import prompt_name, resolve
 from toolbench._core.errors import ToolError
-from toolbench._core.offload import off_loop
 from toolbench._core.ids import ToolId
+from toolbench._core.offload import off_loop
 
 if TYPE_CHECKING:
     import pandas as pd
