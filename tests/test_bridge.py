@@ -18,7 +18,8 @@ from toolbench._bench.apps.meta import EXTENSION, MIME_TYPE
 VIEW = "<!DOCTYPE html><html><head><title>v</title></head><body><p>hi</p></body></html>"
 
 
-def app_server(mime: str = MIME_TYPE, uri: str = "ui://clock/view.html") -> MCPServer:
+def app_server(mime: str = MIME_TYPE, uri: str = "ui://clock/view.html",
+               document: str = VIEW) -> MCPServer:
     server = MCPServer("app")
 
     @server.tool(meta={"ui": {"resourceUri": uri}, "ui/resourceUri": uri})
@@ -47,7 +48,7 @@ def app_server(mime: str = MIME_TYPE, uri: str = "ui://clock/view.html") -> MCPS
                 "resourceDomains": ["*", "https://cdn.example.com", "'unsafe-eval'"]},
         "permissions": {"clipboardWrite": {}}, "prefersBorder": True}})
     def view() -> str:
-        return VIEW
+        return document
 
     return server
 
@@ -237,3 +238,17 @@ def test_bench_app_reopens_a_recorded_call() -> None:
         assert again.opened.arguments == {"zone": "CET"}
         with pytest.raises(KeyError):
             bench.app("no-such-call")
+
+
+def test_a_missing_view_and_one_over_the_byte_cap_are_error_rows() -> None:
+    with tb.Bench() as bench:
+        bench.connect("app", app_server(uri="ui://clock/missing.html"), protocol_mode="legacy")
+        row = bench.apps().iloc[0]
+        assert "ui://clock/missing.html" in row["error"] and row["csp"] is None
+        assert bench.call("app-clock").app is None
+    with tb.Bench() as bench:
+        bench.connect("app", app_server(document=VIEW + " " * 200_000),
+                      protocol_mode="legacy", max_message_bytes=100_000)
+        row = bench.apps().iloc[0]
+        assert "100,000" in row["error"] and row["bytes"] == 0 and row["csp"] is None
+        assert bench.call("app-clock").app is None
