@@ -58,6 +58,7 @@ from typing import Any
 
 from toolbench._core.client import Result, ToolClient, ToolSpec
 from toolbench._core.ids import TOOL_RULE, Provenance, ToolId, check_server_name, is_tool_name
+from toolbench._core.offload import off_loop
 from toolbench._routing.pegboard_board import EMPTY, Board
 from toolbench._routing.pegboard_names import (
     NAMESPACE_RULE,
@@ -85,7 +86,7 @@ __all__ = ["NAMESPACE_RULE", "SEPARATOR_RULE", "SKIP_INVALID", "SKIP_REPEATED", 
 _log = logging.getLogger("toolbench.pegboard")
 
 ToolsChangedCallback = Callable[[str], Awaitable[None]]
-ListingHook = Callable[[str, "list[PegEntry]", str], None]
+ListingHook = Callable[[str, "list[PegEntry]", str], "Awaitable[None] | None"]
 """Told ``(server, entries, cause)`` each time a listing is applied (``cause``: ``connect``
 or ``relist``), in the step that publishes it; the bench's snapshots and pins hang here."""
 
@@ -113,13 +114,16 @@ class PegBoard:
         self._listing_hooks: list[ListingHook] = []
 
     def on_listing(self, hook: ListingHook) -> None:
-        """Call ``hook(server, entries, cause)`` whenever a server's listing is applied."""
+        """Call ``hook(server, entries, cause)`` whenever a server's listing is applied; a
+        hook may return an awaitable (it is awaited before the listing returns)."""
         self._listing_hooks.append(hook)
 
-    def _listed(self, server: str, entries: list[PegEntry], cause: str) -> None:
+    async def _listed(self, server: str, entries: list[PegEntry], cause: str) -> None:
         for hook in self._listing_hooks:
             try:
-                hook(server, entries, cause)
+                pending = hook(server, entries, cause)
+                if pending is not None:  # an async hook: the listing returns once it is kept
+                    await pending
             except Exception as exc:  # a hook's bug must not undo or fail a listing
                 _log.warning("a listing hook failed for %r: %s: %s", server,
                              type(exc).__name__, exc)
@@ -149,8 +153,7 @@ class PegBoard:
         ns = server if namespace is USE_SERVER_NAME else check_namespace(namespace)
         self._check_can_add(self._board, server, client)
         seq = next(self._seq)
-        entries, skipped = entries_for(self.separator, server, ns,
-                                       await self._list(client, server))
+        entries, skipped = await self._entries(server, ns, await self._list(client, server))
         with self._lock:
             board = self._board
             self._check_can_add(board, server, client)
@@ -166,8 +169,15 @@ class PegBoard:
         except Exception:
             self.remove_service(server)
             raise
-        self._listed(server, entries, "connect")
+        await self._listed(server, entries, "connect")
         return len(entries)
+
+    async def _entries(self, server: str, namespace: str, specs: list[ToolSpec],
+                       ) -> tuple[list[PegEntry], list[tuple[str, str]]]:
+        """The listing's entries, built beside the loop when it is big (``off_loop``)."""
+        separator = self.separator
+        return await off_loop(lambda: entries_for(separator, server, namespace, specs),
+                              len(specs))
 
     @staticmethod
     async def _list(client: ToolClient, server: str) -> list[ToolSpec]:
@@ -266,15 +276,15 @@ class PegBoard:
             raise ValueError(f"server {server!r} is not on this pegboard; add_service it first")
         client = service.client if service.client is not None else self.router.client(server)
         seq = next(self._seq)
-        entries, skipped = entries_for(self.separator, server, service.namespace,
-                                       await self._list(client, server))
+        entries, skipped = await self._entries(server, service.namespace,
+                                               await self._list(client, server))
         with self._lock:
             board = self._board
             relisted = board.relisted(server, service.token, entries, skipped, seq)
             if relisted is None:  # a later listing already landed; keep it
                 return len(board.services[server].names)
             self._board = relisted
-        self._listed(server, entries, cause)
+        await self._listed(server, entries, cause)
         return len(entries)
 
     # -- removing -------------------------------------------------------------------------

@@ -124,12 +124,14 @@ def entries_for(separator: str, server: str, namespace: str, specs: Iterable[Too
         counts[spec.name] = counts.get(spec.name, 0) + 1
     entries: list[PegEntry] = []
     skipped: list[tuple[str, str]] = []
+    repeated: set[str] = set()
     for spec in specs:
         if not is_tool_name(spec.name):
             skipped.append((spec.name, SKIP_INVALID))
             continue
         if counts[spec.name] > 1:
-            if spec.name not in {n for n, _ in skipped}:
+            if spec.name not in repeated:  # a set: 10,000 copies of a name stay linear
+                repeated.add(spec.name)
                 skipped.append((spec.name, SKIP_REPEATED))
             continue
         name = f"{namespace}{separator}{spec.name}" if namespace else spec.name

@@ -144,6 +144,11 @@ class Follower:
         task.add_done_callback(self._baselines.discard)
 
     def _listed_tools(self, server: str) -> Items:
+        """The tools as last listed: History fingerprinted them when the listing was applied
+        (beside the loop, when many), so they are not fingerprinted here again."""
+        kept = self._history.tool_items(server)
+        if kept is not None:
+            return dict(kept)
         return {e.tool: item_from_spec(e.spec, e.tool) for e in self._pegboard.entries(server)}
 
     async def _relist(self, server: str, kinds: Iterable[ListingKind], why: Why) -> None:

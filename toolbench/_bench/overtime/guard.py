@@ -157,7 +157,8 @@ class PinGuard:
         for name, item in items.items():
             key = (server, kind, str(item["name"]))
             pin = pinned.get(key)
-            tid = ToolId(server, name) if kind == "tool" else None
+            # the names of a tool listing were checked by the pegboard
+            tid = ToolId.of_checked(server, name) if kind == "tool" else None
             if pin is None:
                 new_pins[key] = {"fingerprint": item["fingerprint"], "item": item,
                                  "pinned": stamp}
@@ -182,7 +183,7 @@ class PinGuard:
         removed = [k for k in pinned if k[0] == server and k[1] == kind and k[2] not in listed]
         self._removed = ({k for k in self._removed if k[:2] != (server, kind)} | set(removed))
         if kind == "tool":  # a listing applied: the server's tools are verified again
-            self._tools[server] = frozenset(ToolId(server, name) for name in items)
+            self._tools[server] = frozenset(ToolId.of_checked(server, name) for name in items)
             self._unverified.pop(server, None)
         self._reblock()
         first = not any(k[:2] == (server, kind) for k in pinned)

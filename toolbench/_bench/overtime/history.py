@@ -35,6 +35,7 @@ from toolbench._bench.overtime.snapshots import fingerprint_tools, item_from_row
 from toolbench._bench.servers.naming import prompt_name, resolve
 from toolbench._core.errors import ToolError
 from toolbench._core.ids import ToolId
+from toolbench._core.offload import off_loop
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -64,6 +65,7 @@ class History:
         self._guard = guard
         self._pegboard = pegboard
         self._listings: dict[str, tuple[datetime, Items]] = {}
+        self._turns: dict[str, int] = {}  # per server: how many tool listings were applied
         self._previous: dict[str, tuple[datetime, Items]] = {}
         self._snapshots = SnapshotWriter(os.fspath(journal)) if journal is not None else None
         self._kinds = KindListings(servers, self.keep_kind)
@@ -74,10 +76,24 @@ class History:
         return self._kinds
 
     # -- the hook ---------------------------------------------------------------------------
-    def on_listing(self, server: str, entries: list[PegEntry], cause: str) -> None:
-        """A listing was applied (on the loop, synchronously): fingerprint, store, check."""
+    async def on_listing(self, server: str, entries: list[PegEntry], cause: str) -> None:
+        """A listing was applied: fingerprint (beside the loop when it is big), store, check.
+
+        With pins, the server's calls wait meanwhile (``PinGuard.relisting``), so none goes
+        out between the board's new tools and their check. Listings of one server are kept
+        in the order they were applied: one overtaken by a newer one is dropped."""
         taken = _now()
-        items = self._redacted(server, fingerprint_tools((e.tool, e.spec) for e in entries))
+        turn = self._turns[server] = self._turns.get(server, 0) + 1
+        pairs = [(e.tool, e.spec) for e in entries]
+        redact = self._servers.redactor(server)
+        with self._guard.relisting(server):
+            items = await off_loop(lambda: _redacted(fingerprint_tools(pairs), redact),
+                                   len(pairs))
+            if self._turns.get(server) != turn:
+                return  # a newer listing of this server was applied meanwhile: it is kept
+            self._keep_tools(server, taken, cause, items)
+
+    def _keep_tools(self, server: str, taken: datetime, cause: str, items: Items) -> None:
         old = self._listings.get(server)
         if old is not None:
             self._previous[server] = old
@@ -86,14 +102,15 @@ class History:
             self._snapshots.store(server, "tool", taken, cause, list(items.values()))
         self._guard.check(server, items)
 
+    def tool_items(self, server: str) -> Items | None:
+        """The items of ``server``'s last tool listing kept (fingerprinted, redacted), or
+        None: what the follower compares the next listing with, without fingerprinting the
+        same listing twice."""
+        listing = self._listings.get(server)
+        return None if listing is None else listing[1]
+
     def _redacted(self, server: str, items: Items) -> Items:
-        """The items with the server's secrets hidden in every string (a tool may be named
-        after one): what is shown, stored in the journal and pinned. Fingerprints are of what
-        the server declared; the keys stay the tools' own names, for routing."""
-        redact = self._servers.redactor(server)
-        if redact is None:
-            return items
-        return {name: _deep(item, redact) for name, item in items.items()}
+        return _redacted(items, self._servers.redactor(server))
 
     def _journal_writable(self) -> bool:
         """False for a damaged journal file: nothing more is written into it (its records
@@ -293,6 +310,15 @@ class History:
         if self._snapshots is not None:
             self._snapshots.close()
         self._guard.close()
+
+
+def _redacted(items: Items, redact: Callable[[str], str] | None) -> Items:
+    """The items with the server's secrets hidden in every string (a tool may be named
+    after one): what is shown, stored in the journal and pinned. Fingerprints are of what
+    the server declared; the keys stay the tools' own names, for routing."""
+    if redact is None:
+        return items
+    return {name: _deep(item, redact) for name, item in items.items()}
 
 
 def _deep(value: Any, redact: Any) -> Any:

@@ -26,6 +26,7 @@ import pydantic
 from toolbench._core import html as _html
 from toolbench._core.client import ToolSpec
 from toolbench._core.errors import Malformed, Unreachable
+from toolbench._core.offload import off_loop
 from toolbench._transports.mcp import about as mcp_about
 from toolbench._transports.mcp.methods.tasks import requires_task
 from toolbench._transports.wire.limits import oversize
@@ -108,7 +109,7 @@ async def list_tools(mcp: McpSession, server: str) -> ToolListing:
         return listed.tools, listed.next_cursor
 
     tools = await paginate(mcp, "tools", "tools/list", page)
-    specs = [spec(tool) for tool in tools]
+    specs = await off_loop(lambda: [spec(tool) for tool in tools], len(tools))
     return ToolListing(
         specs,
         {s.name: s.output_schema for s in specs if s.output_schema is not None},
@@ -166,16 +167,8 @@ async def list_tools_page(client: Any, cursor: str | None,
     received = await session._dispatcher.send_raw_request(data["method"], data.get("params"),
                                                           opts)
     raw = _Page.model_validate(received, by_name=False)
-    tools: list[types.Tool] = []
-    skipped: list[tuple[str, str]] = []
-    for index, item in enumerate(raw.tools):
-        try:
-            tools.append(types.Tool.model_validate(item))
-        except pydantic.ValidationError as exc:
-            name = item.get("name") if isinstance(item, dict) else None
-            shown = (_html.shorten(name, 128) if isinstance(name, str)
-                     else f"(tool #{index + 1} of the page)")
-            skipped.append((shown, _why(exc)))
+    items = raw.tools
+    tools, skipped = await off_loop(lambda: _read_tools(items), len(items))
     if raw.next_cursor is not None and not isinstance(raw.next_cursor, str):
         raise Malformed("tools/list returned a nextCursor that is not a string")
     page = types.ListToolsResult(tools=tools, next_cursor=raw.next_cursor)
@@ -183,6 +176,21 @@ async def list_tools_page(client: Any, cursor: str | None,
     if callable(absorb):  # the SDK's per-tool state (2026 header rules), as its list_tools
         page = absorb(page, complete=cursor is None and raw.next_cursor is None)
     return page, skipped
+
+
+def _read_tools(items: list[Any]) -> tuple[list[types.Tool], list[tuple[str, str]]]:
+    """A page's tools, each validated on its own, and ``(name, reason)`` for each skipped."""
+    tools: list[types.Tool] = []
+    skipped: list[tuple[str, str]] = []
+    for index, item in enumerate(items):
+        try:
+            tools.append(types.Tool.model_validate(item))
+        except pydantic.ValidationError as exc:
+            name = item.get("name") if isinstance(item, dict) else None
+            shown = (_html.shorten(name, 128) if isinstance(name, str)
+                     else f"(tool #{index + 1} of the page)")
+            skipped.append((shown, _why(exc)))
+    return tools, skipped
 
 
 def extras(tool: types.Tool) -> dict[str, Any]:
