@@ -26,7 +26,7 @@ pytest.importorskip("ipykernel")
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 EXPECTED = ["01_explore", "02_compare", "03_gather", "04_build_your_own", "05_beyond_tools",
-            "06_remote_servers", "07_over_time"]
+            "06_remote_servers", "07_over_time", "08_apps"]
 
 pytestmark = pytest.mark.slow
 
@@ -71,6 +71,13 @@ _app.call()  # after close: the explorer says so and turns its buttons off
 
 PROBES = {
     "01_explore": PROBE_01,
+    "08_apps": PROBE_HEAD + """{
+    "from_view": [[r["tool"], bool(r["ok"]), r["provenance"]["app"]["uri"]]
+                  for _, r in bench.records.iterrows() if "app" in r["provenance"]],
+    "opened_by": [r["provenance"]["app"]["opened_by"] == result.call_id
+                  for _, r in bench.records.iterrows() if "app" in r["provenance"]],
+    "closed": repr(bench).startswith("<Bench closed"),
+}))""",
     "02_compare": PROBE_HEAD + """{
     "rows": len(table), "cases": len(cases),
     "failed": sorted(map(list, failures[["server", "disposition", "error_type"]].values)),
@@ -448,3 +455,13 @@ def test_07_over_time() -> None:
     assert probe["offline"] == live  # the 02 comparison, the same from the recording
     assert "not recorded" in outputs(nb, 'offline.call("geo-distance"')
     assert probe["closed"] == [True, True]
+
+
+def test_08_apps() -> None:
+    nb, probe = check_clean_run("08_apps")
+    assert "ui://atlas/map.html" in outputs(nb, 'bench.catalog()[["name", "ui"')
+    assert "text/html;profile=mcp-app" in outputs(nb, "bench.apps()")
+    assert "AppView ui://atlas/map.html" in outputs(nb, "result.app")
+    assert "1105.282" in outputs(nb, "view = result.app")  # Paris to Rome, through the host
+    assert probe["from_view"] == [["distance", True, "ui://atlas/map.html"]]
+    assert probe["opened_by"] == [True]

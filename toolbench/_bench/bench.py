@@ -44,6 +44,10 @@ import os
 from collections.abc import Iterable
 from typing import Any, Self
 
+from toolbench._bench.apps.faces import AppFaces
+from toolbench._bench.apps.host import BenchHost
+from toolbench._bench.apps.meta import ADVERTISED
+from toolbench._bench.apps.views import Apps
 from toolbench._bench.calls.calling import Calls
 from toolbench._bench.calls.faces import CallFaces
 from toolbench._bench.calls.fetches import Fetches
@@ -78,7 +82,7 @@ from toolbench._transports.server_requests import Handler, ServerRequests
 
 
 class BaseBench(ServerFaces, CatalogFaces, CallFaces, ManyFaces, HistoryFaces, ReplayFaces,
-                Tables):
+                AppFaces, Tables):
     """Connect many servers, browse their tools, call, compare and map them, keep records.
 
     A bench owns its connections (stdio children end when it closes) and one record of every
@@ -91,7 +95,7 @@ class BaseBench(ServerFaces, CatalogFaces, CallFaces, ManyFaces, HistoryFaces, R
                  connect_timeout: float = 30.0, *, sampling: Handler = None,
                  elicitation: Handler = None, roots: Iterable[Any] | None = None,
                  log_level: LogLevel | None = "info",
-                 pins: str | os.PathLike[str] | None = None) -> None:
+                 pins: str | os.PathLike[str] | None = None, apps: bool = True) -> None:
         """Make an empty bench; connect servers with ``connect``, ``add`` or ``load_config``.
 
         Args:
@@ -146,6 +150,10 @@ class BaseBench(ServerFaces, CatalogFaces, CallFaces, ManyFaces, HistoryFaces, R
                 diff, shows ``changed`` in ``catalog()``'s ``pin`` column, and its calls are
                 ``Refused`` until ``bench.approve(name)``. Example:
                 ``Bench(pins="pins.json")``.
+            apps (bool): MCP Apps (default on): every server is told the bench renders
+                ``text/html;profile=mcp-app`` views, and a call to a tool with a view gets a
+                live ``result.app``. ``False`` advertises nothing and renders nothing.
+                Example: ``Bench(apps=False)``.
 
         Example:
             >>> bench = tb.Bench(journal="calls.sqlite", timeout=10)   # doctest: +SKIP
@@ -156,11 +164,14 @@ class BaseBench(ServerFaces, CatalogFaces, CallFaces, ManyFaces, HistoryFaces, R
         self.router = ToolRouter(egress)
         self.pegboard = PegBoard(self.router, separator)
         self.guard = PinGuard(pins)  # a bad pins file fails before the journal opens
+        if not isinstance(apps, bool):
+            raise TypeError(f"apps is True or False, not {apps!r}")
+        requests = ServerRequests(sampling, elicitation, roots,
+                                  extensions=ADVERTISED if apps else None)
         self.connections = Servers(
             self.router, self.pegboard, timeout=seconds(timeout, "timeout"),
             connect_timeout=seconds(connect_timeout, "connect_timeout"), egress=egress,
-            requests=ServerRequests(sampling, elicitation, roots),
-            notifications=Notifications(log_level))
+            requests=requests, notifications=Notifications(log_level))
         self.store = RecordStore(Journal(journal) if journal is not None else None)
         self.history = History(self.connections, self.store, self.guard, self.pegboard, journal)
         self.listings = Listings(self.connections, self.pegboard)
@@ -174,6 +185,10 @@ class BaseBench(ServerFaces, CatalogFaces, CallFaces, ManyFaces, HistoryFaces, R
                                           self.store)
         self.replays = Replays(self.connections, self.store, self.batches)
         self.tools = ToolHandles(self, self.pegboard)
+        self.views = Apps(BenchHost(self.connections, self.pegboard, self.calls, self.fetches,
+                                    self.store, requests), enabled=apps)
+        self.pegboard.on_listing(self.views.on_listing)
+        self.calls.on_result(self.views.attach)
         self.pegboard.on_listing(self.history.on_listing)
         self.connections.on_connected(self.follower.adopt)
         self.connections.on_connected(Warmer(self.pegboard))  # the checker, off the loop
@@ -187,6 +202,7 @@ class BaseBench(ServerFaces, CatalogFaces, CallFaces, ManyFaces, HistoryFaces, R
         if not self.connections.mark_closed():
             return
         await self.history.settled(CLOSE_BOUND_S)  # listings in flight are stored first
+        await self.views.teardown_all()  # open views are told first (each waits <= 2 s)
         await self.connections.close_connections()
         if self.store.journal is not None:  # committed on the journal's own thread
             warn_unwritten(self.store.journal, await self.store.aclose())

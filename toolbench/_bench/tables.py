@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
+from toolbench._bench.apps.meta import tool_ui
 from toolbench._bench.journal.record import frame
 from toolbench._bench.progress.progress import logs_frame
 from toolbench._bench.servers.scrub import redacted_data
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 CATALOG_COLUMNS = ("name", "server", "tool", "title", "description", "parameters", "required",
                    "input_schema", "output_schema", "annotations", "icons", "meta",
-                   "destination", "warnings", "pin")
+                   "destination", "warnings", "pin", "ui", "visibility")
 
 def _schema_warnings(schema: Any) -> list[str]:
     """Why local argument checking is skipped for a tool (``_validate.schema_problems``)."""
@@ -49,6 +50,7 @@ def catalog_frame(servers: Servers, guard: PinGuard, server: str | None,
         if needle and not any(needle in (v or "").lower()
                               for v in (entry.name, spec.title, spec.description)):
             continue
+        ui = tool_ui(spec.meta)
         rows.append({
             "name": entry.name, "server": entry.server, "tool": entry.tool,
             "title": spec.title, "description": spec.description,
@@ -58,8 +60,9 @@ def catalog_frame(servers: Servers, guard: PinGuard, server: str | None,
             "destination": str(servers.router.destination(entry.tool_id)),
             "warnings": _schema_warnings(spec.input_schema) + [
                 f"output schema: {w}" for w in _schema_warnings(spec.output_schema)
-            ] if spec.output_schema is not None else _schema_warnings(spec.input_schema),
-            "pin": guard.state(entry.tool_id),
+            ] + list(ui.warnings) if spec.output_schema is not None
+            else _schema_warnings(spec.input_schema) + list(ui.warnings),
+            "pin": guard.state(entry.tool_id), "ui": ui.uri, "visibility": ui.visibility,
         })
     return pd.DataFrame(rows, columns=list(CATALOG_COLUMNS))
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -64,6 +64,19 @@ class Result:
     task_id: str | None = None
     """The server's task id, for a tool that runs only as a task (records keep it in
     ``provenance["task_id"]``)."""
+    call_id: str | None = field(default=None, compare=False)
+    """The record's call id, set for a call whose tool has an MCP App view."""
+    app_opener: Callable[[], Any] | None = field(default=None, repr=False, compare=False)
+    """Makes the live view (set by the bench when the tool has a view and apps are on)."""
+    app_view: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def app(self) -> Any:
+        """The tool's MCP App view of this call (an ``AppView`` in a notebook), made on first
+        use; None for a tool without a view, and with ``Bench(apps=False)``."""
+        if self.app_view is None and self.app_opener is not None:
+            self.app_view = self.app_opener()
+        return self.app_view
 
     @property
     def text(self) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Self, TypedDict, Unpack
 
+from toolbench._bench.apps.views import register_view_factory
 from toolbench._bench.bench import BaseBench
 
 if TYPE_CHECKING:
@@ -19,6 +20,16 @@ if TYPE_CHECKING:
     from toolbench._notebook.explorer.explorer import Explorer
     from toolbench._transports.notifications import LogLevel
     from toolbench._transports.server_requests import Handler
+
+
+def _make_view(bridge: Any) -> Any:
+    """``result.app`` in a notebook: an ``AppView`` (anywidget is imported only now)."""
+    from toolbench._notebook.apps.view import make_view
+
+    return make_view(bridge)
+
+
+register_view_factory(_make_view)
 
 
 class BenchOptions(TypedDict, total=False):
@@ -34,6 +45,7 @@ class BenchOptions(TypedDict, total=False):
     roots: Iterable[Any] | None
     log_level: LogLevel | None
     pins: str | os.PathLike[str] | None
+    apps: bool
 
 
 class Bench(BaseBench):

@@ -39,7 +39,7 @@ LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "e
 
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert",
                    "emergency"]
-EntryKind = Literal["log", "progress", "resource_updated"]
+EntryKind = Literal["log", "progress", "resource_updated", "app"]
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 
 

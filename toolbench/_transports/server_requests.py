@@ -204,23 +204,21 @@ class Failure:
 
 
 class ServerRequests:
-    """One bench's answers to sampling, elicitation and roots requests, for every connection.
-
-    ``roots`` may change (``set_roots``); the bench then tells connected servers. A bench made
-    with ``roots=None`` advertises no roots capability, so roots set later reach only
-    servers connected after that.
-
+    """One bench's answers to sampling, elicitation and roots requests, for every connection,
+    and the ``extensions`` it advertises. ``roots`` may change (``set_roots``); the bench then
+    tells connected servers. A bench made with ``roots=None`` advertises no roots capability,
+    so roots set later reach only servers connected after that.
     **Roots are per server.** ``set_server_roots(server, roots)`` gives one server its own
     list (``connect(..., roots=)``, a config's ``"roots"``); the bench's ``roots`` is only
-    the default for servers without one. A server is answered from its own list, never
-    another server's (``roots_for``).
+    the default for servers without one: a server is answered from its own list (``roots_for``).
     """
 
     def __init__(self, sampling: Handler = None, elicitation: Handler = None,
                  roots: Iterable[object] | None = None, *,
-                 function_timeout: float = FUNCTION_TIMEOUT_S,
-                 ask_timeout: float = ASK_TIMEOUT_S) -> None:
+                 function_timeout: float = FUNCTION_TIMEOUT_S, ask_timeout: float = ASK_TIMEOUT_S,
+                 extensions: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         self.sampling = check_handler("sampling", sampling)
+        self.extensions = {k: dict(v) for k, v in (extensions or {}).items()}
         self.elicitation = check_handler("elicitation", elicitation)
         self._roots = roots_of(roots)
         self._server_roots: dict[str, tuple[types.Root, ...]] = {}
@@ -265,11 +263,13 @@ class ServerRequests:
     @property
     def active(self) -> bool:
         return (self.sampling is not None or self.elicitation is not None
-                or self._roots is not None)
+                or self._roots is not None or bool(self.extensions))
 
     def callbacks(self, server: str) -> dict[str, Any]:
         """The keyword arguments for ``mcp.Client``: one callback per configured kind."""
-        found: dict[str, Any] = {}
+        from mcp.client import advertise
+        found: dict[str, Any] = {"extensions": [advertise(*kv) for kv in self.extensions.items()]
+                                 or None}
         if self.sampling is not None:
             async def sampling(context: Any, params: types.CreateMessageRequestParams) -> Any:
                 return await self.answer_sampling(server, params)

@@ -10,6 +10,11 @@ teaches something:
 - ``flaky``: ``distance`` on a flat map (equirectangular), off by percent across oceans, slow,
   and failing some calls on purpose; also ``city``, ``status`` and ``wait``.
 
+Apart from these three (and not started by :func:`config`): ``beyond`` (resources, prompts,
+logs, progress, requests back to the client), ``protected`` (OAuth sign-in) and ``atlas`` (an
+MCP App: ``show_map`` brings its own HTML view, the cities on a map, with a button that calls
+``distance`` back through the host).
+
 Each runs over stdio as ``python -m toolbench.demo.<name>``. :func:`config` returns the
 ``mcpServers`` mapping that desktop MCP clients (and ``Bench.load_config``) read.
 

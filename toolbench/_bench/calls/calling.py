@@ -12,9 +12,10 @@ It may import ``toolbench._bench.servers``, ``toolbench._bench.overtime``,
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -42,6 +43,9 @@ if TYPE_CHECKING:
     from toolbench._routing.pegboard import PegBoard
     from toolbench._routing.router import ToolRouter
 
+_log = logging.getLogger(__name__)
+ResultHook = Callable[[Any, Record, Result], Awaitable[None]]
+"""Told of each successful single call: its pegboard entry (or None), record and result."""
 TIMEOUT_BACKSTOP_S = 2.0
 """How long after a call's timeout the bench stops waiting for a client that did not."""
 
@@ -71,6 +75,12 @@ class Calls:
         self._router = router
         self._pegboard = pegboard
         self._schema_checker_ready = False
+        self._result_hooks: list[ResultHook] = []
+
+    def on_result(self, hook: ResultHook) -> None:
+        """Await ``hook(entry, record, result)`` after each successful single ``call`` (MCP
+        Apps give the result its view); a hook's failure never fails the call."""
+        self._result_hooks.append(hook)
 
     def resolve(self, name: object) -> Target:
         """The tool ``name`` names; a name of a server that failed says that server failed,
@@ -226,7 +236,7 @@ class Calls:
         target = self.resolve(name)
         shown = progress_shown(progress, f"call {self.shown(target)[1]}")
         try:
-            _, result, error = await self.invoke(
+            record, result, error = await self.invoke(
                 target, kwargs if arguments is None else arguments, batch=None,
                 timeout=timeout, provenance=provenance_of(provenance), progress=shown,
                 check=check,
@@ -237,6 +247,14 @@ class Calls:
         if error is not None:
             raise error
         assert result is not None
+        for hook in self._result_hooks:
+            try:
+                entry = next((e for e in self._pegboard.entries(target.tool.server)
+                              if e.tool == target.tool.tool), None)
+                await hook(entry, record, result)
+            except Exception as exc:  # a view that cannot be prepared leaves the result be
+                _log.warning("preparing the result of %s failed: %s: %s", record.call_id,
+                             type(exc).__name__, exc)
         return result
 
 

@@ -1,0 +1,141 @@
+"""``AppView``: a tool's own MCP App view, live in an output cell (DESIGN.md, "MCP Apps").
+
+The widget is a frame and a relay; every decision is the bench's
+(:class:`~toolbench._bench.apps.bridge.Bridge`). Its ES module (``view.js``, in the package)
+renders ``<iframe sandbox="allow-scripts" srcdoc=...>`` and speaks this comm protocol:
+
+* front → kernel: ``{"kind": "rpc", "message": <obj>}`` for each message the frame posted
+  (only when ``event.source`` is this view's frame), and once ``{"kind": "context",
+  "theme": "light" | "dark", "width": <px>}``;
+* kernel → front: ``{"kind": "rpc", "message": <obj>}``, posted into the frame, and
+  ``{"kind": "teardown"}``: the front sends ``ui/resource-teardown`` and removes the frame
+  after 2 s (sooner if the view answers).
+
+A message from the front is answered on toolbench's shared loop, never on the kernel's
+thread, so a slow ``tools/call`` from a view does not hold the kernel.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from typing import TYPE_CHECKING, Any
+
+import anywidget
+import traitlets
+
+from toolbench._loop import get_loop
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from toolbench._bench.apps.bridge import Bridge
+
+_ESM = pathlib.Path(__file__).with_name("view.js")
+
+
+class AppView(anywidget.AnyWidget):  # type: ignore[misc]
+    """A live MCP App view: the server's HTML framed under the bench's policy."""
+
+    _esm = _ESM
+    html = traitlets.Unicode("").tag(sync=True)
+    """The document as framed (the CSP ``<meta>`` first)."""
+    sandbox = traitlets.Unicode("allow-scripts").tag(sync=True)
+    allow = traitlets.Unicode("").tag(sync=True)
+    height = traitlets.Int(360).tag(sync=True)
+    border = traitlets.Bool(False).tag(sync=True)
+    links = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    """URLs the view asked to open: shown under it, never opened."""
+
+    def __init__(self, bridge: Bridge) -> None:
+        policy = bridge.policy
+        super().__init__(html=bridge.html, sandbox="allow-scripts", allow=policy.allow,
+                         height=bridge.height, border=policy.prefers_border)
+        self.bridge = bridge
+        self.uri, self.server, self.tool = bridge.uri, bridge.server, bridge.tool
+        self.csp = policy.csp
+        self.warnings = list(policy.warnings)
+        bridge.post = self._post
+        bridge.on_event = self._on_event
+        self.on_msg(self._on_front)
+
+    # -- what a person or a test reads -------------------------------------------------------
+    @property
+    def log(self) -> pd.DataFrame:
+        """The traffic both ways: ``time``, ``direction``, ``method``, ``id``, ``ok``,
+        ``error`` (capped)."""
+        return self.bridge.log
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """What the view sent with ``ui/message`` (the newest kept)."""
+        return list(self.bridge.messages)
+
+    @property
+    def context(self) -> dict[str, Any] | None:
+        """What the view last sent with ``ui/update-model-context``."""
+        return self.bridge.context
+
+    def handle(self, message: Any) -> dict[str, Any] | None:
+        """Answer one JSON-RPC message as if the frame had sent it; the reply or None."""
+        return self.bridge.handle(message)
+
+    async def ahandle(self, message: Any) -> dict[str, Any] | None:
+        """Awaitable :meth:`handle`."""
+        return await self.bridge.ahandle(message)
+
+    def close(self) -> None:
+        """Tear the view down (``ui/resource-teardown``, the frame goes after 2 s), then
+        close the widget."""
+        loop = get_loop()
+        try:
+            if not loop.in_loop_thread():  # the bridge tells the front (its post is set)
+                loop.run(self.bridge.teardown)
+        except Exception:  # a stopped loop: the frame goes with the widget
+            pass
+        finally:
+            super().close()
+
+    def __repr__(self) -> str:
+        return (f"<AppView {self.uri} of {self.server}/{self.tool}: a live MCP App view; it "
+                "needs a running notebook kernel and front end to show>")
+
+    # -- the relay ---------------------------------------------------------------------------
+    def _post(self, message: dict[str, Any]) -> None:
+        self._post_kind({"kind": "rpc", "message": message})
+
+    def _post_kind(self, content: dict[str, Any]) -> None:
+        if self.comm is not None:
+            self.send(content)
+
+    def _on_event(self, kind: str, value: Any) -> None:
+        if kind == "height":
+            self.height = int(value)
+        elif kind == "link":
+            self.links = [*self.links[-99:], str(value)]
+        elif kind == "teardown":
+            self._post_kind({"kind": "teardown"})
+
+    def _on_front(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if not isinstance(content, dict):
+            return
+        if content.get("kind") == "context":
+            theme, width = content.get("theme"), content.get("width")
+            self.bridge.theme = theme if theme in ("light", "dark") else "light"
+            self.bridge.width = width if isinstance(width, int) and 0 < width < 100_000 else None
+        elif content.get("kind") == "rpc":
+            message = content.get("message")
+            future = get_loop().submit(lambda: self.bridge.answer(message))
+            future.add_done_callback(self._answered)
+
+    def _answered(self, future: Any) -> None:
+        try:
+            reply = future.result()
+        except BaseException:  # cancelled at shutdown: the frame is gone
+            return
+        if reply is not None:
+            self._post(reply)
+
+
+def make_view(bridge: Bridge) -> AppView:
+    """The factory the notebook layer registers for ``result.app``."""
+    return AppView(bridge)
