@@ -146,10 +146,11 @@ class Follower:
     def _listed_tools(self, server: str) -> Items:
         """The tools as last listed: History fingerprinted them when the listing was applied
         (beside the loop, when many), so they are not fingerprinted here again."""
+        entries = self._pegboard.entries(server)
         kept = self._history.tool_items(server)
-        if kept is not None:
+        if kept is not None and kept.keys() == {e.tool for e in entries}:
             return dict(kept)
-        return {e.tool: item_from_spec(e.spec, e.tool) for e in self._pegboard.entries(server)}
+        return {e.tool: item_from_spec(e.spec, e.tool) for e in entries}
 
     async def _relist(self, server: str, kinds: Iterable[ListingKind], why: Why) -> None:
         """List ``kinds`` of ``server`` again and apply them; a failure keeps the old list and

@@ -27,6 +27,8 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import anyio
+
 from toolbench._bench.overtime.diff import diff as _diff
 from toolbench._bench.overtime.kinds import KindListings, Listing
 from toolbench._bench.overtime.pins import Key, now_text
@@ -86,7 +88,9 @@ class History:
         turn = self._turns[server] = self._turns.get(server, 0) + 1
         pairs = [(e.tool, e.spec) for e in entries]
         redact = self._servers.redactor(server)
-        with self._guard.relisting(server):
+        # Shielded: the board holds the new tools already, so their check must follow even if
+        # the listing's caller is cancelled now (the work is bounded: CPU, no I/O).
+        with self._guard.relisting(server), anyio.CancelScope(shield=True):
             items = await off_loop(lambda: _redacted(fingerprint_tools(pairs), redact),
                                    len(pairs))
             if self._turns.get(server) != turn:
