@@ -65,6 +65,7 @@ from toolbench._transports.mcp.compat import default_result_type
 from toolbench._transports.mcp.errors import handshake_refused
 from toolbench._transports.mcp.events import Events
 from toolbench._transports.mcp.methods import subscriptions as _subs
+from toolbench._transports.mcp.methods.receiver import TaskClient
 from toolbench._transports.mcp.not_mcp import not_an_mcp_server
 from toolbench._transports.mcp.recovery import Recovery
 from toolbench._transports.mcp.session import RECONNECTABLE, SEND_CHECK, Status, TransportName
@@ -338,7 +339,7 @@ class Lifecycle:
         target = await transport_object(self, stack, conn)
         if self._server is None:  # a stream transport: watch what leaves and returns
             target = tracked(target, conn.tracker)
-        client = Client(
+        client = TaskClient(  # advertises and serves client tasks (issue 37, item 15)
             target,
             mode=mode,
             cache=None,
