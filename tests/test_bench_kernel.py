@@ -138,3 +138,29 @@ def test_progress_bars_change_on_the_kernels_thread_under_their_cell() -> None:
     report = text_of(nb[3])
     assert "made 0" not in report and "sent 0" not in report, report
     assert "True" in report.splitlines()[0] and report.splitlines()[1].endswith("True"), report
+
+
+def test_a_result_with_a_view_shows_the_view_above_its_card() -> None:
+    """DESIGN.md, "MCP Apps": in a notebook the Result's display puts the live view above the
+    usual result card; a result without a view stays one plain ``execute_result``."""
+    cells = [
+        "import sys\nimport toolbench as tb\nfrom toolbench import demo\n"
+        "bench = tb.Bench()\n"
+        "bench.connect('atlas', [sys.executable, '-m', 'toolbench.demo.atlas'],"
+        " env=demo.python_path_env())\nprint('ok')",
+        "bench.call('atlas-show_map', from_city='London', to_city='Tokyo')",
+        "bench.call('atlas-distance', from_city='Paris', to_city='Rome')",
+        "bench.close()",
+    ]
+    nb = run_notebook(cells)
+    errors = [o for c in nb for o in c.outputs if o.get("output_type") == "error"]
+    assert not errors, errors
+    shown = nb[1].outputs
+    kinds = [("widget" if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+              else "card" if "text/html" in o.get("data", {}) else o.get("output_type"))
+             for o in shown]
+    assert kinds == ["widget", "card"], shown
+    assert "London" in shown[1]["data"]["text/plain"] or "Tokyo" in shown[1]["data"]["text/plain"]
+    plain = nb[2].outputs
+    assert [o["output_type"] for o in plain] == ["execute_result"], plain
+    assert "application/vnd.jupyter.widget-view+json" not in plain[0]["data"]

@@ -461,7 +461,9 @@ def test_08_apps() -> None:
     nb, probe = check_clean_run("08_apps")
     assert "ui://atlas/map.html" in outputs(nb, 'bench.catalog()[["name", "ui"')
     assert "text/html;profile=mcp-app" in outputs(nb, "bench.apps()")
-    assert "AppView ui://atlas/map.html" in outputs(nb, "result.app")
+    shown = outputs(nb, 'result = bench.call("atlas-show_map"')  # the view above the card
+    assert "AppView ui://atlas/map.html" in shown and "A map of" in shown
+    assert shown.index("AppView") < shown.index("A map of")
     assert "1105.282" in outputs(nb, "view = result.app")  # Paris to Rome, through the host
     assert probe["from_view"] == [["distance", True, "ui://atlas/map.html"]]
     assert probe["opened_by"] == [True]

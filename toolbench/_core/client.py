@@ -122,6 +122,19 @@ class Result:
     def _repr_html_(self) -> str:
         return _html.no_math(result_html(self))
 
+    @property
+    def _ipython_display_(self) -> Callable[[], None] | None:
+        """How IPython shows a result whose tool has a view: the live view, then the card.
+
+        A property, so that a result without a view has no such method (IPython then takes
+        the plain mimebundle, as an ``execute_result``); the showing is registered by the
+        notebook layer (:func:`register_view_display`), which may import IPython.
+        """
+        show = _view_display
+        if show is None or (self.app_opener is None and self.app_view is None):
+            return None
+        return lambda: show(self)
+
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         """``text/plain`` and the HTML card, and nothing else.
 
@@ -130,6 +143,16 @@ class Result:
         Notebook prefer the HTML anyway. ``result.data`` is the way to the JSON value.
         """
         return {"text/plain": repr(self), "text/html": self._repr_html_()}  # neither raises
+
+
+_view_display: Callable[[Result], None] | None = None
+
+
+def register_view_display(show: Callable[[Result], None] | None) -> None:
+    """Install how a notebook shows a result with a live view (DESIGN.md, "MCP Apps":
+    the view above the usual result card)."""
+    global _view_display
+    _view_display = show
 
 
 def shows_text(result: Result) -> bool:

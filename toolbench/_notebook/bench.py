@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Self, TypedDict, Unpack
 
 from toolbench._bench.apps.views import register_view_factory
 from toolbench._bench.bench import BaseBench
+from toolbench._core.client import register_view_display
 
 if TYPE_CHECKING:
     import os
@@ -29,7 +30,26 @@ def _make_view(bridge: Any) -> Any:
     return make_view(bridge)
 
 
+def _show_with_view(result: Any) -> None:
+    """A result whose tool has a view, in a notebook: the live view above the result card.
+
+    Never raises (a display): a view that cannot be made leaves the card alone, with the
+    reason in the card's place of the view."""
+    from IPython.display import display
+
+    try:
+        view = result.app
+    except Exception as exc:  # the card must still show
+        view = None
+        display({"text/plain": f"(the view could not be opened: {type(exc).__name__})"},
+                raw=True)  # type: ignore[no-untyped-call]
+    if view is not None:
+        display(view)  # type: ignore[no-untyped-call]
+    display(result._repr_mimebundle_(), raw=True)  # type: ignore[no-untyped-call]
+
+
 register_view_factory(_make_view)
+register_view_display(_show_with_view)
 
 
 class BenchOptions(TypedDict, total=False):
