@@ -479,3 +479,21 @@ def test_history_is_newest_first_by_start_not_by_completion() -> None:
     assert html.index("later") < html.index("fast") < html.index("slow")
     same = pd.DataFrame({"name": ["a", "b"], "started": [t0, t0]})
     assert list(newest_first(same)["name"]) == ["b", "a"]  # a tie: the one recorded last
+
+
+def test_the_catalog_view_marks_a_tool_with_an_mcp_app_view() -> None:
+    """DESIGN.md, "MCP Apps": a ``ui`` badge in the catalog view; its URI, a server's text,
+    escaped in the tooltip, and no badge for a tool without a view."""
+    from test_bridge import app_server
+
+    uri = 'ui://clock/"><script>x</script>.html'
+    bench = tb.Bench()
+    try:
+        bench.connect("app", app_server(uri=uri), protocol_mode="legacy")
+        html = frame_html(bench.catalog())
+        no_live_markup(html)
+        badges = html.count("class=\"tb-ui\"")
+        assert badges == 1, html  # clock has a view; poll, secret and caps do not
+        assert "title=\"ui://clock/&quot;&gt;&lt;script&gt;" in html
+    finally:
+        bench.close()

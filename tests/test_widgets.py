@@ -841,3 +841,33 @@ def test_new_buttons_and_lists_do_not_clash_with_the_page_s_tool_list(app: Explo
         assert sum(word in name for name in names) == 1, names
     assert list(app.sections.titles) == list(SECTIONS)
     assert list(app.tabs.titles) == ["Call", "Compare", "History"]
+
+
+def test_call_shows_the_tools_mcp_app_view_above_its_result() -> None:
+    """DESIGN.md, "MCP Apps": the explorer's Call shows the view; the description has a
+    ``ui`` badge; the next call's result replaces (and closes) the previous view."""
+    from test_bridge import app_server
+
+    from toolbench._notebook.apps.view import AppView
+
+    with tb.Bench() as bench:
+        bench.connect("app", app_server(), protocol_mode="legacy")
+        app = explorer(bench)
+        try:
+            app.tool_list.value = "app-clock"
+            assert "class='toolbench-ui'" in app.description.value
+            assert "ui://clock/view.html" in app.description.value
+            app.call_button.click()
+            wait(app)
+            (view,) = app.app_box.children
+            assert isinstance(view, AppView) and view.uri == "ui://clock/view.html"
+            assert "12:00 UTC" in app.result.value
+            assert bench.records.iloc[-1]["call_id"] == app.last_result.call_id
+            app.tool_list.value = "app-caps"  # no view: the old one goes
+            assert "toolbench-ui" not in app.description.value
+            app.call_button.click()
+            wait(app)
+            assert app.app_box.children == ()
+            assert view.comm is None  # closed, so its front end tears the frame down
+        finally:
+            app.close()

@@ -151,6 +151,7 @@ class ExplorerBase:
     busy: Any
     result: Any
     ask_box: Any
+    app_box: Any
     compare_servers: Any
     compare_button: Any
     compare_busy: Any

@@ -96,8 +96,11 @@ class Explorer(ToolsSection, ResourcesSection, PromptsSection):
         self.ask_box = widgets.VBox([])
         self.ask_box.add_class("toolbench-explorer-ask")
         self._unroute = None
+        # A tool's MCP App view of the last call shows here, above its result (#34).
+        self.app_box = widgets.VBox([])
+        self.app_box.add_class("toolbench-explorer-app")
         call_tab = widgets.VBox([self.form_box, widgets.HBox([self.call_button, self.busy]),
-                                 self.ask_box, self.result])
+                                 self.ask_box, self.app_box, self.result])
 
         self.compare_servers = widgets.HTML("")
         self.compare_button = widgets.Button(description="Compare", button_style="info",

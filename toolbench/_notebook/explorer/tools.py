@@ -8,6 +8,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from toolbench._bench.apps.meta import tool_ui
 from toolbench._bench.report.report import check_spec
 from toolbench._core import html as _html
 from toolbench._core.client import result_html
@@ -95,6 +96,10 @@ class ToolsSection(ExplorerBase):
         if spec.task_only:  # the server says so (execution.taskSupport == "required")
             title += (" <span class='toolbench-task-only' title='the server runs this tool only "
                       "as a task; a call creates the task and waits for it'>⏱ task only</span>")
+        uri = tool_ui(spec.meta).uri
+        if uri is not None:  # the tool brings an MCP App view: a Call shows it
+            title += (f" <span class='toolbench-ui' title='an MCP App view: "
+                      f"{_html.escape(_html.shorten(uri, 300))}'>ui</span>")
         self.description.value = self.server_about(entry.server) + (  # escaped prose
             f"<div class='toolbench-description'><b>{_html.escape(name)}</b>{title} "
             f"<small>server <code>{_html.escape(entry.server)}</code>, tool "
@@ -171,15 +176,33 @@ class ToolsSection(ExplorerBase):
             result = work.result()
             self.last_result = result
             self.result.value = result_html(result)
+            self._show_app(result)
         except BaseException as exc:  # shown, not raised: the button's caller is the UI
             self.last_result = exc
             self.result.value = error_html(exc)
+            self._show_app(None)
         finally:
             if self._unroute is not None:
                 self._unroute()
                 self._unroute = None
             self.ask_box.children = ()  # the outcome is in the result now
             self._busy(self.call_button, self.busy, False, "Call")
+
+    def _show_app(self, result: Any) -> None:
+        """The call's MCP App view above its result (DESIGN.md, "MCP Apps": the explorer's Call
+        shows the view); the previous call's view is closed, which tears it down."""
+        previous = self.app_box.children
+        view = None
+        if result is not None:
+            try:
+                view = result.app
+            except Exception as exc:  # the result card still shows
+                view = widgets.HTML(f"<small>the view could not be opened "
+                                    f"({_html.escape(type(exc).__name__)})</small>")
+        self.app_box.children = () if view is None else (view,)
+        for old in previous:
+            if old is not view:
+                close_tree(old)
 
     def compare(self) -> concurrent.futures.Future[None] | None:
         """What the Compare button does: the same arguments on every server with this tool."""

@@ -30,7 +30,7 @@ TABLE_STYLE = (
     ".toolbench-scroll{overflow-x:auto;max-width:100%}</style>"
 )
 NOWRAP_COLUMNS = frozenset({"started", "time", "ok", "case", "status", "transport",
-                            "disposition", "error_type", "name", "server"})
+                            "disposition", "error_type", "name", "server", "ui"})
 WIDE_COLUMNS = frozenset({"arguments", "text", "error", "description", "structured", "content",
                           "provenance", "stderr_tail", "warnings", "answer", "destination"})
 NUMBER_COLUMNS = frozenset({"latency_ms", "tools"})
@@ -60,6 +60,10 @@ def cell(value: Any, limit: int, column: object = None) -> str:
         return _html.escape(f"{value:.12g}")
     if column == "description" and isinstance(value, str):  # prose: `code` shown as code
         return _html.description_cell(value, limit)
+    if column == "ui" and isinstance(value, str) and value:  # the tool has an MCP App view
+        return (f'<span class="tb-ui" title="{_html.escape(_html.shorten(value, 2000))}" '
+                'style="border:1px solid #6a1b9a;border-radius:3px;padding:0 3px;'
+                'color:#6a1b9a;font-size:11px">ui</span>')
     if column == "warnings" and isinstance(value, list):  # reasons, read as sentences
         value = "; ".join(str(v) for v in value[:20])
     if isinstance(value, (list, dict)):

@@ -35,8 +35,8 @@ _DISPOSITION_NOTE = {
 }
 RECORD_VIEW = ("started", "kind", "name", "arguments", "ok", "disposition", "error_type",
                "latency_ms", "text", "error")
-CATALOG_VIEW = ("name", "server", "tool", "title", "description", "parameters", "required",
-                "warnings")
+CATALOG_VIEW = ("name", "server", "tool", "ui", "title", "description", "parameters",
+                "required", "warnings")
 SERVER_VIEW = ("name", "transport", "status", "tools", "destination", "error", "warnings")
 
 
