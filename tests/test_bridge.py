@@ -252,3 +252,50 @@ def test_a_missing_view_and_one_over_the_byte_cap_are_error_rows() -> None:
         row = bench.apps().iloc[0]
         assert "100,000" in row["error"] and row["bytes"] == 0 and row["csp"] is None
         assert bench.call("app-clock").app is None
+
+
+def listed_only_server(listed_meta: dict[str, Any] | None) -> Any:
+    """A view whose ``_meta.ui`` is only on its ``resources/list`` entry (the read's content
+    item carries none), as some servers send it."""
+    import mcp_types as t
+    from mcp.server import Server
+
+    uri = "ui://listed/view.html"
+
+    async def list_tools(ctx: Any, params: Any) -> t.ListToolsResult:
+        return t.ListToolsResult(tools=[t.Tool(
+            name="show", input_schema={"type": "object"},
+            _meta={"ui": {"resourceUri": uri}})])
+
+    async def call_tool(ctx: Any, params: Any) -> t.CallToolResult:
+        return t.CallToolResult(content=[t.TextContent(type="text", text="shown")])
+
+    async def list_resources(ctx: Any, params: Any) -> t.ListResourcesResult:
+        return t.ListResourcesResult(resources=[t.Resource(
+            name="view", uri=uri, mime_type=MIME_TYPE, _meta=listed_meta)])
+
+    async def read_resource(ctx: Any, params: Any) -> t.ReadResourceResult:
+        return t.ReadResourceResult(contents=[t.TextResourceContents(
+            uri=uri, mime_type=MIME_TYPE, text=VIEW)])
+
+    return Server("listed", on_list_tools=list_tools, on_call_tool=call_tool,
+                  on_list_resources=list_resources, on_read_resource=read_resource)
+
+
+def test_a_views_meta_falls_back_to_its_resources_list_entry() -> None:
+    """DESIGN.md, "MCP Apps", Discovery: the content item's ``_meta.ui`` first, the
+    ``resources/list`` entry's as the fallback."""
+    listed = {"ui": {"csp": {"connectDomains": ["https://api.example.com"]},
+                     "permissions": {"geolocation": {}}, "prefersBorder": True}}
+    with tb.Bench() as bench:
+        bench.connect("listed", listed_only_server(listed))
+        (row,) = bench.apps().to_dict("records")
+        assert row["error"] is None
+        assert "connect-src https://api.example.com" in row["csp"]
+        assert row["permissions"] == ["geolocation"] and row["prefers_border"] is True
+    with tb.Bench() as bench:  # nothing listed either: the strictest policy
+        bench.connect("listed", listed_only_server(None))
+        (row,) = bench.apps().to_dict("records")
+        assert row["error"] is None and "connect-src 'none'" in row["csp"]
+        assert row["permissions"] == [] and row["prefers_border"] is False
+        assert "meta" not in bench.resources().columns  # the table's columns are unchanged

@@ -69,6 +69,9 @@ class Host(Protocol):
 
     async def read_view(self, server: str, uri: str, timeout: float | None) -> ReadResult: ...
 
+    async def listed_meta(self, server: str, uri: str, timeout: float | None,
+                          ) -> dict[str, Any] | None: ...
+
     async def call(self, entry: PegEntry, arguments: Any, provenance: dict[str, Any],
                    ) -> tuple[Result | None, ToolError | None]: ...
 

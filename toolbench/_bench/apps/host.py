@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from toolbench._bench.journal.record import Record, make_record, new_call_id, utcnow
 from toolbench._bench.servers.naming import Target
 from toolbench._core import html as _html
@@ -69,6 +71,17 @@ class BenchHost:
         answer: ReadResult = await client.read_resource(
             server, uri, timeout=self._servers.limit(server, timeout))
         return answer
+
+    async def listed_meta(self, server: str, uri: str, timeout: float | None,
+                          ) -> dict[str, Any] | None:
+        """The ``_meta`` that ``server``'s ``resources/list`` gives ``uri`` (a view's fallback
+        ``_meta.ui``); None when it lists none."""
+        client = self._servers.resource_client(server)
+        with anyio.fail_after(self._servers.limit(server, timeout)):
+            rows = await client.list_resources(server)
+        row = next((r for r in rows if r.get("uri") == uri), None)
+        meta = row.get("meta") if row is not None else None
+        return meta if isinstance(meta, dict) else None
 
     async def call(self, entry: PegEntry, arguments: Any, provenance: dict[str, Any],
                    ) -> tuple[Result | None, ToolError | None]:

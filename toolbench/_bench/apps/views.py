@@ -97,9 +97,22 @@ class Apps:
                         error=f"view {shown!r} is not text (a view is one HTML document)")
         meta = item.get("_meta")
         ui = meta.get("ui") if isinstance(meta, Mapping) else None
+        if not isinstance(ui, Mapping):  # DESIGN: the resources/list entry is the fallback
+            ui = await self._listed_ui(server, uri, timeout)
         policy = build_policy(ui if isinstance(ui, Mapping) else None, self._host.egress)
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
         return View(server, uri, mime, size, framed(text, policy.csp), digest, policy)
+
+    async def _listed_ui(self, server: str, uri: str, timeout: float | None,
+                         ) -> Mapping[str, Any] | None:
+        """``_meta.ui`` from the view's ``resources/list`` entry; None if it has none or the
+        listing fails (the view is then framed with the strictest policy)."""
+        try:
+            meta = await self._host.listed_meta(server, uri, timeout)
+        except (ToolError, TimeoutError):
+            return None
+        ui = meta.get("ui") if meta is not None else None
+        return ui if isinstance(ui, Mapping) else None
 
     async def frame(self, server: str | None) -> pd.DataFrame:
         """``bench.apps()``: one row per tool with a view (``APPS_COLUMNS``)."""

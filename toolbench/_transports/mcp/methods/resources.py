@@ -32,6 +32,7 @@ from toolbench._core import html as _html
 from toolbench._core.contents import PromptResult, ReadResult
 from toolbench._core.errors import Malformed, Refused
 from toolbench._core.ids import Provenance
+from toolbench._transports.mcp import about as mcp_about
 from toolbench._transports.mcp.methods.listing import paginate
 
 if TYPE_CHECKING:
@@ -71,9 +72,13 @@ async def _page(page: Callable[[Client, str | None], Awaitable[Any]], cursor: st
 
 
 def _resource_row(item: types.Resource) -> dict[str, Any]:
-    return {"name": item.name, "uri": str(item.uri), "title": item.title,
-            "description": item.description, "mime_type": item.mime_type, "size": item.size,
-            "annotations": _plain(item.annotations)}
+    row = {"name": item.name, "uri": str(item.uri), "title": item.title,
+           "description": item.description, "mime_type": item.mime_type, "size": item.size,
+           "annotations": _plain(item.annotations)}
+    meta = mcp_about.meta(item.meta)  # an MCP App view's fallback _meta.ui; capped like a tool's
+    if meta is not None:  # only when declared: a listing's rows stay as they were otherwise
+        row["meta"] = meta
+    return row
 
 
 def _template_row(item: types.ResourceTemplate) -> dict[str, Any]:
