@@ -148,10 +148,11 @@ def _head(columns: list[str], extra: list[str]) -> str:
     if not extra:
         return "<tr>" + "".join(f"<th>{_html.cell(c, 40)}</th>" for c in columns) + "</tr>"
     top: list[str] = []
+    fields_at = set(extra)
     for column in columns:
         if column == extra[0]:
             top.append(f"<th colspan='{len(extra)}' class='tb-group'>structured</th>")
-        elif column not in extra:
+        elif column not in fields_at:
             top.append(f"<th rowspan='2'>{_html.cell(column, 40)}</th>")
     fields = "".join(
         f"<th title=\"{_html.escape(_html.shorten(column, 2000))}\">"
