@@ -278,7 +278,7 @@ def test_compare_view_highlights_disagreement_and_latency() -> None:
     assert f"<td style='{DIFFER}'>2</td>" in html and f"<td style='{DIFFER}'>3</td>" in html
     failing = df.iloc[[0, 1, 4]].assign(case=0)
     html = compare_html(failing)
-    assert "<th>answer</th>" not in html and "<th>error</th>" in html
+    assert "<th>answer</th>" not in html and "<th rowspan='2'>error</th>" in html
     assert ("<td style='background:#fde2e2' class='tb-wide'><span class=\"tb-error\" "
             "title=\"&lt;img src=x onerror=alert(1)&gt;\">TimedOut: &lt;img") in html
     # Without structured fields, the answer column carries the comparison.
@@ -287,6 +287,41 @@ def test_compare_view_highlights_disagreement_and_latency() -> None:
     assert "<th>answer</th>" in html
     assert html.count(f"<td style='{DIFFER}' class='tb-wide'>2</td>") == 1
     assert f"<td style='{DIFFER}' class='tb-wide'>3</td>" not in html
+
+
+def test_compare_view_heads_structured_fields_by_key_under_one_group() -> None:
+    """Issue 37 item 16: ``structured.`` on every field header made notebook 04's compare
+    wider than its cell. The fields share one ``structured`` header; each is headed by its key
+    (cut, escaped), its DataFrame column name in the tooltip. The frame itself is unchanged."""
+    long_key = "population_of_the_metropolitan_area"
+    fields = {"country": "Kenya", SCRIPT: 1, long_key: 4397000}
+    df = pd.DataFrame([
+        {"case": 0, "server": server, "name": "city", "arguments": {}, "ok": True,
+         "disposition": None, "error_type": None, "error": None, "latency_ms": ms,
+         "text": "{}", "structured": fields, **{f"structured.{k}": v for k, v in fields.items()}}
+        for server, ms in (("geo", 5.0), ("atlas", 3.0))])
+    columns = list(df.columns)
+    html = compare_html(df)
+    no_live_markup(html)
+    assert list(df.columns) == columns
+    head = html[html.index("<thead>"):html.index("</thead>")]
+    assert head.count("<tr>") == 2
+    assert head.startswith("<thead><tr><th rowspan='2'>case</th><th rowspan='2'>server</th>"
+                           "<th rowspan='2'>ok</th><th rowspan='2'>latency_ms</th>"
+                           "<th colspan='3' class='tb-group'>structured</th></tr>")
+    fields_row = head.split("</tr>")[1]
+    assert fields_row == (
+        '<tr><th title="structured.country">country</th>'
+        '<th title="structured.&lt;script&gt;alert(&#x27;xss&#x27;)&lt;/script&gt;">'
+        "&lt;script&gt;alert(&#x27;xss&#x27;)&lt;/s…</th>"
+        f'<th title="structured.{long_key}">population_of_the_metro…</th>')
+    assert html.count("structured.") == 3  # only in the tooltips: no header repeats it
+    assert ".toolbench-table th.tb-group{text-align:center}" in html
+    text = bundle(df)["text/plain"]
+    assert "structured.country" in text and "<thead>" not in text
+    # Without structured fields the header stays one row.
+    flat = compare_html(df.drop(columns=[f"structured.{k}" for k in fields]))
+    assert "<thead><tr><th>case</th>" in flat and "tb-group" not in flat.split("</style>")[1]
 
 
 def test_real_compare_frame(evil: tb.Bench) -> None:

@@ -24,6 +24,8 @@ TABLE_STYLE = (
     "text-align:left;vertical-align:top;white-space:pre-wrap;max-width:32em;"
     "overflow-wrap:anywhere}"
     ".toolbench-table th{background:#f4f4f4;white-space:nowrap}"
+    ".toolbench-table thead th{vertical-align:bottom}"
+    ".toolbench-table th.tb-group{text-align:center}"
     ".toolbench-table td.tb-nowrap{white-space:nowrap;overflow-wrap:normal}"
     ".toolbench-table td.tb-wide{min-width:12em}"
     ".toolbench-table td.tb-number{white-space:nowrap;text-align:right}"

@@ -57,7 +57,7 @@ def compare_html(df: pd.DataFrame, *, max_rows: int = MAX_ROWS, max_cell: int = 
 def _compare_html(df: pd.DataFrame, max_rows: int, max_cell: int) -> str:
     if len(df) == 0:
         return "<i>no rows</i>"
-    extra = [c for c in df.columns if str(c).startswith("structured.")]
+    extra = [str(c) for c in df.columns if str(c).startswith("structured.")]
     rows: list[dict[str, Any]] = [{str(k): v for k, v in r.items()}
                                   for r in df.to_dict("records")]
     # Narrow enough for a notebook: when every answer is structured, its fields show it column
@@ -84,7 +84,7 @@ def _compare_html(df: pd.DataFrame, max_rows: int, max_cell: int) -> str:
         for case, group in by_case.items() for column in extra
     }
     counts = disagreements(df)
-    head = "".join(f"<th>{_html.cell(c, 40)}</th>" for c in columns)
+    head = _head(columns, extra)
     body = []
     for row in rows[:max_rows]:
         case = int(row["case"])
@@ -130,9 +130,35 @@ def _compare_html(df: pd.DataFrame, max_rows: int, max_cell: int) -> str:
                f"{_html.counted(len(counts), 'case')}</small></p>")
 
     return (f"{TABLE_STYLE}<div class='toolbench-scroll'><table class='toolbench-table "
-            f"toolbench-compare'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody>"
+            f"toolbench-compare'><thead>{head}</thead><tbody>{''.join(body)}</tbody>"
             f"</table></div>{summary}"
             f"{latency_summary(df, slowest)}")
+
+
+MAX_FIELD_HEAD = 24
+"""A structured field's header is cut here (its whole column name is in the tooltip): a header
+stays on one line, so a long key would otherwise set its column's width."""
+
+
+def _head(columns: list[str], extra: list[str]) -> str:
+    """The header rows. Structured fields sit under one ``structured`` group header, each
+    headed by its key alone: repeating ``structured.`` on every field made notebook 04's
+    ``city`` compare wider than its output cell (issue 37, item 16). The frame's own column
+    name (``structured.<key>``) is each field header's tooltip."""
+    if not extra:
+        return "<tr>" + "".join(f"<th>{_html.cell(c, 40)}</th>" for c in columns) + "</tr>"
+    top: list[str] = []
+    fields_at = set(extra)
+    for column in columns:
+        if column == extra[0]:
+            top.append(f"<th colspan='{len(extra)}' class='tb-group'>structured</th>")
+        elif column not in fields_at:
+            top.append(f"<th rowspan='2'>{_html.cell(column, 40)}</th>")
+    fields = "".join(
+        f"<th title=\"{_html.escape(_html.shorten(column, 2000))}\">"
+        f"{_html.escape(_html.shorten(column.removeprefix('structured.'), MAX_FIELD_HEAD))}</th>"
+        for column in extra)
+    return f"<tr>{''.join(top)}</tr><tr>{fields}</tr>"
 
 
 MAX_ERROR_TITLE = 8000
