@@ -96,7 +96,7 @@ def test_the_front_ends_teardown_and_the_views_answer_are_in_the_log() -> None:
         view.send = lambda content: None
         view._on_front(view, {"kind": "teardown", "state": "sent", "id": "toolbench-teardown"},
                        [])
-        assert view.bridge.torn_down
+        assert not view.bridge.torn_down  # one output went; the widget may show elsewhere
         view._on_front(view, {"kind": "rpc", "message": {
             "jsonrpc": "2.0", "id": "toolbench-teardown", "result": {}}}, [])
         deadline = time.monotonic() + 10
@@ -116,3 +116,6 @@ def test_the_front_ends_teardown_and_the_views_answer_are_in_the_log() -> None:
         errors = list(view.log["error"])[2:]
         assert "did not answer" in errors[0] and "already removed" in errors[1]
         assert list(view.log["id"])[2:] == ["'toolbench-teardown'"] * 2  # never the view's id
+        again = view.handle({"jsonrpc": "2.0", "id": 9, "method": "ui/initialize",
+                             "params": {}})
+        assert again is not None and "result" in again  # another output of it still works

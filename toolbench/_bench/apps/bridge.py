@@ -415,16 +415,15 @@ class Bridge:
         """The front end's word on a teardown it ran itself (the output was cleared or
         closed, or the kernel asked): ``sent`` to the live document, ``unanswered`` within
         2 s (the frame was removed anyway), or ``gone`` (the page had already discarded the
-        frame, so nothing could be sent). Each is a row of :attr:`log`; after ``sent`` the
-        view is torn down and no later request of it is answered."""
+        frame, so nothing could be sent). Each is a row of :attr:`log`. The bridge is not
+        torn down by it: one front-end view went, and the same widget may be showing in
+        another output (displayed twice), whose frame is still answered."""
         shown = {"id": id_ if isinstance(id_, str) else TEARDOWN_ID, "method": TEARDOWN}
         if state == "sent":
-            self.torn_down = True
             self._note("out", shown, True)
         elif state == "unanswered":
             self._note("in", shown, False, _UNANSWERED)
         elif state == "gone":
-            self.torn_down = True
             self._note("out", shown, False, "not sent: the page had already removed the view's "
                                             "frame (this browser cannot keep it alive)")
 
