@@ -203,6 +203,10 @@ async def _answers() -> None:
         answered = await bridge.ateardown()  # nobody answers here: bounded at 2 s
         assert answered is False and bridge.outbox[-1]["method"] == "ui/resource-teardown"
         assert 1.5 < time.monotonic() - started < 5
+        unanswered = bridge.log.iloc[-1]
+        assert (unanswered["direction"], unanswered["method"], unanswered["ok"]) == (
+            "in", "ui/resource-teardown", False)
+        assert "did not answer" in unanswered["error"]
         after = await bridge.ahandle({"jsonrpc": "2.0", "id": 12, "method": "ping"})
         assert after is not None and "torn down" in after["error"]["message"]
 

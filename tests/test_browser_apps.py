@@ -9,8 +9,10 @@ reaches the server and its call is in ``bench.records`` in the next cell with
 ``bench.logs``; "Open Link" shows the URL under the view and opens no page; a ``fetch`` from
 the view to a 127.0.0.1 listener its CSP does not declare never connects.
 
-The teardown check is its own test, expected to fail until the kernel side fixes what it
-found (see its xfail reason).
+Teardown has its own tests: Clear Output sends ``ui/resource-teardown`` to the live view
+document (a probe the test puts into that document reports it, so a reloaded frame would
+fail), the app's answer reaches the kernel's ``view.log``, and the hostile view that never
+answers is removed after 2 s with the kernel told so.
 
 The cell displays ``result.app`` itself: when this was written, a ``Result``'s own display
 showed the card only, not the live view above it (DESIGN asks for both).
@@ -19,11 +21,14 @@ showed the card only, not the live view above it (DESIGN asks for both).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
+import secrets
 import socket
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,7 +37,12 @@ import pytest
 from test_apps_servers import server_command
 from test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, kept_on_failure, serve_lab
 
+from toolbench._bench.apps.bridge import TEARDOWN, TEARDOWN_ID, TEARDOWN_WAIT_S
+
 NAME = "apps.ipynb"
+HOSTILE_NAME = "hostile.ipynb"
+ROOT = Path(__file__).resolve().parents[1]
+HOSTILE = [sys.executable, str(ROOT / "tests" / "servers" / "hostile_app.py")]
 
 pytestmark = [
     pytest.mark.browser,
@@ -56,10 +66,39 @@ def cells(command: list[str]) -> list[str]:
         "print('MESSAGES', [m['content'][0]['text'][:40] for m in view.messages])\n"
         "print('APP LOGS', int((bench.logs['kind'] == 'app').sum()))\n"
         "print('LINKS', list(view.links))",
-        "print('TEARDOWN', [(d, m, i, ok) for d, m, i, ok in\n"
-        "    view.log[['direction', 'method', 'id', 'ok']].itertuples(index=False)\n"
-        "    if 'teardown' in str(m) + str(i)])",
+        TEARDOWN_CELL,
     ]
+
+
+def hostile_cells() -> list[str]:
+    return [
+        "import toolbench as tb\n"
+        "bench = tb.Bench(timeout=60)\n"
+        f"bench.connect('hostile', {HOSTILE!r}, env={{'PYTHONPATH': {str(ROOT)!r}}})\n"
+        "result = bench.call('hostile-open_view')\nresult.app",
+        TEARDOWN_CELL,
+    ]
+
+
+TEARDOWN_CELL = (
+    "import json, time\n"
+    "view = result.app\n"
+    "def teardown_rows():\n"
+    "    log = view.log[['direction', 'method', 'id', 'ok', 'error']]\n"
+    "    return [list(row) for row in log.itertuples(index=False)\n"
+    "            if row[1] == 'ui/resource-teardown']\n"
+    "deadline = time.monotonic() + 10  # the view's answer is noted on toolbench's loop\n"
+    "while (view.bridge.torn_down and len(teardown_rows()) < 2\n"
+    "       and time.monotonic() < deadline):\n"
+    "    time.sleep(0.05)\n"
+    "log, logs = view.log, bench.logs\n"
+    "print('TEARDOWN', json.dumps({'rows': teardown_rows(), 'initialize': int(\n"
+    "    ((log['method'] == 'ui/initialize') & (log['direction'] == 'in')).sum()),\n"
+    "    'probe': [str(m) for m in logs.loc[logs['kind'] == 'app', 'message']\n"
+    "              if 'teardown-probe' in str(m)]}, default=str))"
+)
+"""The last cell: ``view.log``'s teardown rows (waiting, bounded, for the answer), how often
+the view sent ``ui/initialize`` (a reloaded frame sends it again) and what the probe said."""
 
 
 @pytest.fixture
@@ -75,6 +114,10 @@ def lab() -> Iterator[str]:
                                            "display_name": "Python 3 (ipykernel)",
                                            "language": "python"}
         nbformat.write(notebook, str(served / NAME))
+        hostile = nbformat.v4.new_notebook()
+        hostile.cells = [nbformat.v4.new_code_cell(source) for source in hostile_cells()]
+        hostile.metadata["kernelspec"] = notebook.metadata["kernelspec"]
+        nbformat.write(hostile, str(served / HOSTILE_NAME))
 
     with serve_lab(put, "toolbench-lab-apps-") as url:
         yield url
@@ -155,43 +198,104 @@ def _drive(page: Any, lab: str) -> None:
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.xfail(strict=True, reason=(
-    "found by this test: after Clear Output the frame is gone but the kernel never sees the "
-    "view's answer to ui/resource-teardown (view.js moves the iframe into a hidden div, and a "
-    "moved iframe reloads, so the teardown goes to a fresh document); kernel side to fix"))
-def test_closing_the_output_sends_teardown(lab: str) -> None:
+def test_clearing_the_output_tears_down_the_live_view(lab: str) -> None:
+    """Clear Output: ``ui/resource-teardown`` reaches the very document that was showing (a
+    probe the test put into it answers), the app answers it, and the kernel's ``view.log``
+    has both (no second ``ui/initialize``: the frame never reloaded)."""
+    found = _clear_and_read(lab, NAME, "apps-teardown", ready="#server-time")
+    assert found["rows"] == [["out", TEARDOWN, repr(TEARDOWN_ID), True, None],
+                             ["in", TEARDOWN, repr(TEARDOWN_ID), True, None]], found
+    assert found["initialize"] == 1, found
+    assert found["probe"] == [f"teardown-probe {found['token']} got {TEARDOWN_ID}"], found
+
+
+@pytest.mark.timeout(300)
+def test_a_view_that_never_answers_teardown_is_removed_after_2_s(lab: str) -> None:
+    """The hostile view gets the teardown in its live document and never answers: its frame
+    is removed after 2 s anyway, and the kernel records that it did not answer."""
+    found = _clear_and_read(lab, HOSTILE_NAME, "apps-teardown-hostile", ready="#out")
+    assert found["rows"][0] == ["out", TEARDOWN, repr(TEARDOWN_ID), True, None], found
+    assert found["rows"][1][:4] == ["in", TEARDOWN, repr(TEARDOWN_ID), False], found
+    assert "did not answer" in found["rows"][1][4], found
+    assert len(found["rows"]) == 2 and found["initialize"] == 1, found
+    assert found["probe"] == [f"teardown-probe {found['token']} got {TEARDOWN_ID}"], found
+    assert TEARDOWN_WAIT_S - 0.1 <= found["removed_after"] <= 15, found
+
+
+PROBE = """(token) => {
+  window.addEventListener("message", (event) => {
+    const m = event.data;
+    if (m && m.method === "ui/resource-teardown") {
+      window.parent.postMessage({jsonrpc: "2.0", method: "notifications/message", params: {
+        level: "info", logger: "teardown-probe",
+        data: "teardown-probe " + token + " got " + m.id}}, "*");
+    }
+  }, true);  // capture: before the app's own listener, whose answer removes the frame
+  return document.readyState;
+}"""
+"""Put into the live view document: says, through the bridge, that it got the teardown. A
+reloaded document would not have it."""
+
+
+def _clear_and_read(lab: str, name: str, artifact: str, ready: str,
+                    ) -> dict[str, Any]:
+    """Open ``name``, run it, put the probe into the live view, Clear Output on the view's
+    cell, wait (bounded) until the frame has left the page, then run the last cell and
+    return what it printed (its ``TEARDOWN`` JSON) plus the probe's token and how long the
+    frame outlived the click."""
     from playwright.sync_api import expect, sync_playwright
 
+    token = f"live-{secrets.token_hex(6)}"
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            with kept_on_failure(page, "apps-teardown"):
-                page.goto(f"{lab}/lab/tree/{NAME}?reset", timeout=60_000)
+            with kept_on_failure(page, artifact):
+                page.goto(f"{lab}/lab/tree/{name}?reset", timeout=60_000)
                 expect(page.get_by_text("Python 3 (ipykernel) | Idle")).to_be_visible(
                     timeout=60_000)
                 page.get_by_role("menuitem", name="Run", exact=True).click()
                 page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
                 frame_el = page.locator(".jp-Cell").first.locator(
                     ".jp-OutputArea-output iframe")
-                expect(frame_el.content_frame.locator("#get-time-btn")).to_be_visible(
+                expect(frame_el).to_have_count(1, timeout=60_000)
+                shown = frame_el.content_frame.locator(ready)
+                if ready == "#server-time":  # the tool's result reached the app
+                    expect(shown).not_to_have_text("Loading...", timeout=60_000)
+                else:  # the hostile view echoes what it gets: tool-result came
+                    expect(shown).to_contain_text("tool-result", timeout=60_000)
+                live = frame_el.element_handle().content_frame()
+                assert live is not None
+                assert live.evaluate(PROBE, token) == "complete"
+                # Shift+Enter on the last cell adds a new one: it is named by its index.
+                last = page.locator(".jp-Cell").nth(page.locator(".jp-Cell").count() - 1)
+                expect(page.get_by_text("Python 3 (ipykernel) | Idle")).to_be_visible(
                     timeout=60_000)
+
                 page.locator(".jp-Cell").first.locator(".jp-InputArea-editor").click()
                 page.keyboard.press("Escape")  # command mode, cell 1 selected
                 page.get_by_role("menuitem", name="Edit", exact=True).click()
                 clear = re.compile(r"^Clear (Cell )?Output")
-                page.get_by_role("menuitem", name=clear).first.click()
+                item = page.get_by_role("menuitem", name=clear).first
+                anywhere = page.locator("iframe[title='MCP App view']")
+                started = time.monotonic()
+                item.click()
                 expect(page.locator(".jp-OutputArea-output iframe")).to_have_count(
                     0, timeout=10_000)
-                page.wait_for_timeout(500)
-                third = page.locator(".jp-Cell").nth(2)
-                third.locator(".jp-InputArea-editor").click()
+                expect(anywhere).to_have_count(0, timeout=15_000)  # answered, or 2 s
+                removed_after = time.monotonic() - started
+
+                last.locator(".jp-InputArea-editor").click()
                 page.keyboard.press("Shift+Enter")
-                told = third.locator(".jp-OutputArea-output", has_text="TEARDOWN")
-                expect(told).to_contain_text("toolbench-teardown", timeout=30_000)
-                print(told.inner_text(), file=sys.stderr)
+                told = last.locator(".jp-OutputArea-output", has_text="TEARDOWN")
+                expect(told).to_contain_text(TEARDOWN, timeout=30_000)
+                text = told.inner_text()
+                print(text, file=sys.stderr)
         finally:
             browser.close()
+    found: dict[str, Any] = json.loads(text.split("TEARDOWN", 1)[1])
+    found["token"], found["removed_after"] = token, removed_after
+    return found
 
 
 @contextlib.contextmanager

@@ -83,3 +83,39 @@ def test_close_asks_the_front_end_to_tear_down_once() -> None:
         assert time.monotonic() - started < 1.0  # the front waits, not the kernel
         assert [m for m in sent if m.get("kind") == "teardown"] == [{"kind": "teardown"}]
         assert view.bridge.torn_down
+
+
+def test_the_front_ends_teardown_and_the_views_answer_are_in_the_log() -> None:
+    """Clearing the output tears the view down in the front end: the kernel is told it was
+    sent, gets the view's answer as an ``rpc`` message, and ``view.log`` shows both; a view
+    that never answers, or a frame the page had already discarded, is a failed row."""
+    with tb.Bench() as bench:
+        bench.connect("app", app_server(), protocol_mode="legacy")
+        view = bench.call("app-clock").app
+        assert isinstance(view, AppView)
+        view.send = lambda content: None
+        view._on_front(view, {"kind": "teardown", "state": "sent", "id": "toolbench-teardown"},
+                       [])
+        assert not view.bridge.torn_down  # one output went; the widget may show elsewhere
+        view._on_front(view, {"kind": "rpc", "message": {
+            "jsonrpc": "2.0", "id": "toolbench-teardown", "result": {}}}, [])
+        deadline = time.monotonic() + 10
+        while len(view.log) < 2 and time.monotonic() < deadline:  # answered on the loop
+            time.sleep(0.01)
+        rows = [list(row) for row in view.log[["direction", "method", "id", "ok", "error"]]
+                .itertuples(index=False)]
+        assert rows == [["out", "ui/resource-teardown", "'toolbench-teardown'", True, None],
+                        ["in", "ui/resource-teardown", "'toolbench-teardown'", True, None]]
+        view._on_front(view, {"kind": "teardown", "state": "unanswered", "id": 7}, [])
+        view._on_front(view, {"kind": "teardown", "state": "gone"}, [])
+        view._on_front(view, {"kind": "teardown", "state": "<b>made up</b>"}, [])
+        rows = [list(row) for row in view.log[["direction", "method", "ok"]]
+                .itertuples(index=False)][2:]
+        assert rows == [["in", "ui/resource-teardown", False],
+                        ["out", "ui/resource-teardown", False]]
+        errors = list(view.log["error"])[2:]
+        assert "did not answer" in errors[0] and "already removed" in errors[1]
+        assert list(view.log["id"])[2:] == ["'toolbench-teardown'"] * 2  # never the view's id
+        again = view.handle({"jsonrpc": "2.0", "id": 9, "method": "ui/initialize",
+                             "params": {}})
+        assert again is not None and "result" in again  # another output of it still works

@@ -43,6 +43,9 @@ PROTOCOL_VERSION: Final = "2026-01-26"
 MAX_IN_FLIGHT = 16
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 TEARDOWN_WAIT_S = 2.0
+TEARDOWN: Final = "ui/resource-teardown"
+TEARDOWN_ID: Final = "toolbench-teardown"
+"""The id of every ``ui/resource-teardown`` the host sends (the front end's is exactly this)."""
 LOG_ROWS = 1_000
 KEPT = 100
 """Messages, links and downloads a view keeps (the newest)."""
@@ -226,7 +229,10 @@ class Bridge:
             return _error(_plain_id(id_), INVALID_REQUEST, problem) if id_ is not None else None
         method = message.get("method")
         if method is None:  # a response to one of ours (teardown)
-            self._note("in", message, "error" not in message)
+            answered = message.get("id")
+            teardown = isinstance(answered, str) and answered.startswith(TEARDOWN_ID)
+            self._note("in", {"id": answered, "method": TEARDOWN if teardown else None},
+                       "error" not in message, _error_text(message.get("error")))
             if self._teardown_answered is not None:
                 self._teardown_answered.set()
             return None
@@ -398,14 +404,42 @@ class Bridge:
             return False
         self._teardown_answered = asyncio.Event()
         self._sent_ids += 1
-        self._send({"jsonrpc": "2.0", "id": f"toolbench-teardown-{self._sent_ids}",
-                    "method": "ui/resource-teardown", "params": {}})
+        id_ = f"{TEARDOWN_ID}-{self._sent_ids}"
+        self._send({"jsonrpc": "2.0", "id": id_, "method": TEARDOWN, "params": {}})
         self._event("teardown", None)
         try:
             await asyncio.wait_for(self._teardown_answered.wait(), TEARDOWN_WAIT_S)
             return True
         except TimeoutError:
+            self._note("in", {"id": id_, "method": TEARDOWN}, False, _UNANSWERED)
             return False
+
+    def told_teardown(self, state: Any, id_: Any = TEARDOWN_ID) -> None:
+        """The front end's word on a teardown it ran itself (the output was cleared or
+        closed, or the kernel asked): ``sent`` to the live document, ``unanswered`` within
+        2 s (the frame was removed anyway), or ``gone`` (the page had already discarded the
+        frame, so nothing could be sent). Each is a row of :attr:`log`. The bridge is not
+        torn down by it: one front-end view went, and the same widget may be showing in
+        another output (displayed twice), whose frame is still answered."""
+        shown = {"id": id_ if isinstance(id_, str) else TEARDOWN_ID, "method": TEARDOWN}
+        if state == "sent":
+            self._note("out", shown, True)
+        elif state == "unanswered":
+            self._note("in", shown, False, _UNANSWERED)
+        elif state == "gone":
+            self._note("out", shown, False, "not sent: the page had already removed the view's "
+                                            "frame (this browser cannot keep it alive)")
+
+
+_UNANSWERED: Final = (f"the view did not answer {TEARDOWN} within {TEARDOWN_WAIT_S:g} s; "
+                      "its frame was removed anyway")
+
+
+def _error_text(error: Any) -> str | None:
+    if error is None:
+        return None
+    message = error.get("message") if isinstance(error, Mapping) else None
+    return message if isinstance(message, str) else _html.shorten(repr(error), 300)
 
 
 def _method_of(message: Any) -> Any:

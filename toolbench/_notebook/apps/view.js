@@ -1,9 +1,35 @@
 // toolbench's MCP App frame (DESIGN.md, "MCP Apps"): one sandboxed iframe per view, and a
 // relay. A message is taken only from this view's own frame (event.source), sent to the
 // kernel as {kind: "rpc", message}; {kind: "rpc", message} from the kernel is posted into
-// the frame; {kind: "teardown"} sends ui/resource-teardown and removes the frame after 2 s.
+// the frame; {kind: "teardown"} from the kernel, or the output being cleared or closed, sends
+// ui/resource-teardown to the live document and removes the frame on its answer, or after 2 s.
+// The kernel is told {kind: "teardown", state: "sent" | "unanswered" | "gone"}.
+//
+// Why "parking": JupyterLab removes an output's DOM *before* the widget's cleanup runs, and
+// removing an iframe discards its document, so a teardown sent from the cleanup would reach
+// no one (and an iframe moved with appendChild reloads: a fresh document). So the frame is
+// kept alive across the removal: on Lumino's "before-detach" (the view's
+// processLuminoMessage, while the frame is still in the page) it is moved with
+// Element.moveBefore, the state-preserving move that keeps an iframe's document, into a
+// hidden holder. If the view is then removed, the live document gets the teardown; if it is
+// attached again instead (a cell moved), the frame goes back, still the same document.
 const TEARDOWN_ID = "toolbench-teardown";
 const TEARDOWN_WAIT_MS = 2000;
+const ANSWERED_GRACE_MS = 100;
+const PROBE = "_toolbench_view_probe";
+
+/** The widget view rendering `el`: anywidget calls model.on callbacks with the view as `this`. */
+function viewOf(model) {
+  let view = null;
+  const probe = function () { view = this; };
+  model.on(`change:${PROBE}`, probe);
+  try {
+    model.set(PROBE, `${Date.now()}-${Math.random()}`);  // local only: never saved
+  } finally {
+    model.off(`change:${PROBE}`, probe);
+  }
+  return view && typeof view.processLuminoMessage === "function" ? view : null;
+}
 
 function render({ model, el }) {
   const frame = document.createElement("iframe");
@@ -19,12 +45,34 @@ function render({ model, el }) {
   const links = document.createElement("div");
   el.append(frame, links);
   let closing = false;
+  let removed = false;
+  let holder = null;  // the hidden div a parked frame lives in
+  let timer = null;
+  let answered = false;
 
+  const tell = (content) => {
+    try { model.send(content); } catch (e) { /* a closed comm: the kernel is gone */ }
+  };
+  const removeFrame = () => {
+    if (removed) return;
+    removed = true;
+    if (timer !== null) clearTimeout(timer);
+    frame.remove();
+    if (holder) holder.remove();
+    window.removeEventListener("message", onMessage);
+  };
   const onMessage = (event) => {
     if (event.source !== frame.contentWindow || !frame.contentWindow) return;
     const data = event.data;
-    if (closing && data && data.id === TEARDOWN_ID) frame.remove();
-    model.send({ kind: "rpc", message: data });
+    tell({ kind: "rpc", message: data });
+    if (closing && !answered && data && data.id === TEARDOWN_ID && data.method === undefined) {
+      // Answered (once: a view cannot keep its frame by answering again). What the view
+      // posted just before its answer can arrive just after it (Chromium does not keep the
+      // order), so the frame stays a moment longer for it.
+      answered = true;
+      if (timer !== null) clearTimeout(timer);
+      timer = setTimeout(removeFrame, ANSWERED_GRACE_MS);
+    }
   };
   window.addEventListener("message", onMessage);
 
@@ -44,15 +92,44 @@ function render({ model, el }) {
   model.on("change:links", showLinks);
   model.on("change:height", () => { frame.style.height = `${model.get("height")}px`; });
 
-  const teardown = () => {
-    if (closing) return;
-    closing = true;
-    if (frame.contentWindow) {
-      frame.contentWindow.postMessage(
-        { jsonrpc: "2.0", id: TEARDOWN_ID, method: "ui/resource-teardown", params: {} }, "*");
+  const park = () => {  // keep the frame's document alive while its output leaves the page
+    if (removed || !frame.isConnected || typeof Element.prototype.moveBefore !== "function") {
+      return;
     }
-    setTimeout(() => { frame.remove(); window.removeEventListener("message", onMessage); },
-               TEARDOWN_WAIT_MS);
+    if (!holder) {
+      holder = document.createElement("div");
+      holder.className = "toolbench-app-parked";
+      holder.style.cssText = "position:fixed;left:-10000px;top:0;width:1px;height:1px;"
+        + "overflow:hidden;visibility:hidden;pointer-events:none";
+      holder.setAttribute("aria-hidden", "true");
+      document.body.append(holder);
+    }
+    if (frame.parentNode === holder) return;
+    try { holder.moveBefore(frame, null); } catch (e) { /* not movable: it goes with the output */ }
+  };
+  const unpark = () => {
+    if (removed || closing || !holder || frame.parentNode !== holder || !el.isConnected) return;
+    try { el.moveBefore(frame, links); } catch (e) { return; }
+    holder.remove();
+    holder = null;
+  };
+
+  const teardown = () => {
+    if (closing || removed) return;
+    closing = true;
+    if (!frame.isConnected || !frame.contentWindow) {  // nothing live to tell
+      tell({ kind: "teardown", state: "gone", id: TEARDOWN_ID });
+      removeFrame();
+      return;
+    }
+    tell({ kind: "teardown", state: "sent", id: TEARDOWN_ID });
+    frame.contentWindow.postMessage(
+      { jsonrpc: "2.0", id: TEARDOWN_ID, method: "ui/resource-teardown", params: {} }, "*");
+    timer = setTimeout(() => {
+      timer = null;
+      if (!removed) tell({ kind: "teardown", state: "unanswered", id: TEARDOWN_ID });
+      removeFrame();
+    }, TEARDOWN_WAIT_MS);
   };
   model.on("msg:custom", (msg) => {
     if (msg && msg.kind === "rpc" && frame.contentWindow && !closing) {
@@ -61,19 +138,24 @@ function render({ model, el }) {
       teardown();
     }
   });
-  const light = document.body.dataset.jpThemeLight;
-  model.send({ kind: "context", theme: light === "false" ? "dark" : "light",
-               width: el.clientWidth || null });
 
-  return () => {  // the output is closed or the cell re-run: keep the frame 2 s, hidden
-    if (!closing && frame.isConnected) {
-      const keep = document.createElement("div");
-      keep.style.display = "none";
-      document.body.append(keep);
-      keep.append(frame);
-      teardown();
-      setTimeout(() => keep.remove(), TEARDOWN_WAIT_MS);
-    }
+  const view = viewOf(model);
+  if (view) {  // the frame's last moment in the page, before the output's DOM is removed
+    const own = view.processLuminoMessage;
+    view.processLuminoMessage = function (msg) {
+      if (msg && msg.type === "before-detach") park();
+      else if (msg && msg.type === "after-attach") unpark();
+      return own.call(this, msg);
+    };
+  }
+
+  const light = document.body.dataset.jpThemeLight;
+  tell({ kind: "context", theme: light === "false" ? "dark" : "light",
+         width: el.clientWidth || null });
+
+  return () => {  // the view is removed (output cleared, cell re-run, widget closed)
+    park();  // a widget closed from the kernel is still in the page here
+    teardown();
   };
 }
 

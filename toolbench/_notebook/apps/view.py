@@ -5,11 +5,18 @@ The widget is a frame and a relay; every decision is the bench's
 renders ``<iframe sandbox="allow-scripts" srcdoc=...>`` and speaks this comm protocol:
 
 * front → kernel: ``{"kind": "rpc", "message": <obj>}`` for each message the frame posted
-  (only when ``event.source`` is this view's frame), and once ``{"kind": "context",
-  "theme": "light" | "dark", "width": <px>}``;
+  (only when ``event.source`` is this view's frame), once ``{"kind": "context",
+  "theme": "light" | "dark", "width": <px>}``, and ``{"kind": "teardown", "state": "sent" |
+  "unanswered" | "gone", "id": ...}`` as it tears the view down (the view's answer itself
+  comes as an ``rpc`` message), so ``view.log`` shows the teardown and its outcome;
 * kernel → front: ``{"kind": "rpc", "message": <obj>}``, posted into the frame, and
   ``{"kind": "teardown"}``: the front sends ``ui/resource-teardown`` and removes the frame
   after 2 s (sooner if the view answers).
+
+Clearing the output, re-running the cell and closing the widget tear the view down from the
+front end: JupyterLab removes the output's DOM before the widget's cleanup runs, so
+``view.js`` keeps the frame's document alive across that removal (its comment says how) and
+sends ``ui/resource-teardown`` to that live document, never to a reloaded one.
 
 A message from the front is answered on toolbench's shared loop, never on the kernel's
 thread, so a slow ``tools/call`` from a view does not hold the kernel.
@@ -122,6 +129,8 @@ class AppView(anywidget.AnyWidget):  # type: ignore[misc]
             theme, width = content.get("theme"), content.get("width")
             self.bridge.theme = theme if theme in ("light", "dark") else "light"
             self.bridge.width = width if isinstance(width, int) and 0 < width < 100_000 else None
+        elif content.get("kind") == "teardown":
+            self.bridge.told_teardown(content.get("state"), content.get("id"))
         elif content.get("kind") == "rpc":
             message = content.get("message")
             future = get_loop().submit(lambda: self.bridge.answer(message))
