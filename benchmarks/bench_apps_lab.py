@@ -86,6 +86,29 @@ RECORDER = """
   }, true);
 })();
 """
+CONTROLS = 5
+ALONE = """
+() => new Promise((resolve, reject) => {
+  // The control: the same document in a bare sandboxed frame on the same page, no widget,
+  // no kernel: from setting srcdoc to the frame's load (its inline script has run by then).
+  const html = document.querySelector('iframe[title="MCP App view"]').srcdoc;
+  const frame = document.createElement("iframe");
+  frame.setAttribute("sandbox", "allow-scripts");
+  frame.style.width = "800px";
+  frame.style.height = "400px";
+  const started = Date.now();
+  const timer = setTimeout(() => { frame.remove(); reject(new Error("no load in 30 s")); },
+                           30000);
+  frame.addEventListener("load", () => {
+    clearTimeout(timer);
+    resolve(Date.now() - started);
+    frame.remove();
+  });
+  frame.srcdoc = html;
+  document.body.append(frame);
+})
+"""
+"""How long the view's own document takes alone in this browser (``CONTROLS`` times)."""
 
 
 def server_command() -> list[str]:
@@ -238,6 +261,7 @@ def one_run(rounds: int) -> dict[str, Any]:
                 expect(idle).to_be_visible(timeout=WAIT_MS)
                 time.sleep(SETTLE_S)
             frames = page.evaluate("() => window.__tbFrames")
+            alone = [page.evaluate(ALONE) for _ in range(CONTROLS)]
             collect = _run_cell(page, "collect")
             expect(collect.locator(".jp-OutputArea-output")).to_contain_text("COLLECTED",
                                                                              timeout=WAIT_MS)
@@ -249,6 +273,7 @@ def one_run(rounds: int) -> dict[str, Any]:
         raise RuntimeError(f"{rounds} rounds, but {len(frames)} frames in the page and "
                            f"{len(kernel)} views in the kernel")
     return {"rounds": [steps(k, f) for k, f in zip(kernel, frames, strict=True)],
+            "srcdoc_alone_ms": alone,
             "load_before": load_before, "load_after": load_after}
 
 
@@ -259,7 +284,9 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
         warm = [r["initialized at bridge"] for r in run["rounds"][1:]]
         per_run.append({"cold_ms": run["rounds"][0]["initialized at bridge"],
                         "warm_p50_ms": pct(warm, 0.5), "warm_p90_ms": pct(warm, 0.9),
-                        "warm_worst_ms": max(warm), "load_before": run["load_before"],
+                        "warm_worst_ms": max(warm),
+                        "srcdoc_alone_ms": statistics.median(run["srcdoc_alone_ms"]),
+                        "load_before": run["load_before"],
                         "load_after": run["load_after"]})
     medians: dict[str, dict[str, float | None]] = {}
     for label, pick in (("cold", lambda rs: rs[:1]), ("warm", lambda rs: rs[1:])):
@@ -283,7 +310,8 @@ def main() -> None:
     result = summary(runs)
     for n, row in enumerate(result["per_run"], 1):
         print(f"run {n}: cold {row['cold_ms']:.0f} ms; warm p50 {row['warm_p50_ms']:.0f} / "
-              f"p90 {row['warm_p90_ms']:.0f} / worst {row['warm_worst_ms']:.0f} ms "
+              f"p90 {row['warm_p90_ms']:.0f} / worst {row['warm_worst_ms']:.0f} ms; "
+              f"the document alone {row['srcdoc_alone_ms']:.0f} ms "
               f"(load {row['load_before'][0]:.2f} -> {row['load_after'][0]:.2f})")
     print("median ms after the call's return, per step:")
     for step in STEPS:
