@@ -51,7 +51,11 @@ WAIT_MS = 60_000
 SETTLE_S = 1.0
 """Pause after a round, so the next starts on a quiet kernel and page."""
 STEPS = ("widget made", "iframe in DOM", "iframe load", "ui/initialize posted",
-         "ui/initialize at bridge", "initialized posted", "initialized at bridge")
+         "ui/initialize at comm", "ui/initialize at bridge", "initialized posted",
+         "initialized at comm", "initialized at bridge")
+"""A round's steps in order. "at comm": the widget's comm handler on the kernel's thread (a
+second ``on_msg`` callback, run just after ``AppView``'s own has handed the message to
+toolbench's loop); "at bridge": the bridge's traffic log on that loop (the figure)."""
 
 RECORDER = """
 (() => {
@@ -183,9 +187,11 @@ def steps(kernel: dict[str, Any], page: dict[str, Any] | None) -> dict[str, floa
         "iframe load": page_ms("load"),
         "ui/initialize posted": ms(posted["ui/initialize"] / 1000)
         if "ui/initialize" in posted else None,
+        "ui/initialize at comm": ms(kernel["comm"].get("ui/initialize")),
         "ui/initialize at bridge": ms(_at_bridge(kernel["log"], "ui/initialize")),
         "initialized posted": ms(posted["ui/notifications/initialized"] / 1000)
         if "ui/notifications/initialized" in posted else None,
+        "initialized at comm": ms(kernel["comm"].get("ui/notifications/initialized")),
         "initialized at bridge": ms(_at_bridge(kernel["log"], "ui/notifications/initialized")),
     }
 
@@ -272,7 +278,11 @@ def one_run(rounds: int) -> dict[str, Any]:
     if len(frames) != rounds or len(kernel) != rounds:
         raise RuntimeError(f"{rounds} rounds, but {len(frames)} frames in the page and "
                            f"{len(kernel)} views in the kernel")
-    return {"rounds": [steps(k, f) for k, f in zip(kernel, frames, strict=True)],
+    found = [steps(k, f) for k, f in zip(kernel, frames, strict=True)]
+    missing = [n for n, row in enumerate(found, 1) if row["initialized at bridge"] is None]
+    if missing:
+        raise RuntimeError(f"rounds {missing}: the bridge never logged initialized")
+    return {"rounds": found,
             "srcdoc_alone_ms": alone,
             "load_before": load_before, "load_after": load_after}
 
