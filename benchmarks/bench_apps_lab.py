@@ -16,10 +16,13 @@ and a moved iframe reloads). The first round is reported on its own (cold: the f
 of the page, anywidget's ES module, the kernel's first view).
 
 Where a round's time goes, all from the same wall clock (kernel ``time.time()``, page
-``Date.now()``, one machine), each from the call's return: the widget made in the kernel; the
-iframe in the page's DOM; the frame's ``load``; ``ui/initialize`` posted by the frame; it
-reaching the bridge (the view's traffic log, ``view.log``); ``initialized`` posted; it
-reaching the bridge (the figure).
+``Date.now()``, one machine), each from the call's return (``STEPS``): the widget made in the
+kernel; the iframe in the page's DOM; the frame's ``load``; ``ui/initialize`` posted by the
+frame; it reaching the widget's comm handler, then the bridge (the view's traffic log,
+``view.log``); ``initialized`` posted; it reaching the comm handler, then the bridge (the
+figure). Each step's share is the median over rounds of its time minus the step before's.
+A control: the same document in a bare sandboxed frame on the same page (no widget, no
+kernel), ``srcdoc`` to ``load``, ``CONTROLS`` times per run.
 
     python -m benchmarks.bench_apps_lab [--rounds 10] [--runs 1] [--json out.json]
 """
@@ -229,7 +232,8 @@ def lab(rounds: int) -> Iterator[tuple[str, Path]]:
 
 
 def _cell(page: Any, mark: str) -> Any:
-    """The cell whose first line is ``# mark`` (by text: robust to Lab's windowing)."""
+    """The cell whose first line is ``# mark`` (found by its text: ``.jp-Cell`` by position
+    did not find the round's frame here)."""
     return page.locator(".jp-Cell", has_text=f"# {mark}")
 
 
@@ -299,11 +303,17 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
                         "load_before": run["load_before"],
                         "load_after": run["load_after"]})
     medians: dict[str, dict[str, float | None]] = {}
+    shares: dict[str, dict[str, float | None]] = {}
     for label, pick in (("cold", lambda rs: rs[:1]), ("warm", lambda rs: rs[1:])):
         chosen = [r for run in runs for r in pick(run["rounds"])]
         medians[label] = {step: statistics.median(v) if (v := [
             r[step] for r in chosen if r[step] is not None]) else None for step in STEPS}
-    return {"per_run": per_run, "step_medians_ms": medians}
+        shares[label] = {}
+        for before, step in zip(("returned", *STEPS), STEPS, strict=False):
+            got = [r[step] - (0.0 if before == "returned" else r[before]) for r in chosen
+                   if r[step] is not None and (before == "returned" or r[before] is not None)]
+            shares[label][step] = statistics.median(got) if got else None
+    return {"per_run": per_run, "step_medians_ms": medians, "step_shares_ms": shares}
 
 
 def main() -> None:
@@ -323,12 +333,15 @@ def main() -> None:
               f"p90 {row['warm_p90_ms']:.0f} / worst {row['warm_worst_ms']:.0f} ms; "
               f"the document alone {row['srcdoc_alone_ms']:.0f} ms "
               f"(load {row['load_before'][0]:.2f} -> {row['load_after'][0]:.2f})")
-    print("median ms after the call's return, per step:")
+    print("per step, median ms after the call's return (and its share: minus the step before)")
+
+    def shown(value: float | None) -> str:
+        return "   -   " if value is None else f"{value:7.1f}"
+
     for step in STEPS:
-        cold, warm = result["step_medians_ms"]["cold"][step], result["step_medians_ms"][
-            "warm"][step]
-        print(f"  {step:<26} cold {cold if cold is None else f'{cold:7.1f}'}   "
-              f"warm {warm if warm is None else f'{warm:7.1f}'}")
+        at, share = result["step_medians_ms"], result["step_shares_ms"]
+        print(f"  {step:<24} cold {shown(at['cold'][step])} ({shown(share['cold'][step])})"
+              f"   warm {shown(at['warm'][step])} ({shown(share['warm'][step])})")
     uptime = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout
     print(f"uptime after: {uptime.strip()}")
     if args.json:
