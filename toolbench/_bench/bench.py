@@ -187,7 +187,8 @@ class BaseBench(ServerFaces, CatalogFaces, CallFaces, ManyFaces, HistoryFaces, R
         self.tools = ToolHandles(self, self.pegboard)
         self.views = Apps(BenchHost(self.connections, self.pegboard, self.calls, self.fetches,
                                     self.store, requests), enabled=apps)
-        self.pegboard.on_listing(self.views.on_listing)
+        self.pegboard.on_listing(self.views.on_listing)  # before history's: a fresh cache
+        self.history.hash_views_with(self.views)  # fingerprints cover the views' HTML
         self.calls.on_result(self.views.attach)
         self.pegboard.on_listing(self.history.on_listing)
         self.connections.on_connected(self.follower.adopt)
