@@ -187,3 +187,28 @@ def test_a_pin_from_before_the_view_counted_is_renewed_quietly(tmp_path: Path) -
                 bench.call("v-show")
     told = [w for w in caught if issubclass(w.category, tb.PinWarning)]
     assert len(told) == 1 and "show" in str(told[0].message)
+
+
+@pytest.mark.slow
+def test_a_view_over_the_byte_cap_restarts_the_connection_once_not_forever(
+        tmp_path: Path) -> None:
+    """Its read restarts the connection, and a reconnect re-lists: fetched again each time,
+    it would restart it forever. It is its error state instead, kept until a new connect."""
+    state, pins = tmp_path / "state.json", tmp_path / "pins.json"
+    view_server.write_state(state, pad=300_000)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with tb.Bench(pins=pins, timeout=20) as bench:
+            bench.connect("v", _target("stdio", state), max_message_bytes=200_000)
+            assert "Malformed" in _pinned_view(pins)["error"]
+            seen = set()
+            deadline = time.monotonic() + 8  # a restart loop would show within this
+            while time.monotonic() < deadline:
+                seen.add(bench.servers.set_index("name").loc["v", "status"])
+                time.sleep(0.1)
+            assert seen == {"connected"}
+            assert bench.call("v-show").text == "shown: hi"  # no view, but not blocked
+            assert set(_states(bench).values()) == {"ok"}
+            row = bench.apps().iloc[0]
+            assert "200,000" in row["error"]
+    assert not [w for w in caught if issubclass(w.category, tb.PinWarning)]

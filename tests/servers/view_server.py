@@ -4,7 +4,8 @@ HTML (nothing else) and says so (``tools/list_changed``, then ``resources/update
 
 In process: ``create(state_path)``; over stdio: ``python view_server.py STATE_PATH``. The
 state is a JSON file read at every read of the view: ``version`` (default 1) is written into
-the HTML, and ``broken`` (default false) makes the read fail.
+the HTML, ``broken`` (default false) makes the read fail, and ``pad`` (default 0) adds that
+many spaces to the HTML (to go over a bench's ``max_message_bytes``).
 """
 
 from __future__ import annotations
@@ -35,9 +36,9 @@ def write_state(path: Path, **state: Any) -> None:
     tmp.replace(path)
 
 
-def html(version: int) -> str:
+def html(version: int, pad: int = 0) -> str:
     return (f"<!DOCTYPE html><html><head><title>v{version}</title></head>"
-            f"<body><p>view version {version}</p></body></html>")
+            f"<body><p>view version {version}</p>{' ' * pad}</body></html>")
 
 
 def create(path: str | Path) -> MCPServer:
@@ -70,7 +71,7 @@ def create(path: str | Path) -> MCPServer:
         state = read_state(state_path)
         if state.get("broken"):
             raise RuntimeError("the view cannot be read (broken on purpose)")
-        return html(int(state.get("version", 1)))
+        return html(int(state.get("version", 1)), int(state.get("pad", 0)))
 
     return server
 

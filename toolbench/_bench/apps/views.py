@@ -32,7 +32,7 @@ from toolbench._bench.apps.bridge import Bridge, Opened
 from toolbench._bench.apps.meta import MIME_TYPE, ToolUi, tool_ui
 from toolbench._bench.apps.policy import View, build_policy, framed
 from toolbench._core import html as _html
-from toolbench._core.errors import ToolError
+from toolbench._core.errors import Malformed, ToolError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -48,8 +48,9 @@ APPS_COLUMNS = ("name", "server", "tool", "uri", "mime_type", "bytes", "csp", "p
 MAX_VIEWS_PER_LISTING = 256
 """The most distinct views fetched to fingerprint one listing; a tool whose view is past
 that (in URI order) gets the state ``{"error": "not fetched: ..."}``."""
-VIEWS_AT_ONCE = 8
-"""How many views of one listing are fetched at the same time."""
+VIEWS_AT_ONCE = 1
+"""How many views of one listing are fetched at the same time: one, since a read over the
+byte cap restarts the connection and would fail every read beside it."""
 HASH_OFF_LOOP_CHARS = 256 * 1024
 """From this many characters on, a view is hashed and framed on a worker thread."""
 
@@ -70,6 +71,10 @@ class Apps:
         self._host = host
         self.enabled = enabled
         self._views: dict[str, dict[str, View]] = {}
+        self._oversize: dict[str, dict[str, View]] = {}
+        """Per server: the views whose read was over the byte cap. Such a read restarts the
+        connection, and a reconnect re-lists: fetched again then, they would restart it
+        forever. So they are kept across re-lists, until the server is connected anew."""
         self._generation: dict[str, int] = {}
         """Per server: how many listings were applied (a fetch from before one is not kept)."""
         self._open: weakref.WeakSet[Bridge] = weakref.WeakSet()
@@ -79,6 +84,8 @@ class Apps:
         """A re-list forgets the server's fetched views: they are fetched again when needed."""
         self._generation[server] = self._generation.get(server, 0) + 1
         self._views.pop(server, None)
+        if cause == "connect":
+            self._oversize.pop(server, None)
 
     @staticmethod
     def ui(entry: PegEntry) -> ToolUi:
@@ -86,7 +93,7 @@ class Apps:
 
     async def view(self, server: str, uri: str, timeout: float | None = None) -> View:
         """The view at ``uri`` of ``server``, fetched once per listing; never raises."""
-        kept = self._views.get(server, {}).get(uri)
+        kept = self._views.get(server, {}).get(uri) or self._oversize.get(server, {}).get(uri)
         if kept is not None:
             return kept
         generation = self._generation.get(server, 0)
@@ -137,9 +144,12 @@ class Apps:
         try:
             answer = await self._host.read_view(server, uri, timeout)
         except ToolError as exc:
-            return View(server, uri, error=f"resources/read of {shown!r} failed: "
-                                           f"{type(exc).__name__}: {exc}",
-                        failure=f"resources/read failed: {type(exc).__name__}")
+            failed = View(server, uri, error=f"resources/read of {shown!r} failed: "
+                                             f"{type(exc).__name__}: {exc}",
+                          failure=f"resources/read failed: {type(exc).__name__}")
+            if isinstance(exc, Malformed) and "max_message_bytes" in str(exc):
+                self._oversize.setdefault(server, {})[uri] = failed
+            return failed
         items = [c for c in answer.contents if isinstance(c, Mapping)]
         item = next((c for c in items if c.get("uri") == uri), items[0] if items else None)
         if item is None:
