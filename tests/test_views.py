@@ -212,3 +212,28 @@ def test_a_view_over_the_byte_cap_restarts_the_connection_once_not_forever(
             row = bench.apps().iloc[0]
             assert "200,000" in row["error"]
     assert not [w for w in caught if issubclass(w.category, tb.PinWarning)]
+
+
+def test_a_fetch_that_breaks_still_leaves_the_listing_checked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not a ToolError (a bug, say): the view is its error state, and every tool is still
+    pinned and checked, never left out of the listing's check."""
+    from toolbench._bench.apps.host import BenchHost
+
+    async def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a bug in the fetch")
+
+    monkeypatch.setattr(BenchHost, "read_view", broken)
+    state, pins = tmp_path / "state.json", tmp_path / "pins.json"
+    with tb.Bench(pins=pins) as bench:
+        bench.connect("v", _target("in_process", state))
+        assert _pinned_view(pins) == {"error": "not fetched: RuntimeError"}
+        assert set(_states(bench)) == {"show", "plain", "flip", view_server.URI}
+    monkeypatch.undo()
+    with warnings.catch_warnings(record=True) as caught:  # readable again: a change
+        warnings.simplefilter("always")
+        with tb.Bench(pins=pins) as bench:
+            bench.connect("v", _target("in_process", state))
+            assert _states(bench)["show"] == "changed"
+    assert any("show" in str(w.message) for w in caught
+               if issubclass(w.category, tb.PinWarning))

@@ -126,7 +126,10 @@ class Apps:
 
         async def one(uri: str) -> None:
             async with gate:
-                states[uri] = view_state(await self.view(server, uri, limit))
+                try:
+                    states[uri] = view_state(await self.view(server, uri, limit))
+                except Exception as exc:  # not a ToolError: still a state, never a gap
+                    states[uri] = {"error": f"not fetched: {type(exc).__name__}"}
 
         try:
             async with asyncio.timeout(max(limit, 0.0)):

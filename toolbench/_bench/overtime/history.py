@@ -137,6 +137,11 @@ class History:
         except anyio.get_cancelled_exc_class() as exc:
             return {name: {"error": "not fetched: the listing was cancelled"}
                     for name in wanted}, exc
+        except Exception as exc:  # a bug there must not leave the listing unchecked
+            _log.warning("fetching the views of %r failed: %s: %s", server,
+                         type(exc).__name__, exc)
+            return {name: {"error": f"not fetched: {type(exc).__name__}"}
+                    for name in wanted}, None
 
     def _keep_tools(self, server: str, taken: datetime, cause: str, items: Items) -> None:
         old = self._listings.get(server)
