@@ -395,3 +395,23 @@ def test_a_pin_from_before_execution_and_ui_counted_is_told_apart() -> None:
     current = {"fingerprint": "x", "item": dict(new)}  # a pin made now holds the keys
     assert not pinned_before_execution_and_ui(current, new)
     assert not pinned_before_execution_and_ui({"fingerprint": "x"}, new)  # no item kept
+
+
+def test_a_pin_from_before_the_view_html_counted_is_told_apart() -> None:
+    from toolbench._bench.overtime.snapshots import pinned_before_view_hash
+
+    spec = _spec(meta={"ui": {"resourceUri": "ui://a/view"}})
+    old = item_from_spec(spec)  # as a toolbench without view hashes made it
+    new = item_from_spec(spec, view={"sha256": "ab" * 32})
+    assert new["ui"]["view"] == {"sha256": "ab" * 32}
+    assert old["fingerprint"] != new["fingerprint"]  # it looks changed...
+    assert pinned_before_view_hash({"fingerprint": old["fingerprint"]}, new)  # ...it is not
+    other = item_from_spec(spec, view={"error": "resources/read failed: TimedOut"})
+    assert other["fingerprint"] != new["fingerprint"]  # an unreadable view is a change
+    assert not pinned_before_view_hash({"fingerprint": new["fingerprint"]}, other)
+    reworded = {**old, "description": "Far."}
+    reworded["fingerprint"] = fingerprint(reworded)
+    assert not pinned_before_view_hash({"fingerprint": reworded["fingerprint"]}, new)
+    assert not pinned_before_view_hash({"fingerprint": old["fingerprint"]}, old)  # no view
+    plain = item_from_spec(_spec(), view={"sha256": "ab" * 32})  # no view declared: no state
+    assert plain["ui"] is None and plain["fingerprint"] == item_from_spec(_spec())["fingerprint"]

@@ -25,8 +25,10 @@ collaborator            owns                                 may call
 Hooks: ``pegboard.on_listing(history.on_listing)`` (each tool listing is fingerprinted,
 stored and checked against the pins), ``connections.on_connected(follower.adopt)`` (a
 connected server is followed) and ``connections.on_added(guard.warned)`` (an added ToolBox's
-PinWarning, built off the loop, is issued before ``add`` returns). Closing runs in reverse
-order.
+PinWarning, built off the loop, is issued before ``add`` returns); and
+``history.hash_views_with(views)`` hands History the apps' view fetcher (typed by a Protocol,
+since the apps room sits above overtime), so a tool's fingerprint covers its view's HTML.
+Closing runs in reverse order.
 
 Each operation's logic is one coroutine of its collaborator that runs on the shared loop;
 its faces are written out (``acall`` awaits it from any loop, ``call`` blocks a cell on it),
@@ -187,7 +189,8 @@ class BaseBench(ServerFaces, CatalogFaces, CallFaces, ManyFaces, HistoryFaces, R
         self.tools = ToolHandles(self, self.pegboard)
         self.views = Apps(BenchHost(self.connections, self.pegboard, self.calls, self.fetches,
                                     self.store, requests), enabled=apps)
-        self.pegboard.on_listing(self.views.on_listing)
+        self.pegboard.on_listing(self.views.on_listing)  # before history's: a fresh cache
+        self.history.hash_views_with(self.views)  # fingerprints cover the views' HTML
         self.calls.on_result(self.views.attach)
         self.pegboard.on_listing(self.history.on_listing)
         self.connections.on_connected(self.follower.adopt)

@@ -181,3 +181,6 @@ class View:
     """SHA-256 of the server's document as sent (before the CSP was inserted)."""
     policy: Policy | None = None
     error: str | None = None
+    failure: str | None = None
+    """With an ``error``, its kind in words that stay the same while the failure does (no
+    timings, no server text): what a tool's fingerprint covers when its view is missing."""

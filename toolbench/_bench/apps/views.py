@@ -7,6 +7,14 @@ cap; its ``_meta.ui`` (CSP, permissions, domain, border) comes from the content 
 type other than ``text/html;profile=mcp-app``, a missing resource or one over the cap gives
 a ``View`` with an ``error`` and no HTML: nothing is framed with a policy it did not earn.
 
+**Over time.** A tool's fingerprint covers its view's HTML (DESIGN.md, "MCP Apps", "Over
+time"): each time a server's tools are listed, :meth:`Apps.view_states` fetches the views they
+declare, through this cache, and hands ``History`` (the hook ``BaseBench`` wires) one state per
+tool, ``{"sha256": ...}`` or ``{"error": ...}`` (a stable kind of failure: a view that could
+not be fetched is that state, never "unchanged"). So the view a call shows is the one that
+was fingerprinted and checked against the pins. A fetch that started before a re-list is not
+cached after it (the cache has a generation per server).
+
 The widget lives above this layer, so a live view is made by the factory the notebook layer
 registers (:func:`register_view_factory`); without one, ``result.app`` is the pure-Python
 :class:`~toolbench._bench.apps.bridge.Bridge` itself.
@@ -17,25 +25,34 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from toolbench._bench.apps.bridge import Bridge, Opened
 from toolbench._bench.apps.meta import MIME_TYPE, ToolUi, tool_ui
 from toolbench._bench.apps.policy import View, build_policy, framed
 from toolbench._core import html as _html
-from toolbench._core.errors import ToolError
+from toolbench._core.errors import Malformed, ToolError
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from toolbench._bench.apps.bridge import Host
     from toolbench._bench.journal.record import Record
-    from toolbench._core.client import Result
+    from toolbench._core.client import Result, ToolSpec
     from toolbench._routing.pegboard_names import PegEntry
 
 APPS_COLUMNS = ("name", "server", "tool", "uri", "mime_type", "bytes", "csp", "permissions",
                 "domain", "prefers_border", "error")
+
+MAX_VIEWS_PER_LISTING = 256
+"""The most distinct views fetched to fingerprint one listing; a tool whose view is past
+that (in URI order) gets the state ``{"error": "not fetched: ..."}``."""
+VIEWS_AT_ONCE = 1
+"""How many views of one listing are fetched at the same time: one, since a read over the
+byte cap restarts the connection and would fail every read beside it."""
+HASH_OFF_LOOP_CHARS = 256 * 1024
+"""From this many characters on, a view is hashed and framed on a worker thread."""
 
 ViewFactory = Callable[[Bridge], Any]
 _factory: ViewFactory | None = None
@@ -54,12 +71,21 @@ class Apps:
         self._host = host
         self.enabled = enabled
         self._views: dict[str, dict[str, View]] = {}
+        self._oversize: dict[str, dict[str, View]] = {}
+        """Per server: the views whose read was over the byte cap. Such a read restarts the
+        connection, and a reconnect re-lists: fetched again then, they would restart it
+        forever. So they are kept across re-lists, until the server is connected anew."""
+        self._generation: dict[str, int] = {}
+        """Per server: how many listings were applied (a fetch from before one is not kept)."""
         self._open: weakref.WeakSet[Bridge] = weakref.WeakSet()
 
     # -- discovery ---------------------------------------------------------------------------
     def on_listing(self, server: str, entries: object, cause: str) -> None:
         """A re-list forgets the server's fetched views: they are fetched again when needed."""
+        self._generation[server] = self._generation.get(server, 0) + 1
         self._views.pop(server, None)
+        if cause == "connect":
+            self._oversize.pop(server, None)
 
     @staticmethod
     def ui(entry: PegEntry) -> ToolUi:
@@ -67,41 +93,94 @@ class Apps:
 
     async def view(self, server: str, uri: str, timeout: float | None = None) -> View:
         """The view at ``uri`` of ``server``, fetched once per listing; never raises."""
-        kept = self._views.get(server, {}).get(uri)
+        kept = self._views.get(server, {}).get(uri) or self._oversize.get(server, {}).get(uri)
         if kept is not None:
             return kept
+        generation = self._generation.get(server, 0)
         view = await self._fetch(server, uri, timeout)
-        self._views.setdefault(server, {})[uri] = view
+        if self._generation.get(server, 0) == generation:  # else fetched before a re-list
+            self._views.setdefault(server, {})[uri] = view
         return view
+
+    @staticmethod
+    def views_declared(specs: Iterable[tuple[str, ToolSpec]]) -> dict[str, str]:
+        """``{own tool name: view URI}`` of the tools that declare a view (a valid
+        ``ui://`` URI): the tools whose fingerprint covers a view's HTML."""
+        wanted: dict[str, str] = {}
+        for name, spec in specs:
+            uri = tool_ui(spec.meta).uri
+            if uri is not None:
+                wanted[name] = uri
+        return wanted
+
+    async def view_states(self, server: str, wanted: Mapping[str, str],
+                          limit: float) -> dict[str, dict[str, str]]:
+        """``{own tool name: state}`` for each tool of ``wanted`` (``views_declared``):
+        ``{"sha256": hex}`` of its view's HTML as sent, or ``{"error": kind}``. Bounded: at
+        most ``MAX_VIEWS_PER_LISTING`` distinct views, ``VIEWS_AT_ONCE`` at a time, all within
+        ``limit`` seconds; what is not fetched by then has an error state. Never raises."""
+        uris = sorted(set(wanted.values()))
+        fetched, skipped = uris[:MAX_VIEWS_PER_LISTING], set(uris[MAX_VIEWS_PER_LISTING:])
+        states: dict[str, dict[str, str]] = {}
+        gate = asyncio.Semaphore(VIEWS_AT_ONCE)
+
+        async def one(uri: str) -> None:
+            async with gate:
+                try:
+                    states[uri] = view_state(await self.view(server, uri, limit))
+                except Exception as exc:  # not a ToolError: still a state, never a gap
+                    states[uri] = {"error": f"not fetched: {type(exc).__name__}"}
+
+        try:
+            async with asyncio.timeout(max(limit, 0.0)):
+                await asyncio.gather(*(one(uri) for uri in fetched))
+        except TimeoutError:
+            pass
+        late = {"error": f"not fetched within the server's timeout ({limit:.3g} s)"}
+        over = {"error": f"not fetched: more than {MAX_VIEWS_PER_LISTING} views in one "
+                         "listing"}
+        return {name: states.get(uri, over if uri in skipped else late)
+                for name, uri in wanted.items()}
 
     async def _fetch(self, server: str, uri: str, timeout: float | None) -> View:
         shown = _html.shorten(uri, 200)
         try:
             answer = await self._host.read_view(server, uri, timeout)
         except ToolError as exc:
-            return View(server, uri, error=f"resources/read of {shown!r} failed: "
-                                           f"{type(exc).__name__}: {exc}")
+            failed = View(server, uri, error=f"resources/read of {shown!r} failed: "
+                                             f"{type(exc).__name__}: {exc}",
+                          failure=f"resources/read failed: {type(exc).__name__}")
+            if isinstance(exc, Malformed) and "max_message_bytes" in str(exc):
+                self._oversize.setdefault(server, {})[uri] = failed
+            return failed
         items = [c for c in answer.contents if isinstance(c, Mapping)]
         item = next((c for c in items if c.get("uri") == uri), items[0] if items else None)
         if item is None:
-            return View(server, uri, error=f"resources/read of {shown!r} returned no contents")
+            return View(server, uri, error=f"resources/read of {shown!r} returned no contents",
+                        failure="resources/read returned no contents")
         mime = item.get("mimeType")
         text = item.get("text")
         size = len(text.encode("utf-8", "surrogatepass")) if isinstance(text, str) else 0
         if mime != MIME_TYPE:
             return View(server, uri, mime if isinstance(mime, str) else None, size,
                         error=f"view {shown!r} has MIME type {_html.shorten(repr(mime), 80)}; "
-                              f"a view must be {MIME_TYPE!r}, so it is not shown")
+                              f"a view must be {MIME_TYPE!r}, so it is not shown",
+                        failure=f"MIME type {_html.shorten(repr(mime), 80)}")
         if not isinstance(text, str):
             return View(server, uri, mime, 0,
-                        error=f"view {shown!r} is not text (a view is one HTML document)")
+                        error=f"view {shown!r} is not text (a view is one HTML document)",
+                        failure="not text")
         meta = item.get("_meta")
         ui = meta.get("ui") if isinstance(meta, Mapping) else None
         if not isinstance(ui, Mapping):  # DESIGN: the resources/list entry is the fallback
             ui = await self._listed_ui(server, uri, timeout)
         policy = build_policy(ui if isinstance(ui, Mapping) else None, self._host.egress)
-        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-        return View(server, uri, mime, size, framed(text, policy.csp), digest, policy)
+
+        def made() -> View:  # a large document is hashed and framed beside the loop
+            digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+            return View(server, uri, mime, size, framed(text, policy.csp), digest, policy)
+
+        return made() if len(text) < HASH_OFF_LOOP_CHARS else await asyncio.to_thread(made)
 
     async def _listed_ui(self, server: str, uri: str, timeout: float | None,
                          ) -> Mapping[str, Any] | None:
@@ -178,3 +257,11 @@ class Apps:
     async def teardown_all(self) -> None:
         """Closing the bench tears down every open view (each bounded)."""
         await asyncio.gather(*(bridge.teardown() for bridge in list(self._open)))
+
+
+def view_state(view: View) -> dict[str, str]:
+    """What a tool's fingerprint covers of its view: the SHA-256 of its HTML as sent, or the
+    kind of failure that left it without one."""
+    if view.sha256 is not None:
+        return {"sha256": view.sha256}
+    return {"error": view.failure or view.error or "no view"}

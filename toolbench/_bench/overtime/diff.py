@@ -4,8 +4,9 @@
 that both have (``change``, ``server``, ``kind``, ``name``, ``field``, ``old``, ``new``,
 ``detail``). ``detail`` says the change in words: a word-level diff of a description
 (``[-old words-]{+new words+}``; over ``MAX_DIFF_WORDS`` words, a summary of the lengths
-and where the texts first differ, see ``toolbench._bench.overtime.words``), or which
-parameters a schema gained, lost or changed.
+and where the texts first differ, see ``toolbench._bench.overtime.words``), which
+parameters a schema gained, lost or changed, or, for ``ui``, whether the view's HTML (its
+hash) or the rest of ``_meta.ui`` changed.
 Items are matched by kind and name (a tool's own name, unprefixed), within the same server;
 when each side holds one server, across servers, so ``diff(bench.snapshot("a"),
 bench.snapshot("b"))`` compares two servers. Items whose fingerprints match are skipped
@@ -23,7 +24,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from toolbench._bench.overtime.snapshots import DECLARED
+from toolbench._bench.overtime.snapshots import DECLARED, VIEW
 from toolbench._bench.overtime.words import MAX_DIFF_WORDS, word_diff
 
 __all__ = ["ASPECTS", "DIFF_COLUMNS", "MAX_DIFF_WORDS", "SCHEMA_DIFF_COLUMNS", "diff",
@@ -129,10 +130,34 @@ def _changes(server: str, a: Mapping[str, Any], b: Mapping[str, Any]) -> list[tu
             detail: str | None = word_diff(va or "", vb or "")
         elif field == "input_schema":
             detail = schema_change(va, vb)
+        elif field == "ui":
+            detail = ui_change(va, vb)
         else:
             detail = None
         rows.append(("changed", server, b.get("kind"), b.get("name"), field, va, vb, detail))
     return rows
+
+
+def ui_change(old: Any, new: Any) -> str:
+    """What changed of a tool's view: its HTML (by hash, or how it could not be fetched)
+    and the rest of its ``_meta.ui``."""
+    old_ui, new_ui = (v if isinstance(v, dict) else {} for v in (old, new))
+    told = []
+    was, now = old_ui.get(VIEW), new_ui.get(VIEW)
+    if was != now:
+        told.append(f"the view's HTML: {_view_said(was)} -> {_view_said(now)}")
+    if ({k: v for k, v in old_ui.items() if k != VIEW}
+            != {k: v for k, v in new_ui.items() if k != VIEW}):
+        told.append("_meta.ui changed")
+    return "; ".join(told) or "changed"
+
+
+def _view_said(state: Any) -> str:
+    if not isinstance(state, dict):
+        return "not known"
+    if isinstance(state.get("sha256"), str):
+        return f"sha256 {state['sha256'][:12]}"
+    return f"not fetched ({state.get('error')})"
 
 
 def _properties(schema: Any) -> dict[str, Any]:

@@ -43,6 +43,7 @@ from toolbench._bench.overtime.pins import (
     now_text,
     refusal,
 )
+from toolbench._bench.overtime.snapshots import pinned_before_view_hash
 from toolbench._bench.overtime.warnings_off_loop import Warner, again_warning, listing_warning
 from toolbench._core.errors import Refused
 from toolbench._core.ids import ToolId
@@ -152,6 +153,7 @@ class PinGuard:
             return
         pinned = self._file.pins
         new_pins: dict[Key, dict[str, Any]] = {}
+        renewed: dict[Key, dict[str, Any]] = {}
         changed: list[tuple[dict[str, Any], dict[str, Any]]] = []
         stamp = now_text()
         for name, item in items.items():
@@ -159,6 +161,11 @@ class PinGuard:
             pin = pinned.get(key)
             # the names of a tool listing were checked by the pegboard
             tid = ToolId.of_checked(server, name) if kind == "tool" else None
+            if pin is not None and pinned_before_view_hash(pin, item):
+                # pinned before the view's HTML counted, and unchanged since: renewed quietly
+                renewed[key] = {"fingerprint": item["fingerprint"], "item": item,
+                                "pinned": pin.get("pinned", stamp)}
+                pin = renewed[key]
             if pin is None:
                 new_pins[key] = {"fingerprint": item["fingerprint"], "item": item,
                                  "pinned": stamp}
@@ -187,9 +194,10 @@ class PinGuard:
             self._unverified.pop(server, None)
         self._reblock()
         first = not any(k[:2] == (server, kind) for k in pinned)
-        if new_pins:
+        if new_pins or renewed:
             pinned.update(new_pins)
-            self._save(new_pins)
+            pinned.update(renewed)
+            self._save({**new_pins, **renewed})
         if changed or removed or (new_pins and not first):
             self._warner.soon(server, listing_warning, server, changed,
                               [k[2] for k in removed],

@@ -7,6 +7,9 @@ pegboard calls each time a server's tool listing is applied (``add_service`` on 
 ``refresh`` on ``tools/list_changed`` and on reconnect), in the same synchronous step that
 publishes the listing. There, and only there:
 
+- the views the tools declare (MCP Apps) are fetched, through the apps' cache
+  (:meth:`History.hash_views_with`, a hook ``BaseBench`` wires, since the apps sit above this
+  room), so that each fingerprint covers its view's HTML;
 - every tool's fingerprint is computed (``toolbench._bench.overtime.snapshots``), once per
   listing;
 - with a journal, the listing is queued to be stored as a snapshot (on a worker thread);
@@ -23,9 +26,9 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import anyio
 
@@ -48,6 +51,19 @@ if TYPE_CHECKING:
     from toolbench._routing.pegboard import PegBoard, PegEntry
 
 T = TypeVar("T")
+
+
+class ViewHasher(Protocol):
+    """What fetches the tools' views for their fingerprints (the bench's ``Apps``)."""
+
+    def views_declared(self, specs: Iterable[tuple[str, Any]]) -> dict[str, str]:
+        """``{own name: view URI}`` of the tools that declare a view."""
+
+    async def view_states(self, server: str, wanted: Mapping[str, str],
+                          limit: float) -> dict[str, dict[str, str]]:
+        """``{own name: {"sha256": ...} or {"error": ...}}`` of each wanted view."""
+
+
 _log = logging.getLogger("toolbench.overtime")
 Items = dict[str, dict[str, Any]]
 _FINGERPRINT = re.compile(r"[0-9a-f]{64}")
@@ -71,6 +87,11 @@ class History:
         self._previous: dict[str, tuple[datetime, Items]] = {}
         self._snapshots = SnapshotWriter(os.fspath(journal)) if journal is not None else None
         self._kinds = KindListings(servers, self.keep_kind)
+        self._hasher: ViewHasher | None = None
+
+    def hash_views_with(self, hasher: ViewHasher) -> None:
+        """Fingerprint each tool's view HTML, fetched by ``hasher`` (the bench's apps)."""
+        self._hasher = hasher
 
     @property
     def kinds(self) -> KindListings:
@@ -90,12 +111,37 @@ class History:
         redact = self._servers.redactor(server)
         # Shielded: the board holds the new tools already, so their check must follow even if
         # the listing's caller is cancelled now (the work is bounded: CPU, no I/O).
-        with self._guard.relisting(server), anyio.CancelScope(shield=True):
-            items = await off_loop(lambda: _redacted(fingerprint_tools(pairs), redact),
-                                   len(pairs))
-            if self._turns.get(server) != turn:
-                return  # a newer listing of this server was applied meanwhile: it is kept
-            self._keep_tools(server, taken, cause, items)
+        with self._guard.relisting(server):
+            views, cancelled = await self._views(server, pairs)
+            with anyio.CancelScope(shield=True):
+                items = await off_loop(
+                    lambda: _redacted(fingerprint_tools(pairs, views), redact), len(pairs))
+                if self._turns.get(server) == turn:  # else a newer listing is kept instead
+                    self._keep_tools(server, taken, cause, items)
+            if cancelled is not None:
+                raise cancelled
+
+    async def _views(self, server: str, pairs: list[tuple[str, Any]],
+                     ) -> tuple[dict[str, dict[str, str]], BaseException | None]:
+        """The state of each tool's view HTML (bounded by the server's timeout). Cancelled
+        meanwhile, every view is "not fetched" (never "unchanged"), and the cancellation is
+        handed back to be raised once the listing is checked."""
+        if self._hasher is None:
+            return {}, None
+        wanted = self._hasher.views_declared(pairs)
+        if not wanted:
+            return {}, None
+        try:
+            return await self._hasher.view_states(server, wanted,
+                                                  self._servers.limit(server, None)), None
+        except anyio.get_cancelled_exc_class() as exc:
+            return {name: {"error": "not fetched: the listing was cancelled"}
+                    for name in wanted}, exc
+        except Exception as exc:  # a bug there must not leave the listing unchecked
+            _log.warning("fetching the views of %r failed: %s: %s", server,
+                         type(exc).__name__, exc)
+            return {name: {"error": f"not fetched: {type(exc).__name__}"}
+                    for name in wanted}, None
 
     def _keep_tools(self, server: str, taken: datetime, cause: str, items: Items) -> None:
         old = self._listings.get(server)

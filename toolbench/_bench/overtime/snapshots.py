@@ -5,9 +5,15 @@ canonical JSON (sorted keys, no spaces, UTF-8) of what a model or a user relies 
 title and description, the schemas (tools), the URI and MIME type (resources), the arguments
 (prompts), and the annotations; and for a tool, its ``execution`` (whether it runs as a task)
 and its ``_meta.ui`` (its MCP App view: ``ui``, and the older ``ui/resourceUri``), the parts
-of ``_meta`` the bench acts on. Those two enter the hash only when the tool declares them, so
-the fingerprint of an item without them is what it was before they counted, and pins made
-then stay valid. Two listings with the same fingerprint declared the same
+of ``_meta`` the bench acts on, with the state of the view's HTML when it declares one
+(``ui["view"]``: ``{"sha256": ...}`` of the document as sent, or ``{"error": ...}`` when it
+could not be fetched; the apps' ``view_states``). Snapshots keep the hash, never the HTML,
+so a changed view is a ``ui`` row in a diff.
+
+Those two enter the hash only when the tool declares them, so the fingerprint of an item
+without them is what it was before they counted, and pins made then stay valid; a pin made
+before the view's HTML counted is renewed quietly when nothing else changed
+(``pinned_before_view_hash``). Two listings with the same fingerprint declared the same
 thing; any change to any of those fields changes it. Fingerprints are computed once, when a
 listing is applied (``fingerprint_tools``), never per call: the pin check on the call path is
 a set lookup.
@@ -42,6 +48,9 @@ DECLARED = ("title", "description", "input_schema", "output_schema", "annotation
 """The declared fields of an item, in the order a diff reports them."""
 UI_META = ("ui", "ui/resourceUri")
 """The keys of a tool's ``_meta`` that declare its MCP App view (``ui`` in a snapshot)."""
+VIEW = "view"
+"""The key of a tool's ``ui`` that holds its view's HTML state (``sha256`` or ``error``); a
+``_meta`` key never lands there (only ``UI_META`` keys are taken)."""
 _WHEN_DECLARED = ("execution", "ui")
 """Fingerprinted only when present, so older fingerprints of items without them hold."""
 _FINGERPRINTED: dict[str, tuple[str, ...]] = {
@@ -81,16 +90,34 @@ def pinned_before_execution_and_ui(pin: Mapping[str, Any], item: Mapping[str, An
     return bool(pin.get("fingerprint") == fingerprint(without))
 
 
-def item_from_spec(spec: ToolSpec, name: str | None = None) -> dict[str, Any]:
-    """A tool as a snapshot item (``name``: its own, unprefixed name), fingerprinted."""
+def item_from_spec(spec: ToolSpec, name: str | None = None,
+                   view: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """A tool as a snapshot item (``name``: its own, unprefixed name), fingerprinted;
+    ``view`` is the state of its view's HTML (``ui["view"]``), when it declares a view."""
+    ui = ui_meta(spec.meta)
+    if ui is not None and view is not None:
+        ui[VIEW] = dict(view)
     item: dict[str, Any] = {
         "kind": "tool", "name": spec.name if name is None else name, "title": spec.title,
         "description": spec.description, "input_schema": spec.input_schema,
         "output_schema": spec.output_schema, "annotations": spec.annotations,
-        "execution": declared_execution(spec.execution), "ui": ui_meta(spec.meta),
+        "execution": declared_execution(spec.execution), "ui": ui,
     }
     item["fingerprint"] = fingerprint(item)
     return item
+
+
+def pinned_before_view_hash(pin: Mapping[str, Any], item: Mapping[str, Any]) -> bool:
+    """Whether ``pin`` is of this tool as it was before its view's HTML counted, and nothing
+    else changed: the item has a view state, and the pin's fingerprint is the item's without
+    it. Any pin made since covers the state in its fingerprint, so no other pin matches (a
+    pin kept without its item is told apart too). Such a pin is renewed quietly: trust on
+    first use of the view's HTML, as of a new tool."""
+    ui = item.get("ui")
+    if not isinstance(ui, Mapping) or VIEW not in ui:
+        return False
+    without = {**item, "ui": {k: v for k, v in ui.items() if k != VIEW}}
+    return bool(pin.get("fingerprint") == fingerprint(without))
 
 
 def declared_execution(execution: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -126,9 +153,13 @@ def item_from_row(kind: str, row: Mapping[str, Any]) -> dict[str, Any]:
     return item
 
 
-def fingerprint_tools(specs: Iterable[tuple[str, ToolSpec]]) -> dict[str, dict[str, Any]]:
-    """``{own name: item}`` for ``(own name, spec)`` pairs: what a listing is worth keeping."""
-    return {name: item_from_spec(spec, name) for name, spec in specs}
+def fingerprint_tools(specs: Iterable[tuple[str, ToolSpec]],
+                      views: Mapping[str, Mapping[str, str]] | None = None,
+                      ) -> dict[str, dict[str, Any]]:
+    """``{own name: item}`` for ``(own name, spec)`` pairs: what a listing is worth keeping;
+    ``views`` gives the state of each tool's view HTML, by own name."""
+    views = views or {}
+    return {name: item_from_spec(spec, name, views.get(name)) for name, spec in specs}
 
 
 def key(item: Mapping[str, Any]) -> tuple[str, str]:
