@@ -237,3 +237,26 @@ def test_a_fetch_that_breaks_still_leaves_the_listing_checked(
             assert _states(bench)["show"] == "changed"
     assert any("show" in str(w.message) for w in caught
                if issubclass(w.category, tb.PinWarning))
+
+
+def test_a_pin_from_before_execution_and_ui_counted_is_renewed_quietly(tmp_path: Path) -> None:
+    """A pins file written before a tool's ``execution`` and ``_meta.ui`` entered its
+    fingerprint (issue 33) holds the item without ``ui``: it loads quietly, and is renewed."""
+    state, pins = tmp_path / "state.json", tmp_path / "pins.json"
+    with tb.Bench(pins=pins) as bench:
+        bench.connect("v", _target("in_process", state))
+    doc = json.loads(pins.read_text())
+    pin = doc["pins"]["v"]["tool"]["show"]
+    item = {k: v for k, v in pin["item"].items() if k not in ("ui", "execution", "fingerprint")}
+    item["fingerprint"] = pin["fingerprint"] = fingerprint(item)
+    pin["item"] = item
+    pins.write_text(json.dumps(doc))
+    pins.chmod(0o600)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with tb.Bench(pins=pins) as bench:
+            bench.connect("v", _target("in_process", state))
+            assert set(_states(bench).values()) == {"ok"}
+            assert bench.call("v-show").text == "shown: hi"
+    assert not [w for w in caught if issubclass(w.category, tb.PinWarning)]
+    assert _pinned_view(pins) == {"sha256": _sha(1)}  # renewed, with the view, in the file

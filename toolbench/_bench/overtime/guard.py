@@ -43,7 +43,10 @@ from toolbench._bench.overtime.pins import (
     now_text,
     refusal,
 )
-from toolbench._bench.overtime.snapshots import pinned_before_view_hash
+from toolbench._bench.overtime.snapshots import (
+    pinned_before_execution_and_ui,
+    pinned_before_view_hash,
+)
 from toolbench._bench.overtime.warnings_off_loop import Warner, again_warning, listing_warning
 from toolbench._core.errors import Refused
 from toolbench._core.ids import ToolId
@@ -161,8 +164,10 @@ class PinGuard:
             pin = pinned.get(key)
             # the names of a tool listing were checked by the pegboard
             tid = ToolId.of_checked(server, name) if kind == "tool" else None
-            if pin is not None and pinned_before_view_hash(pin, item):
-                # pinned before the view's HTML counted, and unchanged since: renewed quietly
+            if pin is not None and (pinned_before_view_hash(pin, item)
+                                    or pinned_before_execution_and_ui(pin, item)):
+                # pinned before the view's HTML (or execution and _meta.ui at all) counted,
+                # and unchanged since in what counted then: renewed quietly
                 renewed[key] = {"fingerprint": item["fingerprint"], "item": item,
                                 "pinned": pin.get("pinned", stamp)}
                 pin = renewed[key]
