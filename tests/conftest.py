@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -79,3 +80,19 @@ def slow_if_it_starts_a_process(request: pytest.FixtureRequest) -> Iterator[None
         else:
             pytest.fail(f"it started a process ({_spawned[0]}) but is not marked "
                         "@pytest.mark.slow", pytrace=False)
+
+
+@pytest.fixture
+def sigint_raises() -> Iterator[None]:
+    """A SIGINT raises ``KeyboardInterrupt`` during the test, as in a terminal or a kernel.
+
+    A process started in the background by a shell without job control (``.ci/run ... &``)
+    inherits SIGINT *ignored* (POSIX), and Python then leaves it ignored: the tests that
+    interrupt themselves would wait out their call instead (a CI run found it: a 60 s
+    connect). So they set Python's own handler for their duration.
+    """
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -92,6 +92,7 @@ def test_one_loop_thread_for_every_connection(mem: LoopClient) -> None:
 
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
                     reason="SIGINT reaches the main thread only")
+@pytest.mark.usefixtures("sigint_raises")
 def test_interrupt_cancels_on_the_loop_and_everything_stays_usable(mem: LoopClient) -> None:
     cancelled = threading.Event()
 
@@ -120,6 +121,7 @@ def test_interrupt_cancels_on_the_loop_and_everything_stays_usable(mem: LoopClie
 
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
                     reason="SIGINT reaches the main thread only")
+@pytest.mark.usefixtures("sigint_raises")
 def test_an_interrupt_taken_by_another_thread_still_ends_the_wait() -> None:
     """Any thread of the process may take a SIGINT; its handler then waits for the main
     thread, which a single unbounded lock wait never wakes: the interrupt came only when the

@@ -490,6 +490,7 @@ def make_echo_inprocess() -> MCPServer:
 # -- interrupts and shutdown -----------------------------------------------------------------
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
                     reason="SIGINT reaches the main thread only")
+@pytest.mark.usefixtures("sigint_raises")
 def test_sigint_during_sync_call_cancels_and_connection_survives(echo: LoopClient) -> None:
     timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
     started = time.monotonic()
