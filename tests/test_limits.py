@@ -225,15 +225,23 @@ def sse_url() -> Iterator[str]:
 
 
 @pytest.mark.slow
-def test_sse_event_over_the_cap_ends_the_stream_and_the_next_call_works(sse_url: str) -> None:
-    """Legacy SSE has no per-request hook: the capped stream ends, so the call is in doubt."""
+def test_sse_event_over_the_cap_is_malformed_and_restarts(sse_url: str) -> None:
+    """Legacy SSE (an SDK MCPServer): the oversized event on the GET stream answers its call
+    as on the other transports (``Malformed``, naming the cap), at once, and restarts; under
+    the default cap a 3 MB reply arrives whole (the SDK's own 1 MiB per event is lifted)."""
     with LoopClient(sse_url, name="echo", max_message_bytes=MB, timeout=30) as client:
         assert client.call_sync(ToolId("echo", "echo"), {"text": "hi"}).text == "hi"
         started = time.monotonic()
-        with pytest.raises(TimedOut):
+        with pytest.raises(Malformed, match=r"event exceeded max_message_bytes=1,048,576 .*"
+                                            r"discarded unread and the connection restarted"):
             client.call_sync(ToolId("echo", "echo"), {"text": "x" * (3 * MB)})
-        assert time.monotonic() - started < 15
+        assert time.monotonic() - started < 15  # the call's timeout is 30 s
+        assert client.status == "lost" and "max_message_bytes" in (client.last_error or "")
         assert client.call_sync(ToolId("echo", "echo"), {"text": "again"}).text == "again"
+        assert client.status == "connected"
+    with LoopClient(sse_url, name="echo", timeout=30) as client:
+        big = client.call_sync(ToolId("echo", "echo"), {"text": "y" * (3 * MB)})
+        assert len(big.text) == 3 * MB
 
 
 @pytest.mark.slow

@@ -19,7 +19,7 @@ import os
 import secrets
 import ssl
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, Protocol
 
 import httpx2
 
@@ -175,23 +175,39 @@ class _Inflated(httpx2.AsyncByteStream):
             await close()
 
 
+class Guard(Protocol):
+    """A transport's watcher (see :class:`CappedTransport`)."""
+
+    def sent(self, request: httpx2.Request) -> None:
+        """``request`` is about to be sent."""
+
+    def body(self, request: httpx2.Request, body: Any,
+             events: bool) -> httpx2.AsyncByteStream | None:
+        """The body to hand on for ``request``'s response, or ``None``: capped as usual."""
+
+
 class CappedTransport(httpx2.AsyncBaseTransport):
     """An httpx transport whose response bodies stop at ``limit`` bytes per message.
 
     With ``max_tools``, the reply to a ``tools/list`` POST (streamable HTTP: a JSON body or
     an event stream) is also counted as it arrives (:class:`PageCount`) and refused past
     ``max_tools`` before the SDK parses it, as the stdio reader does. Legacy SSE answers on
-    its GET stream, where the reply cannot be told from the rest: not counted there.
+    its GET stream, where the replies come one event each: a ``guard`` (legacy SSE's
+    ``toolbench._transports.wire.sse.EventGuard``) is shown each request before it is sent,
+    and may take over a response body (capping it its own way).
     """
 
     def __init__(self, limit: int, inner: httpx2.AsyncBaseTransport | None = None,
-                 max_tools: int | None = None) -> None:
+                 max_tools: int | None = None, guard: Guard | None = None) -> None:
         self._limit = limit
         self._inner = (inner if inner is not None
                        else httpx2.AsyncHTTPTransport(verify=shared_ssl_context()))
         self._max_tools = max_tools
+        self._guard = guard
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if self._guard is not None:
+            self._guard.sent(request)
         response = await self._inner.handle_async_request(request)
         headers = response.headers
         body: Any = response.stream
@@ -203,6 +219,13 @@ class CappedTransport(httpx2.AsyncBaseTransport):
             body = _Inflated(body, coding, self._limit)
         kind = headers.get("content-type", "").lower()
         events = kind.startswith("text/event-stream")
+        own = self._guard.body(request, body, events) if self._guard is not None else None
+        if own is not None:
+            if "charset" in kind:  # always UTF-8 (the SSE spec), as counted
+                headers = headers.copy()
+                headers["content-type"] = "text/event-stream"
+            return httpx2.Response(response.status_code, headers=headers, stream=own,
+                                   extensions=response.extensions, request=request)
         count = None
         if self._max_tools is not None and _lists_tools(request):
             count = PageCount(self._max_tools, events, _too_many_tools(self._max_tools))
@@ -249,16 +272,24 @@ def _too_many_tools(limit: int) -> Callable[[int, int], BaseException]:
 
 def _lists_tools(request: httpx2.Request) -> bool:
     """Whether ``request`` is a ``tools/list`` (its reply is counted before it is parsed)."""
+    return listing_id(request) is not None
+
+
+def listing_id(request: httpx2.Request) -> int | str | None:
+    """The id of ``request`` if it is a ``tools/list`` POST, else ``None``."""
     if request.method != "POST":
-        return False
+        return None
     try:
         body = request.content
     except httpx2.RequestNotRead:
-        return False
+        return None
     if b'"tools/list"' not in body:
-        return False
+        return None
     try:
         message = json.loads(body)
     except ValueError:
-        return False
-    return isinstance(message, dict) and message.get("method") == "tools/list"
+        return None
+    if not isinstance(message, dict) or message.get("method") != "tools/list":
+        return None
+    found = message.get("id")
+    return found if isinstance(found, int | str) and not isinstance(found, bool) else None
