@@ -445,6 +445,29 @@ def test_an_http_page_under_max_tools_is_counted_and_kept(sse: bool) -> None:
             bench.connect("fewer", url, max_tools=5999)
 
 
+@pytest.mark.slow
+def test_a_resumed_page_is_counted_and_capped_like_the_first() -> None:
+    """The tools/list stream ends after one event with an id, before the page; the SDK
+    resumes it with a GET (``Last-Event-ID``) and the page comes there. It is counted as on
+    the POST (refused past ``max_tools`` before it is parsed, kept under it) and capped at
+    ``max_message_bytes``; each refusal is ``Unreachable`` at connect, the row kept."""
+    with _catalog_http("--tools", "100000", "--sse", "--resume") as url, \
+            tb.Bench(connect_timeout=60) as bench:
+        with pytest.raises(Unreachable, match=r"more than max_tools=10,000 tools \([\d,]+ in "
+                                              r"its first [\d,]+ bytes\).*without being parsed"):
+            bench.connect("many", url)
+        row = bench.servers.set_index("name").loc["many"]
+        assert row["status"] == "failed" and "max_tools" in row["error"]
+    with _catalog_http("--tools", "6000", "--sse", "--resume") as url, \
+            tb.Bench(connect_timeout=60) as bench:
+        assert bench.connect("many", url) == 6000
+        with pytest.raises(Unreachable, match="more than max_tools=5,999 tools"):
+            bench.connect("fewer", url, max_tools=5999)
+        with pytest.raises(Unreachable, match=r"event exceeded max_message_bytes=65,536"):
+            bench.connect("small", url, max_message_bytes=65_536)
+        assert bench.call("many-t0").text == "3"  # three pages were sent; one was kept
+
+
 def test_http_connects_share_one_verifying_ssl_context(monkeypatch: pytest.MonkeyPatch) -> None:
     """Loading the CA bundle costs 0.1 s or more of the shared loop: once per process."""
     import ssl

@@ -1,11 +1,14 @@
 """Streamable HTTP (stdlib only) that offers one huge page of tools, as JSON or as an event.
 
-    big_catalog_http.py PORT --tools 100000 [--sse] [--desc-bytes 20] [--tiny]
+    big_catalog_http.py PORT --tools 100000 [--sse [--resume]] [--desc-bytes 20] [--tiny]
 
 ``--sse`` answers every request with an event stream (``text/event-stream``), the page split
 over several ``data:`` lines and preceded by a notification and an ``id:`` line whose quotes
 and brackets would confuse a count that read them; without it, plain JSON bodies. The
-``count`` tool returns how many tools/list requests it answered. A port of 0 picks a free
+``count`` tool returns how many tools/list requests it answered. ``--resume`` (with
+``--sse``): the tools/list POST's stream ends after one event with an ``id:``, before the
+reply; the page comes on the GET that resumes it (``Last-Event-ID``), as a server whose
+stream was cut would send it. A port of 0 picks a free
 one; the URL is printed on stdout once it listens.
 """
 
@@ -13,7 +16,7 @@ import argparse
 import json
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, ClassVar
 
 
 def page(tools: int, desc_bytes: int, tiny: bool) -> list[dict[str, Any]]:
@@ -31,6 +34,8 @@ class Handler(BaseHTTPRequestHandler):
     sse = False
     tiny = False
     lists = 0
+    resume = False
+    held: ClassVar[dict[str, bytes]] = {}  # --resume: event id -> the stream that resumes after it
     encoded: bytes | None = None  # the reply to tools/list, but for its id (made once)
     protocol_version = "HTTP/1.1"
 
@@ -43,7 +48,15 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
 
     def do_GET(self) -> None:
-        self._empty(405)
+        data = Handler.held.pop(self.headers.get("Last-Event-ID") or "", None)
+        if data is None:
+            self._empty(405)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
     def do_DELETE(self) -> None:
         self._empty(405)
@@ -85,6 +98,11 @@ class Handler(BaseHTTPRequestHandler):
                     + b'id: "[[[{\n: {"\r\nevent: message\n'
                     + b"".join(b"data: " + line + b"\n" for line in lines) + b"\n")
             kind = "text/event-stream"
+            if self.resume and method == "tools/list":
+                event_id = f"ev-{Handler.lists}"
+                Handler.held[event_id] = data
+                data = b"retry: 10\nid: " + event_id.encode() + b"\nevent: message\ndata: " \
+                    + note + b"\n\n"
         else:
             kind = "application/json"
         self.send_response(200)
@@ -101,9 +119,10 @@ def main() -> None:
     parser.add_argument("--desc-bytes", type=int, default=20)
     parser.add_argument("--sse", action="store_true")
     parser.add_argument("--tiny", action="store_true")
+    parser.add_argument("--resume", action="store_true")
     args = parser.parse_args()
     Handler.tools, Handler.desc_bytes, Handler.sse = args.tools, args.desc_bytes, args.sse
-    Handler.tiny = args.tiny
+    Handler.tiny, Handler.resume = args.tiny, args.resume
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     print(f"http://127.0.0.1:{server.server_address[1]}/mcp", flush=True)
     try:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import ssl
 from collections.abc import AsyncIterator, Callable
@@ -84,11 +85,12 @@ class _CappedStream(httpx2.AsyncByteStream):
     """A response body that raises once one message (JSON body or SSE event) is too big."""
 
     def __init__(self, inner: Any, limit: int, events: bool,
-                 count: PageCount | None = None) -> None:
+                 count: PageCount | None = None, ids: EventIds | None = None) -> None:
         self._inner = inner
         self._limit = limit
         self._events = events
         self._count = count
+        self._ids = ids
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         since = 0  # bytes since the message began (the body, or the current SSE event)
@@ -107,6 +109,8 @@ class _CappedStream(httpx2.AsyncByteStream):
                 raise MessageTooLarge(too_large_message(since, self._limit, what))
             if self._count is not None:
                 await self._count.feed(chunk)
+            if self._ids is not None:
+                self._ids.feed(chunk)
             yield chunk
         if self._count is not None:
             await self._count.end()
@@ -115,6 +119,33 @@ class _CappedStream(httpx2.AsyncByteStream):
         close = getattr(self._inner, "aclose", None)
         if close is not None:
             await close()
+
+
+class EventIds:
+    """Notes the ``id:`` of every event on a ``tools/list`` reply's event stream.
+
+    A stream that ends before its reply is resumed by a GET carrying the last id seen
+    (``Last-Event-ID``); the page then arrives on that GET, which says nothing else of what
+    it resumes. Knowing the ids, :class:`CappedTransport` counts that page too. ``seen`` is
+    shared by one client's streams and keeps the last ``KEEP`` ids.
+    """
+
+    KEEP = 256
+    _LINE = re.compile(rb"(?:^|(?<=[\r\n]))id: ?([^\r\n]{1,256})[\r\n]")
+
+    def __init__(self, seen: dict[str, None]) -> None:
+        self._seen = seen
+        self._carry = b""  # the start of an unfinished line (a long one: a marker only)
+
+    def feed(self, chunk: bytes) -> None:
+        data = self._carry + chunk
+        last = max(data.rfind(b"\n"), data.rfind(b"\r"))
+        for match in self._LINE.finditer(data, 0, last + 1):
+            self._seen[match.group(1).decode("utf-8", "replace")] = None
+            while len(self._seen) > self.KEEP:
+                del self._seen[next(iter(self._seen))]
+        rest = data[last + 1:]
+        self._carry = rest if len(rest) <= 300 else b"\x00"  # too long to be an id line
 
 
 _SSL_CONTEXTS: dict[tuple[str | None, str | None], ssl.SSLContext] = {}
@@ -191,7 +222,8 @@ class CappedTransport(httpx2.AsyncBaseTransport):
 
     With ``max_tools``, the reply to a ``tools/list`` POST (streamable HTTP: a JSON body or
     an event stream) is also counted as it arrives (:class:`PageCount`) and refused past
-    ``max_tools`` before the SDK parses it, as the stdio reader does. Legacy SSE answers on
+    ``max_tools`` before the SDK parses it, as the stdio reader does; so is a GET that
+    resumes such a stream (its ``Last-Event-ID`` names one of its events). Legacy SSE answers on
     its GET stream, where the replies come one event each: a ``guard`` (legacy SSE's
     ``toolbench._transports.wire.sse.EventGuard``) is shown each request before it is sent,
     and may take over a response body (capping it its own way).
@@ -204,6 +236,7 @@ class CappedTransport(httpx2.AsyncBaseTransport):
                        else httpx2.AsyncHTTPTransport(verify=shared_ssl_context()))
         self._max_tools = max_tools
         self._guard = guard
+        self._listing_events: dict[str, None] = {}  # see EventIds
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         if self._guard is not None:
@@ -226,16 +259,19 @@ class CappedTransport(httpx2.AsyncBaseTransport):
                 headers["content-type"] = "text/event-stream"
             return httpx2.Response(response.status_code, headers=headers, stream=own,
                                    extensions=response.extensions, request=request)
-        count = None
-        if self._max_tools is not None and _lists_tools(request):
+        count = ids = None
+        resumed = (request.method == "GET"
+                   and request.headers.get("last-event-id") in self._listing_events)
+        if self._max_tools is not None and (resumed or _lists_tools(request)):
             count = PageCount(self._max_tools, events, _too_many_tools(self._max_tools))
+            ids = EventIds(self._listing_events) if events else None
             if events and "charset" in kind:  # always UTF-8 (the SSE spec), as counted
                 headers = headers.copy()
                 headers["content-type"] = "text/event-stream"
         return httpx2.Response(
             response.status_code,
             headers=headers,
-            stream=_CappedStream(body, self._limit, events, count),
+            stream=_CappedStream(body, self._limit, events, count, ids),
             extensions=response.extensions,
             request=request,
         )
