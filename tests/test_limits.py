@@ -468,6 +468,22 @@ def test_a_resumed_page_is_counted_and_capped_like_the_first() -> None:
         assert bench.call("many-t0").text == "3"  # three pages were sent; one was kept
 
 
+@pytest.mark.slow
+def test_an_oversized_event_on_the_standalone_get_stream_restarts_the_connection() -> None:
+    """Streamable HTTP's GET stream answers no request: the SDK would reopen it quietly and
+    the connection would stay up. Dropped there, it restarts the connection at once, the
+    error naming the cap (as an oversized notification does on stdio); the next call works."""
+    with _catalog_http("--shout", "2") as url, \
+            LoopClient(url, name="cat", max_message_bytes=MB, timeout=30) as client:
+        deadline = time.monotonic() + 15
+        while client.status != "lost" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert client.status == "lost", client.status
+        assert "max_message_bytes=1,048,576" in (client.last_error or ""), client.last_error
+        assert client.call_sync(ToolId("cat", "t0"), {}).text.isdigit()  # answered
+        assert client.status == "connected"
+
+
 def test_http_connects_share_one_verifying_ssl_context(monkeypatch: pytest.MonkeyPatch) -> None:
     """Loading the CA bundle costs 0.1 s or more of the shared loop: once per process."""
     import ssl

@@ -8,8 +8,9 @@ and brackets would confuse a count that read them; without it, plain JSON bodies
 ``count`` tool returns how many tools/list requests it answered. ``--resume`` (with
 ``--sse``): the tools/list POST's stream ends after one event with an ``id:``, before the
 reply; the page comes on the GET that resumes it (``Last-Event-ID``), as a server whose
-stream was cut would send it. A port of 0 picks a free
-one; the URL is printed on stdout once it listens.
+stream was cut would send it. ``--shout MB`` gives the client a session, and the first GET
+that opens the standalone stream (no ``Last-Event-ID``) gets a notification of ``MB`` MiB.
+A port of 0 picks a free one; the URL is printed on stdout once it listens.
 """
 
 import argparse
@@ -35,6 +36,7 @@ class Handler(BaseHTTPRequestHandler):
     tiny = False
     lists = 0
     resume = False
+    shout = 0.0
     held: ClassVar[dict[str, bytes]] = {}  # --resume: event id -> the stream that resumes after it
     encoded: bytes | None = None  # the reply to tools/list, but for its id (made once)
     protocol_version = "HTTP/1.1"
@@ -49,6 +51,11 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         data = Handler.held.pop(self.headers.get("Last-Event-ID") or "", None)
+        if data is None and self.shout and not self.headers.get("Last-Event-ID"):
+            Handler.shout, big = 0, "n" * int(self.shout * 2**20)
+            data = b"event: message\ndata: " + json.dumps(
+                {"jsonrpc": "2.0", "method": "notifications/message",
+                 "params": {"level": "info", "data": big}}).encode() + b"\n\n"
         if data is None:
             self._empty(405)
             return
@@ -106,6 +113,8 @@ class Handler(BaseHTTPRequestHandler):
         else:
             kind = "application/json"
         self.send_response(200)
+        if method == "initialize" and self.shout:
+            self.send_header("Mcp-Session-Id", "shouting")
         self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -120,9 +129,10 @@ def main() -> None:
     parser.add_argument("--sse", action="store_true")
     parser.add_argument("--tiny", action="store_true")
     parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--shout", type=float, default=0.0)
     args = parser.parse_args()
     Handler.tools, Handler.desc_bytes, Handler.sse = args.tools, args.desc_bytes, args.sse
-    Handler.tiny, Handler.resume = args.tiny, args.resume
+    Handler.tiny, Handler.resume, Handler.shout = args.tiny, args.resume, args.shout
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     print(f"http://127.0.0.1:{server.server_address[1]}/mcp", flush=True)
     try:

@@ -16,7 +16,7 @@ module reads of the client's configuration is declared in :class:`Endpoint`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -139,7 +139,7 @@ async def transport_object(mcp: Endpoint, stack: AsyncExitStack, conn: Conn) -> 
                               on_dropped=conn.lose),
             conn, guard,
         )
-    http = http_client(mcp, dict(mcp._headers) or None, None, auth)
+    http = http_client(mcp, dict(mcp._headers) or None, None, auth, on_dropped=conn.lose)
     await stack.enter_async_context(http)
     return _watched(streamable_http_client(mcp._url, http_client=http,
                                            max_sse_event_size=mcp._max_message_bytes), conn)
@@ -148,11 +148,13 @@ async def transport_object(mcp: Endpoint, stack: AsyncExitStack, conn: Conn) -> 
 def http_client(mcp: Endpoint, headers: dict[str, str] | None = None,
                 timeout: httpx2.Timeout | None = None,
                 auth: httpx2.Auth | None = None,
-                guard: EventGuard | None = None) -> httpx2.AsyncClient:
+                guard: EventGuard | None = None,
+                on_dropped: Callable[[str], None] | None = None) -> httpx2.AsyncClient:
     """The SDK's HTTP client, but every response body capped at max_message_bytes."""
     if timeout is None:
         timeout = httpx2.Timeout(HTTP_TIMEOUT_S, read=HTTP_READ_TIMEOUT_S)
     hooks = {"response": [mcp._auth.on_response]} if mcp._auth is not None else None
     return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth, event_hooks=hooks,
                               transport=LocalAnswers(CappedTransport(
-                                  mcp._max_message_bytes, max_tools=mcp._max_tools, guard=guard)))
+                                  mcp._max_message_bytes, max_tools=mcp._max_tools, guard=guard,
+                                  on_dropped=on_dropped)))

@@ -85,14 +85,25 @@ class _CappedStream(httpx2.AsyncByteStream):
     """A response body that raises once one message (JSON body or SSE event) is too big."""
 
     def __init__(self, inner: Any, limit: int, events: bool,
-                 count: PageCount | None = None, ids: EventIds | None = None) -> None:
+                 count: PageCount | None = None, ids: EventIds | None = None,
+                 on_dropped: Callable[[str], None] | None = None) -> None:
         self._inner = inner
         self._limit = limit
         self._events = events
         self._count = count
         self._ids = ids
+        self._on_dropped = on_dropped
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._capped():
+                yield chunk
+        except MessageTooLarge as exc:
+            if self._on_dropped is not None:
+                self._on_dropped(oversize_text(str(exc)) or str(exc))
+            raise
+
+    async def _capped(self) -> AsyncIterator[bytes]:
         since = 0  # bytes since the message began (the body, or the current SSE event)
         carry = b""
         async for chunk in self._inner:
@@ -227,16 +238,23 @@ class CappedTransport(httpx2.AsyncBaseTransport):
     its GET stream, where the replies come one event each: a ``guard`` (legacy SSE's
     ``toolbench._transports.wire.sse.EventGuard``) is shown each request before it is sent,
     and may take over a response body (capping it its own way).
+
+    ``on_dropped(detail)`` hears of a message dropped here on streamable HTTP's standalone
+    GET stream (server-initiated messages): nobody's request is answered with the error
+    there, and the SDK would quietly reopen the stream; told, the connection restarts, as
+    it does for an oversized notification on stdio.
     """
 
     def __init__(self, limit: int, inner: httpx2.AsyncBaseTransport | None = None,
-                 max_tools: int | None = None, guard: Guard | None = None) -> None:
+                 max_tools: int | None = None, guard: Guard | None = None,
+                 on_dropped: Callable[[str], None] | None = None) -> None:
         self._limit = limit
         self._inner = (inner if inner is not None
                        else httpx2.AsyncHTTPTransport(verify=shared_ssl_context()))
         self._max_tools = max_tools
         self._guard = guard
         self._listing_events: dict[str, None] = {}  # see EventIds
+        self._on_dropped = on_dropped
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         if self._guard is not None:
@@ -271,7 +289,8 @@ class CappedTransport(httpx2.AsyncBaseTransport):
         return httpx2.Response(
             response.status_code,
             headers=headers,
-            stream=_CappedStream(body, self._limit, events, count, ids),
+            stream=_CappedStream(body, self._limit, events, count, ids,
+                                 self._on_dropped if _standalone(request) else None),
             extensions=response.extensions,
             request=request,
         )
@@ -304,6 +323,13 @@ def _too_many_tools(limit: int) -> Callable[[int, int], BaseException]:
     def refuse(count: int, arrived: int) -> BaseException:
         return MessageTooLarge(too_many_tools_message(count, limit, arrived))
     return refuse
+
+
+def _standalone(request: httpx2.Request) -> bool:
+    """Whether ``request`` opens streamable HTTP's standalone GET stream, whose messages
+    answer no request (a GET with ``Last-Event-ID`` may resume a request's own stream: the
+    SDK answers that request with the cap's error itself)."""
+    return request.method == "GET" and "last-event-id" not in request.headers
 
 
 def _lists_tools(request: httpx2.Request) -> bool:
