@@ -162,8 +162,11 @@ class _Events(httpx2.AsyncByteStream):
         if self._page is _NOTHING or guard.max_tools is None:
             return
         if self._page is None:
-            if not guard.listing:
-                return  # decided when the event starts with a tools/list waiting
+            if not guard.listing and not self._held:
+                # No tools/list was sent when it began, so it answers none (its request is
+                # noted before it leaves): not counted.
+                self._page = _NOTHING
+                return
             self._held.append(piece)
             if self._size < SNIFF:
                 return
