@@ -190,6 +190,9 @@ def test_a_dropped_event_names_the_request_whose_id_comes_last() -> None:
     out, exc = _read([big[:600], big[600:], end])
     assert out == big[:600]  # handed on before it was too big; the decoder drops it with us
     assert isinstance(exc, EventDropped) and exc.target == "r-9"
+    # A result that merely mentions a method near its end is still a reply.
+    out, exc = _read([big + b" the method", end])
+    assert isinstance(exc, EventDropped) and exc.target == "r-9"
     # Read on no further than DRAIN_FACTOR times the cap: past it, the id is not known.
     longer = big + b"y" * (DRAIN_FACTOR * 1024)
     out, exc = _read([longer[:600], longer[600:1800], longer[1800:], end])

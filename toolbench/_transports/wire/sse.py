@@ -234,7 +234,8 @@ class _Events(httpx2.AsyncByteStream):
         line = tail.rstrip().rsplit(b"\n", 1)[-1].rsplit(b"\r", 1)[-1]
         if line.startswith(b"data:"):
             line = line[5:]
-        return sniff_tail(line).get("id") if b"method" not in line else None
+        fields = sniff_tail(line)
+        return None if "method" in fields else fields.get("id")
 
     async def aclose(self) -> None:
         close = getattr(self._inner, "aclose", None)
