@@ -225,15 +225,23 @@ def sse_url() -> Iterator[str]:
 
 
 @pytest.mark.slow
-def test_sse_event_over_the_cap_ends_the_stream_and_the_next_call_works(sse_url: str) -> None:
-    """Legacy SSE has no per-request hook: the capped stream ends, so the call is in doubt."""
+def test_sse_event_over_the_cap_is_malformed_and_restarts(sse_url: str) -> None:
+    """Legacy SSE (an SDK MCPServer): the oversized event on the GET stream answers its call
+    as on the other transports (``Malformed``, naming the cap), at once, and restarts; under
+    the default cap a 3 MB reply arrives whole (the SDK's own 1 MiB per event is lifted)."""
     with LoopClient(sse_url, name="echo", max_message_bytes=MB, timeout=30) as client:
         assert client.call_sync(ToolId("echo", "echo"), {"text": "hi"}).text == "hi"
         started = time.monotonic()
-        with pytest.raises(TimedOut):
+        with pytest.raises(Malformed, match=r"event exceeded max_message_bytes=1,048,576 .*"
+                                            r"discarded unread and the connection restarted"):
             client.call_sync(ToolId("echo", "echo"), {"text": "x" * (3 * MB)})
-        assert time.monotonic() - started < 15
+        assert time.monotonic() - started < 15  # the call's timeout is 30 s
+        assert client.status == "lost" and "max_message_bytes" in (client.last_error or "")
         assert client.call_sync(ToolId("echo", "echo"), {"text": "again"}).text == "again"
+        assert client.status == "connected"
+    with LoopClient(sse_url, name="echo", timeout=30) as client:
+        big = client.call_sync(ToolId("echo", "echo"), {"text": "y" * (3 * MB)})
+        assert len(big.text) == 3 * MB
 
 
 @pytest.mark.slow
@@ -435,6 +443,45 @@ def test_an_http_page_under_max_tools_is_counted_and_kept(sse: bool) -> None:
         assert bench.call("many-t0").text == "1"
         with pytest.raises(Unreachable, match="more than max_tools=5,999 tools"):
             bench.connect("fewer", url, max_tools=5999)
+
+
+@pytest.mark.slow
+def test_a_resumed_page_is_counted_and_capped_like_the_first() -> None:
+    """The tools/list stream ends after one event with an id, before the page; the SDK
+    resumes it with a GET (``Last-Event-ID``) and the page comes there. It is counted as on
+    the POST (refused past ``max_tools`` before it is parsed, kept under it) and capped at
+    ``max_message_bytes``; each refusal is ``Unreachable`` at connect, the row kept."""
+    with _catalog_http("--tools", "100000", "--sse", "--resume") as url, \
+            tb.Bench(connect_timeout=60) as bench:
+        with pytest.raises(Unreachable, match=r"more than max_tools=10,000 tools \([\d,]+ in "
+                                              r"its first [\d,]+ bytes\).*without being parsed"):
+            bench.connect("many", url)
+        row = bench.servers.set_index("name").loc["many"]
+        assert row["status"] == "failed" and "max_tools" in row["error"]
+    with _catalog_http("--tools", "6000", "--sse", "--resume") as url, \
+            tb.Bench(connect_timeout=60) as bench:
+        assert bench.connect("many", url) == 6000
+        with pytest.raises(Unreachable, match="more than max_tools=5,999 tools"):
+            bench.connect("fewer", url, max_tools=5999)
+        with pytest.raises(Unreachable, match=r"event exceeded max_message_bytes=65,536"):
+            bench.connect("small", url, max_message_bytes=65_536)
+        assert bench.call("many-t0").text == "3"  # three pages were sent; one was kept
+
+
+@pytest.mark.slow
+def test_an_oversized_event_on_the_standalone_get_stream_restarts_the_connection() -> None:
+    """Streamable HTTP's GET stream answers no request: the SDK would reopen it quietly and
+    the connection would stay up. Dropped there, it restarts the connection at once, the
+    error naming the cap (as an oversized notification does on stdio); the next call works."""
+    with _catalog_http("--shout", "2") as url, \
+            LoopClient(url, name="cat", max_message_bytes=MB, timeout=30) as client:
+        deadline = time.monotonic() + 15
+        while client.status != "lost" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert client.status == "lost", client.status
+        assert "max_message_bytes=1,048,576" in (client.last_error or ""), client.last_error
+        assert client.call_sync(ToolId("cat", "t0"), {}).text.isdigit()  # answered
+        assert client.status == "connected"
 
 
 def test_http_connects_share_one_verifying_ssl_context(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,7 +3,9 @@
 - stdio: toolbench's own reader (``toolbench._transports.wire.stdio``: linear in a line's length,
   capped at ``max_message_bytes``), its stderr into the connection's ``StderrLog``;
 - streamable HTTP and SSE: an ``httpx2`` client whose every response body is capped, with
-  the connection's headers and sign-in (``toolbench._transports.auth.state``);
+  the connection's headers and sign-in (``toolbench._transports.auth.state``); legacy SSE's
+  GET stream capped per event, its ``tools/list`` replies counted
+  (``toolbench._transports.wire.sse``);
 - in process: the server object itself.
 
 Each stream transport's read side is wrapped (:class:`_Watched`) so the connection attempt
@@ -14,7 +16,7 @@ module reads of the client's configuration is declared in :class:`Endpoint`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -22,13 +24,13 @@ import anyio
 import httpx2
 import mcp_types as types
 from mcp import StdioServerParameters
-from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
 from toolbench._transports.auth.state import LocalAnswers
 from toolbench._transports.mcp.tracking import ReadWrapper
 from toolbench._transports.wire.limits import CappedTransport, oversize_text
+from toolbench._transports.wire.sse import EventGuard, capped_sse_client
 from toolbench._transports.wire.stdio import bounded_stdio_client
 
 if TYPE_CHECKING:
@@ -70,9 +72,10 @@ class Endpoint(Protocol):
 class _Watched(ReadWrapper):
     """Read side of a transport that reports end-of-stream and unreadable stdout lines."""
 
-    def __init__(self, inner: Any, conn: Conn) -> None:
+    def __init__(self, inner: Any, conn: Conn, guard: EventGuard | None = None) -> None:
         super().__init__(inner)
         self._conn = conn
+        self._guard = guard
 
     async def receive(self) -> SessionMessage | Exception:
         try:
@@ -82,18 +85,22 @@ class _Watched(ReadWrapper):
             raise
         if isinstance(item, Exception):
             self._conn.on_garbage(item)
-        elif isinstance(item, SessionMessage) and isinstance(item.message, types.JSONRPCError):
-            # Our transport dropped an oversized message and answered its request: restart.
-            detail = oversize_text(item.message.error.message)
-            if detail is not None:
-                self._conn.lose(detail)
+        elif isinstance(item, SessionMessage):
+            if self._guard is not None:
+                self._guard.answered(item.message)
+            if isinstance(item.message, types.JSONRPCError):
+                # Our transport dropped an oversized message and answered its request: restart.
+                detail = oversize_text(item.message.error.message)
+                if detail is not None:
+                    self._conn.lose(detail)
         return cast("SessionMessage | Exception", item)
 
 
 @asynccontextmanager
-async def _watched(transport: Any, conn: Conn) -> AsyncIterator[tuple[Any, Any]]:
+async def _watched(transport: Any, conn: Conn,
+                   guard: EventGuard | None = None) -> AsyncIterator[tuple[Any, Any]]:
     async with transport as (read_stream, write_stream):
-        yield _Watched(read_stream, conn), write_stream
+        yield _Watched(read_stream, conn, guard), write_stream
 
 
 async def transport_object(mcp: Endpoint, stack: AsyncExitStack, conn: Conn) -> Any:
@@ -115,17 +122,24 @@ async def transport_object(mcp: Endpoint, stack: AsyncExitStack, conn: Conn) -> 
                         conn)
     auth = mcp._auth.http_auth() if mcp._auth is not None else None
 
-    def factory(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None,
-                auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
-        return http_client(mcp, headers, timeout, auth)
-
     if mcp.transport == "sse":
+        guard = EventGuard(mcp._max_message_bytes, mcp._max_tools)
+
+        def factory(headers: dict[str, str] | None = None,
+                    timeout: httpx2.Timeout | None = None,
+                    auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
+            return http_client(mcp, headers, timeout, auth, guard)
+
+        # Not the SDK's sse_client: it caps every event at 1 MiB and answers no one when an
+        # event is too large (see toolbench/_transports/wire/sse.py).
         return _watched(
-            sse_client(mcp._url, headers=dict(mcp._headers) or None,
-                       timeout=mcp._connect_timeout, httpx_client_factory=factory, auth=auth),
-            conn,
+            capped_sse_client(mcp._url, headers=dict(mcp._headers) or None,
+                              timeout=mcp._connect_timeout, factory=factory, auth=auth,
+                              max_event_size=2 * mcp._max_message_bytes,
+                              on_dropped=conn.lose),
+            conn, guard,
         )
-    http = http_client(mcp, dict(mcp._headers) or None, None, auth)
+    http = http_client(mcp, dict(mcp._headers) or None, None, auth, on_dropped=conn.lose)
     await stack.enter_async_context(http)
     return _watched(streamable_http_client(mcp._url, http_client=http,
                                            max_sse_event_size=mcp._max_message_bytes), conn)
@@ -133,11 +147,14 @@ async def transport_object(mcp: Endpoint, stack: AsyncExitStack, conn: Conn) -> 
 
 def http_client(mcp: Endpoint, headers: dict[str, str] | None = None,
                 timeout: httpx2.Timeout | None = None,
-                auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
+                auth: httpx2.Auth | None = None,
+                guard: EventGuard | None = None,
+                on_dropped: Callable[[str], None] | None = None) -> httpx2.AsyncClient:
     """The SDK's HTTP client, but every response body capped at max_message_bytes."""
     if timeout is None:
         timeout = httpx2.Timeout(HTTP_TIMEOUT_S, read=HTTP_READ_TIMEOUT_S)
     hooks = {"response": [mcp._auth.on_response]} if mcp._auth is not None else None
     return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth, event_hooks=hooks,
                               transport=LocalAnswers(CappedTransport(
-                                  mcp._max_message_bytes, max_tools=mcp._max_tools)))
+                                  mcp._max_message_bytes, max_tools=mcp._max_tools, guard=guard,
+                                  on_dropped=on_dropped)))

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import ssl
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, Protocol
 
 import httpx2
 
@@ -84,13 +85,25 @@ class _CappedStream(httpx2.AsyncByteStream):
     """A response body that raises once one message (JSON body or SSE event) is too big."""
 
     def __init__(self, inner: Any, limit: int, events: bool,
-                 count: PageCount | None = None) -> None:
+                 count: PageCount | None = None, ids: EventIds | None = None,
+                 on_dropped: Callable[[str], None] | None = None) -> None:
         self._inner = inner
         self._limit = limit
         self._events = events
         self._count = count
+        self._ids = ids
+        self._on_dropped = on_dropped
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._capped():
+                yield chunk
+        except MessageTooLarge as exc:
+            if self._on_dropped is not None:
+                self._on_dropped(oversize_text(str(exc)) or str(exc))
+            raise
+
+    async def _capped(self) -> AsyncIterator[bytes]:
         since = 0  # bytes since the message began (the body, or the current SSE event)
         carry = b""
         async for chunk in self._inner:
@@ -107,6 +120,8 @@ class _CappedStream(httpx2.AsyncByteStream):
                 raise MessageTooLarge(too_large_message(since, self._limit, what))
             if self._count is not None:
                 await self._count.feed(chunk)
+            if self._ids is not None:
+                self._ids.feed(chunk)
             yield chunk
         if self._count is not None:
             await self._count.end()
@@ -115,6 +130,33 @@ class _CappedStream(httpx2.AsyncByteStream):
         close = getattr(self._inner, "aclose", None)
         if close is not None:
             await close()
+
+
+class EventIds:
+    """Notes the ``id:`` of every event on a ``tools/list`` reply's event stream.
+
+    A stream that ends before its reply is resumed by a GET carrying the last id seen
+    (``Last-Event-ID``); the page then arrives on that GET, which says nothing else of what
+    it resumes. Knowing the ids, :class:`CappedTransport` counts that page too. ``seen`` is
+    shared by one client's streams and keeps the last ``KEEP`` ids.
+    """
+
+    KEEP = 256
+    _LINE = re.compile(rb"(?:^|(?<=[\r\n]))id: ?([^\r\n]{1,256})[\r\n]")
+
+    def __init__(self, seen: dict[str, None]) -> None:
+        self._seen = seen
+        self._carry = b""  # the start of an unfinished line (a long one: a marker only)
+
+    def feed(self, chunk: bytes) -> None:
+        data = self._carry + chunk
+        last = max(data.rfind(b"\n"), data.rfind(b"\r"))
+        for match in self._LINE.finditer(data, 0, last + 1):
+            self._seen[match.group(1).decode("utf-8", "replace")] = None
+            while len(self._seen) > self.KEEP:
+                del self._seen[next(iter(self._seen))]
+        rest = data[last + 1:]
+        self._carry = rest if len(rest) <= 300 else b"\x00"  # too long to be an id line
 
 
 _SSL_CONTEXTS: dict[tuple[str | None, str | None], ssl.SSLContext] = {}
@@ -175,23 +217,48 @@ class _Inflated(httpx2.AsyncByteStream):
             await close()
 
 
+class Guard(Protocol):
+    """A transport's watcher (see :class:`CappedTransport`)."""
+
+    def sent(self, request: httpx2.Request) -> None:
+        """``request`` is about to be sent."""
+
+    def body(self, request: httpx2.Request, body: Any,
+             events: bool) -> httpx2.AsyncByteStream | None:
+        """The body to hand on for ``request``'s response, or ``None``: capped as usual."""
+
+
 class CappedTransport(httpx2.AsyncBaseTransport):
     """An httpx transport whose response bodies stop at ``limit`` bytes per message.
 
     With ``max_tools``, the reply to a ``tools/list`` POST (streamable HTTP: a JSON body or
     an event stream) is also counted as it arrives (:class:`PageCount`) and refused past
-    ``max_tools`` before the SDK parses it, as the stdio reader does. Legacy SSE answers on
-    its GET stream, where the reply cannot be told from the rest: not counted there.
+    ``max_tools`` before the SDK parses it, as the stdio reader does; so is a GET that
+    resumes such a stream (its ``Last-Event-ID`` names one of its events). Legacy SSE answers on
+    its GET stream, where the replies come one event each: a ``guard`` (legacy SSE's
+    ``toolbench._transports.wire.sse.EventGuard``) is shown each request before it is sent,
+    and may take over a response body (capping it its own way).
+
+    ``on_dropped(detail)`` hears of a message dropped here on streamable HTTP's standalone
+    GET stream (server-initiated messages): nobody's request is answered with the error
+    there, and the SDK would quietly reopen the stream; told, the connection restarts, as
+    it does for an oversized notification on stdio.
     """
 
     def __init__(self, limit: int, inner: httpx2.AsyncBaseTransport | None = None,
-                 max_tools: int | None = None) -> None:
+                 max_tools: int | None = None, guard: Guard | None = None,
+                 on_dropped: Callable[[str], None] | None = None) -> None:
         self._limit = limit
         self._inner = (inner if inner is not None
                        else httpx2.AsyncHTTPTransport(verify=shared_ssl_context()))
         self._max_tools = max_tools
+        self._guard = guard
+        self._listing_events: dict[str, None] = {}  # see EventIds
+        self._on_dropped = on_dropped
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if self._guard is not None:
+            self._guard.sent(request)
         response = await self._inner.handle_async_request(request)
         headers = response.headers
         body: Any = response.stream
@@ -203,16 +270,27 @@ class CappedTransport(httpx2.AsyncBaseTransport):
             body = _Inflated(body, coding, self._limit)
         kind = headers.get("content-type", "").lower()
         events = kind.startswith("text/event-stream")
-        count = None
-        if self._max_tools is not None and _lists_tools(request):
+        own = self._guard.body(request, body, events) if self._guard is not None else None
+        if own is not None:
+            if "charset" in kind:  # always UTF-8 (the SSE spec), as counted
+                headers = headers.copy()
+                headers["content-type"] = "text/event-stream"
+            return httpx2.Response(response.status_code, headers=headers, stream=own,
+                                   extensions=response.extensions, request=request)
+        count = ids = None
+        resumed = (request.method == "GET"
+                   and request.headers.get("last-event-id") in self._listing_events)
+        if self._max_tools is not None and (resumed or _lists_tools(request)):
             count = PageCount(self._max_tools, events, _too_many_tools(self._max_tools))
+            ids = EventIds(self._listing_events) if events else None
             if events and "charset" in kind:  # always UTF-8 (the SSE spec), as counted
                 headers = headers.copy()
                 headers["content-type"] = "text/event-stream"
         return httpx2.Response(
             response.status_code,
             headers=headers,
-            stream=_CappedStream(body, self._limit, events, count),
+            stream=_CappedStream(body, self._limit, events, count, ids,
+                                 self._on_dropped if _standalone(request) else None),
             extensions=response.extensions,
             request=request,
         )
@@ -247,18 +325,33 @@ def _too_many_tools(limit: int) -> Callable[[int, int], BaseException]:
     return refuse
 
 
+def _standalone(request: httpx2.Request) -> bool:
+    """Whether ``request`` opens streamable HTTP's standalone GET stream, whose messages
+    answer no request (a GET with ``Last-Event-ID`` may resume a request's own stream: the
+    SDK answers that request with the cap's error itself)."""
+    return request.method == "GET" and "last-event-id" not in request.headers
+
+
 def _lists_tools(request: httpx2.Request) -> bool:
     """Whether ``request`` is a ``tools/list`` (its reply is counted before it is parsed)."""
+    return listing_id(request) is not None
+
+
+def listing_id(request: httpx2.Request) -> int | str | None:
+    """The id of ``request`` if it is a ``tools/list`` POST, else ``None``."""
     if request.method != "POST":
-        return False
+        return None
     try:
         body = request.content
     except httpx2.RequestNotRead:
-        return False
+        return None
     if b'"tools/list"' not in body:
-        return False
+        return None
     try:
         message = json.loads(body)
     except ValueError:
-        return False
-    return isinstance(message, dict) and message.get("method") == "tools/list"
+        return None
+    if not isinstance(message, dict) or message.get("method") != "tools/list":
+        return None
+    found = message.get("id")
+    return found if isinstance(found, int | str) and not isinstance(found, bool) else None

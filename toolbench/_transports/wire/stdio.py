@@ -21,7 +21,6 @@ shutdown closes stdin, waits, then ends the whole process tree, shielded and bou
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import AsyncIterator, Callable
@@ -54,6 +53,8 @@ from toolbench._transports.wire.limits import (
     too_many_tools_message,
 )
 from toolbench._transports.wire.precount import PageCount
+from toolbench._transports.wire.sniff import sniff_head as sniff_head
+from toolbench._transports.wire.sniff import sniff_tail as sniff_tail
 
 logger = logging.getLogger(__name__)
 
@@ -74,55 +75,6 @@ _NOTIFY_RESUME = 50.0
 """After a pause, how many notifications' worth of budget to wait for (fewer wake-ups)."""
 _LONG_LIVED = frozenset({"subscriptions/listen"})
 """Requests that stay open for the whole connection: never "the one waiting request"."""
-
-_STR = rb'"(?:[^"\\]|\\.)*"'
-_SCALAR = rb"(?:-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|" + _STR + rb"|true|false|null)"
-_HEAD_SCALAR = re.compile(rb"\s*(" + _STR + rb")\s*:\s*(" + _SCALAR + rb")\s*,")
-_HEAD_BIG = re.compile(rb"\s*(" + _STR + rb")\s*:\s*[\[{]")
-_TAIL = re.compile(rb"((?:,\s*" + _STR + rb"\s*:\s*" + _SCALAR + rb"\s*)+)\}\s*$")
-_PAIR = re.compile(rb"(" + _STR + rb")\s*:\s*(" + _SCALAR + rb")")
-
-
-def _pairs(found: list[tuple[bytes, bytes]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in found:
-        try:
-            out[json.loads(key)] = json.loads(value)
-        except ValueError:
-            continue
-    return out
-
-
-def sniff_head(head: bytes) -> tuple[dict[str, Any], str | None]:
-    """Top-level scalar members before the first object/array member, and that member's key."""
-    start = head.lstrip()
-    if not start.startswith(b"{"):
-        return {}, None
-    pos = len(head) - len(start) + 1
-    found: list[tuple[bytes, bytes]] = []
-    while True:
-        match = _HEAD_SCALAR.match(head, pos)
-        if match is None:
-            break
-        found.append((match.group(1), match.group(2)))
-        pos = match.end()
-    big = _HEAD_BIG.match(head, pos)
-    big_key: str | None = None
-    if big is not None:
-        try:
-            big_key = json.loads(big.group(1))
-        except ValueError:
-            big_key = None
-    return _pairs(found), big_key
-
-
-def sniff_tail(tail: bytes) -> dict[str, Any]:
-    """Top-level scalar members after the last object/array member (``...},"id":5}``)."""
-    match = _TAIL.search(tail)
-    if match is None:
-        return {}
-    return _pairs(_PAIR.findall(match.group(1)))
-
 
 _NOT_A_PAGE = PageCount(0, False, lambda count, size: ValueError())
 """Marks a long line whose start shows it answers something else than a tools/list."""
