@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 from loop_client import LoopClient
+from serving import served_url
 
 import toolbench as tb
 from toolbench._core.errors import Malformed, TimedOut, ToolError, Unreachable
@@ -395,25 +396,9 @@ def test_a_page_of_100000_tools_is_refused_without_being_parsed() -> None:
         assert row["status"] == "failed" and "max_tools" in row["error"]
 
 
-@contextlib.contextmanager
-def _catalog_http(*args: str) -> Iterator[str]:
+def _catalog_http(*args: str) -> contextlib.AbstractContextManager[str]:
     """The URL of tests/servers/big_catalog_http.py serving on a free loopback port."""
-    proc = subprocess.Popen([sys.executable, str(SERVERS / "big_catalog_http.py"), "0", *args],
-                            stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()  # printed once it listens; bounded by the kill below
-        assert line.startswith("http://127.0.0.1:"), line
-        yield line.strip()
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-        if proc.stdout is not None:
-            proc.stdout.close()
+    return served_url(SERVERS / "big_catalog_http.py", *args)
 
 
 @pytest.mark.slow

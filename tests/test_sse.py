@@ -11,10 +11,7 @@ MCPServer over legacy SSE is covered in test_limits.py.
 from __future__ import annotations
 
 import contextlib
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +19,7 @@ import anyio
 import psutil
 import pytest
 from loop_client import LoopClient
+from serving import served_url
 
 import toolbench as tb
 from toolbench._core.errors import Malformed, TimedOut, Unreachable
@@ -33,25 +31,9 @@ MB = 2**20
 ORDERS = pytest.mark.parametrize("id_last", [False, True], ids=["id-first", "id-last"])
 
 
-@contextlib.contextmanager
-def _serve(*args: str) -> Iterator[str]:
+def _serve(*args: str) -> contextlib.AbstractContextManager[str]:
     """The URL of big_sse_server.py on a free loopback port."""
-    proc = subprocess.Popen([sys.executable, str(SERVER), "0", *args], stdout=subprocess.PIPE,
-                            text=True)
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()  # printed once it listens; bounded by the kill below
-        assert line.startswith("http://127.0.0.1:"), line
-        yield line.strip()
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-        if proc.stdout is not None:
-            proc.stdout.close()
+    return served_url(SERVER, *args)
 
 
 def _open_to(url: str) -> list[Any]:
