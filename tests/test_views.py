@@ -53,6 +53,18 @@ def _pinned_view(path: Path) -> Any:
     return json.loads(path.read_text())["pins"]["v"]["tool"]["show"]["item"]["ui"]["view"]
 
 
+def _connects_quietly(pins: Path, state: Path) -> None:
+    """A bench on ``pins`` connects the view server with every pin ok, calls ``show`` and
+    warns nothing."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with tb.Bench(pins=pins) as bench:
+            bench.connect("v", _target("in_process", state))
+            assert set(_states(bench).values()) == {"ok"}
+            assert bench.call("v-show").text == "shown: hi"
+    assert not [w for w in caught if issubclass(w.category, tb.PinWarning)]
+
+
 def _flip_and_wait(bench: tb.Bench, **flip: Any) -> list[warnings.WarningMessage]:
     """Flip the view and wait (bounded) for the verdict and its PinWarning (issued once its
     diff is built off the loop)."""
@@ -168,13 +180,7 @@ def test_a_pin_from_before_the_view_counted_is_renewed_quietly(tmp_path: Path) -
         pins.chmod(0o600)
 
     as_before()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        with tb.Bench(pins=pins) as bench:
-            bench.connect("v", _target("in_process", state))
-            assert set(_states(bench).values()) == {"ok"}
-            assert bench.call("v-show").text == "shown: hi"
-    assert not [w for w in caught if issubclass(w.category, tb.PinWarning)]
+    _connects_quietly(pins, state)
     assert _pinned_view(pins) == {"sha256": _sha(1)}  # renewed in the file
 
     as_before(description="Something else.")  # an old pin that differs in more than that
@@ -252,11 +258,5 @@ def test_a_pin_from_before_execution_and_ui_counted_is_renewed_quietly(tmp_path:
     pin["item"] = item
     pins.write_text(json.dumps(doc))
     pins.chmod(0o600)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        with tb.Bench(pins=pins) as bench:
-            bench.connect("v", _target("in_process", state))
-            assert set(_states(bench).values()) == {"ok"}
-            assert bench.call("v-show").text == "shown: hi"
-    assert not [w for w in caught if issubclass(w.category, tb.PinWarning)]
+    _connects_quietly(pins, state)
     assert _pinned_view(pins) == {"sha256": _sha(1)}  # renewed, with the view, in the file
