@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from toolbench._bench.journal.store import RecordStore
     from toolbench._bench.overtime.guard import PinGuard
     from toolbench._bench.servers.servers import Servers
-    from toolbench._routing.pegboard import PegBoard
+    from toolbench._routing.pegboard import PegBoard, PegEntry
     from toolbench._routing.router import ToolRouter
 
 _log = logging.getLogger(__name__)
@@ -93,6 +93,16 @@ class Calls:
             if failed is None:
                 raise
             raise failed from None
+
+    def _entry_of(self, target: Target) -> PegEntry | None:
+        """The pegboard's entry for a call's tool, by its name: a lookup, not a scan of the
+        server's tools (the scan cost each call to a 10,000-tool server ~1 ms: 1,199 against
+        193 µs per synchronous call)."""
+        try:
+            entry = self._pegboard.entry(target.name)
+        except ToolError:  # re-listed without it meanwhile
+            return None
+        return entry if entry.tool_id == target.tool else None
 
     def shown(self, target: Target) -> tuple[str, str]:
         """The tool's own name and its pegboard name as records, the journal, progress bars,
@@ -249,9 +259,7 @@ class Calls:
         assert result is not None
         for hook in self._result_hooks:
             try:
-                entry = next((e for e in self._pegboard.entries(target.tool.server)
-                              if e.tool == target.tool.tool), None)
-                await hook(entry, record, result)
+                await hook(self._entry_of(target), record, result)
             except Exception as exc:  # a view that cannot be prepared leaves the result be
                 _log.warning("preparing the result of %s failed: %s: %s", record.call_id,
                              type(exc).__name__, exc)
