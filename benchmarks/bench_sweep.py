@@ -357,15 +357,15 @@ def one_stdio(figures: common.Figures, quick: bool, fm: Any, errlog: TextIO, *,
     argv = fast_argv("one") if stdlib_server else common.server_argv(0, "one")
     with Bench() as bench:
         bench.connect("s", argv)
-        protocol = bench.servers.set_index("name").loc["s", "protocol"]
-        other_protocol = None
+        protocol = str(bench.servers.set_index("name").loc["s", "protocol"])
+        other_protocol: str | None = None
         if not stdlib_server:  # the stdlib server speaks only 2025: no other protocol there
             try:  # the other protocol, for comparison (toolbench picks one by default)
                 from toolbench._transports.mcp.client import McpClient
 
                 other: Any = McpClient(argv, name="a", protocol_mode="auto")
                 bench.connect("a", other)
-                other_protocol = bench.servers.set_index("name").loc["a", "protocol"]
+                other_protocol = str(bench.servers.set_index("name").loc["a", "protocol"])
             except TypeError:  # a toolbench without protocol_mode
                 pass
 
@@ -475,8 +475,9 @@ def hop_floor(figures: common.Figures, quick: bool) -> None:
                        f"{us} µs of work via the sync hop")
         inline(), hopped()
         for r in range(rounds):
-            pair = [(here, inline), (there, hopped)]
-            walls, cpus = {}, {}
+            pair: list[tuple[str, Callable[[], Span]]] = [(here, inline), (there, hopped)]
+            walls: dict[str, float] = {}
+            cpus: dict[str, float] = {}
             for subject, fn in (pair if r % 2 == 0 else pair[::-1]):
                 wall, cpu = fn()
                 walls[subject], cpus[subject] = wall * 1e6 / calls, cpu * 1e6 / calls
@@ -563,15 +564,16 @@ if __name__ == "__main__":
     if ns.only:
         figs, fm_ = common.Figures(), _fastmcp()
         with open(os.devnull, "w") as log:
+            parts: dict[str, Callable[[], None]] = {
+                "sweep": lambda: sweep(figs, ns.quick, fm_, log, sdk_server=False),
+                "sdk_sweep": lambda: sweep(figs, ns.quick, fm_, log, sdk_server=True),
+                "inprocess": lambda: one_inprocess(figs, ns.quick, fm_),
+                "stdio": lambda: one_stdio(figs, ns.quick, fm_, log),
+                "stdio_fast": lambda: one_stdio(figs, ns.quick, fm_, log, stdlib_server=True),
+                "local": lambda: one_local(figs, ns.quick),
+                "hop": lambda: hop_floor(figs, ns.quick)}
             for part in ns.only.split(","):
-                {"sweep": lambda: sweep(figs, ns.quick, fm_, log, sdk_server=False),
-                 "sdk_sweep": lambda: sweep(figs, ns.quick, fm_, log, sdk_server=True),
-                 "inprocess": lambda: one_inprocess(figs, ns.quick, fm_),
-                 "stdio": lambda: one_stdio(figs, ns.quick, fm_, log),
-                 "stdio_fast": lambda: one_stdio(figs, ns.quick, fm_, log,
-                                                 stdlib_server=True),
-                 "local": lambda: one_local(figs, ns.quick),
-                 "hop": lambda: hop_floor(figs, ns.quick)}[part.strip()]()
+                parts[part.strip()]()
         data = figs.as_dict()
     else:
         data = run(ns.quick)
