@@ -249,6 +249,11 @@ def measure(quick: bool, burn: int, processes: int | None = None, rounds: int | 
     return figures.as_dict() | {"load_average": {"start": start_load, "end": end_load}}
 
 
+def run(quick: bool = False) -> dict[str, Any]:
+    """The runner's entry (benchmarks/run.py ``MODULES``), quiet: no burners."""
+    return measure(quick, 0)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small and fast (a smoke test)")
