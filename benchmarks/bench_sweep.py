@@ -15,15 +15,29 @@ every subject once, in an order that flips every round, so drifting load weighs 
 4. One synchronous ``Bench.call`` at a time over stdio (the SDK's Python server), against
    the SDK awaited in both protocol modes it offers: ``auto`` (negotiates 2026-07-28) and
    ``legacy`` (the 2025 initialize handshake).
+4b. The same, against the stdlib-only fast server (tool ``add``): the SDK's server spends
+   ~700 µs a call, which hides the client's cost; this one answers in tens of µs, so the
+   client's own work is most of the call. It speaks only the 2025 handshake, so ``auto``
+   falls back to it (one ``server/discover`` probe at connect).
 5. In-process tools: ``ToolBox`` and ``Toolset``, through ``Bench.call`` and called directly.
 6. The sync hop's floor: ``SharedLoop.run`` around fixed Python work of an in-process
    call's length (0 and 300 µs) against the same work in the caller's thread: no toolbench,
    no SDK.
 
 Ratios are the **median of per-round ratios** (paired: the two subjects of a ratio ran in the
-same round, seconds apart), with the per-call goals.
+same round, seconds apart), with the per-call goals (issue 35: in process ≤ 1.10, stdio ≤ 1.05
+of the faster SDK mode, the fast ``map`` ≤ 1.10 of the SDK and ≤ 1.0 of fastmcp).
 
-    python -m benchmarks.bench_sweep [--quick]
+**CPU per call** is measured beside wall time for every subject: ``time.process_time()``
+deltas around exactly the span the wall time covers, recorded under the workload's name with
+`` [process CPU]`` appended, in µs CPU/call (sweeps too: the sweep's CPU over its calls).
+Subjects run one at a time, so the process's CPU over a span is that subject's own: the
+caller's thread, toolbench's loop thread, the SDK's tasks in this process. The **server
+child's CPU is not counted** (it is another process), nor is CPU another process spends on
+this one's behalf. Each paired wall ratio with a target has a paired CPU ratio beside it
+(target ≤ 1.10, the issue's "CPU time per call ≤ ×1.10 in each").
+
+    python -m benchmarks.bench_sweep [--quick] [--only sweep,stdio_fast,...] [--json out.json]
 """
 
 from __future__ import annotations
@@ -36,7 +50,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeAlias
 
 import anyio
 import anyio.to_thread
@@ -55,7 +69,8 @@ CAP = 8
 W_SWEEP = "map of {n:,} calls, cap 8, fast stdlib stdio server (~50 µs)"
 W_SWEEP_SDK = "map of {n:,} calls, cap 8, the SDK's Python stdio server"
 W_ONE_IN = "one call at a time, in process"
-W_ONE_IO = "one call at a time, stdio (the SDK's Python server)"
+W_ONE_IO = "one call at a time, stdio, the SDK's Python server (MCPServer)"
+W_ONE_FAST = "one call at a time, stdio, the stdlib fast server (no SDK on the server side)"
 W_LOCAL = "one call at a time, in-process tools (ToolBox, Toolset)"
 
 SDK = "mcp.Client (SDK) + CapacityLimiter(8)"
@@ -69,6 +84,27 @@ TB_CALL = "toolbench Bench.call (sync face)"
 TB_ACALL = "toolbench Bench.acall on its own loop"
 FM_ONE = "fastmcp Client.call_tool awaited"
 CSG_ONE = "ClientSessionGroup.call_tool awaited (2025)"
+
+
+CPU = " [process CPU]"
+"""Appended to a workload's name for its CPU figures (a measurement is keyed by workload and
+subject, and wall and CPU are separate measurements in separate units)."""
+CPU_UNIT = "µs CPU/call"
+CPU_TARGET = 1.10
+"""Issue 35: CPU time per call ≤ ×1.10 of the paired peer, in each workload with a target."""
+
+Span: TypeAlias = tuple[float, float]
+"""(wall seconds, process CPU seconds) over the same span."""
+
+
+def _clock() -> Span:
+    return time.perf_counter(), time.process_time()
+
+
+def _since(start: Span) -> Span:
+    """Wall and process CPU since ``start`` (CPU read last: it is the cheaper clock)."""
+    wall = time.perf_counter() - start[0]
+    return wall, time.process_time() - start[1]
 
 
 def fast_argv(name: str = "fast") -> list[str]:
@@ -95,7 +131,7 @@ def _checked(result: Any) -> Any:
     return result
 
 
-async def _capped(call: Callable[[int], Awaitable[Any]], n: int) -> float:
+async def _capped(call: Callable[[int], Awaitable[Any]], n: int) -> Span:
     """``n`` calls, a task each, at most CAP at once: how an SDK user sweeps."""
     limiter = anyio.CapacityLimiter(CAP)
 
@@ -103,73 +139,92 @@ async def _capped(call: Callable[[int], Awaitable[Any]], n: int) -> float:
         async with limiter:
             _checked(await call(i))
 
-    started = time.perf_counter()
+    started = _clock()
     async with anyio.create_task_group() as tg:
         for i in range(n):
             tg.start_soon(one, i)
-    return time.perf_counter() - started
+    return _since(started)
 
 
-async def _seq(call: Callable[[int], Awaitable[Any]], n: int) -> float:
-    started = time.perf_counter()
+async def _seq(call: Callable[[int], Awaitable[Any]], n: int) -> Span:
+    started = _clock()
     for i in range(n):
         _checked(await call(i))
-    return time.perf_counter() - started
+    return _since(started)
 
 
-async def _sync(fn: Callable[[], float]) -> float:
+async def _sync(fn: Callable[[], Span]) -> Span:
     """toolbench's sync face, from a plain thread (as a script or a notebook cell uses it)."""
     return await anyio.to_thread.run_sync(fn)
 
 
-def _bench_seq(bench: Bench, name: str, n: int) -> Callable[[], float]:
-    def run() -> float:
-        started = time.perf_counter()
+def _bench_seq(bench: Bench, name: str, n: int) -> Callable[[], Span]:
+    def run() -> Span:
+        started = _clock()
         for i in range(n):
-            bench.call(name, {"a": i, "b": 2})
-        return time.perf_counter() - started
+            _checked(bench.call(name, {"a": i, "b": 2}))
+        return _since(started)
     return run
 
 
-def _bench_on_loop(bench: Bench, name: str, n: int) -> Callable[[], float]:
-    async def body() -> float:
-        started = time.perf_counter()
+def _bench_on_loop(bench: Bench, name: str, n: int) -> Callable[[], Span]:
+    async def body() -> Span:
+        started = _clock()
         for i in range(n):
-            await bench.acall(name, {"a": i, "b": 2})
-        return time.perf_counter() - started
+            _checked(await bench.acall(name, {"a": i, "b": 2}))
+        return _since(started)
     return lambda: get_loop().run(body)
 
 
-def _bench_map(bench: Bench, name: str, n: int) -> Callable[[], float]:
+def _bench_map(bench: Bench, name: str, n: int) -> Callable[[], Span]:
     work = [{"x": i} for i in range(n)]
 
-    def run() -> float:
-        started = time.perf_counter()
+    def run() -> Span:
+        started = _clock()
         df = bench.map(name, work, concurrency=CAP, progress=False)
-        took = time.perf_counter() - started
+        took = _since(started)
         if len(df) != n or not df["ok"].all():
             raise RuntimeError(f"map had failures: {df[~df['ok']]['error'].head()}")
         return took
     return run
 
 
-Subject = tuple[str, Callable[[], Awaitable[float]]]
+Subject = tuple[str, Callable[[], Awaitable[Span]]]
 
 
 async def _rounds(figures: common.Figures, workload: str, unit: str, scale: float,
-                  subjects: list[Subject], rounds: int) -> None:
-    """Warm each subject once, then ``rounds`` rounds; the order flips every round."""
+                  subjects: list[Subject], rounds: int, calls: int) -> None:
+    """Warm each subject once, then ``rounds`` rounds; the order flips every round.
+
+    Wall time in ``unit`` (seconds times ``scale``), and CPU per call under the workload's
+    ``[process CPU]`` twin (``calls`` calls per run).
+    """
     for _, fn in subjects:
         await fn()
     for r in range(rounds):
         order = subjects if r % 2 == 0 else subjects[::-1]
         for subject, fn in order:
-            figures.add(workload, subject, unit, await fn() * scale)
+            wall, cpu = await fn()
+            figures.add(workload, subject, unit, wall * scale)
+            figures.add(workload + CPU, subject, CPU_UNIT, cpu * 1e6 / calls)
 
 
 def paired(figures: common.Figures, name: str, workload: str, num: str,
            den: str | tuple[str, ...], target: float | None = None) -> None:
-    """The median of per-round ratios (``den`` several subjects: the round's fastest)."""
+    """The median of per-round ratios (``den`` several subjects: the round's fastest).
+
+    A ratio with a target gets its CPU twin beside it (the same pairing on the workload's
+    ``[process CPU]`` figures; target ``CPU_TARGET``).
+    """
+    if target is not None:
+        _paired(figures, name, workload, num, den, target)
+        _paired(figures, f"{name}, CPU per call", workload + CPU, num, den, CPU_TARGET)
+    else:
+        _paired(figures, name, workload, num, den, target)
+
+
+def _paired(figures: common.Figures, name: str, workload: str, num: str,
+            den: str | tuple[str, ...], target: float | None) -> None:
     dens = (den,) if isinstance(den, str) else den
     keys = [(workload, num), *((workload, d) for d in dens)]
     if not all(k in figures.measurements for k in keys):
@@ -242,7 +297,7 @@ def sweep(figures: common.Figures, quick: bool, fm: Any, errlog: TextIO, *,
         async def main() -> None:
             async with AsyncExitStack() as stack:
                 subjects = await _sweep_subjects(stack, argv, bench, fm, errlog, n)
-                await _rounds(figures, workload, "s", 1.0, subjects, rounds)
+                await _rounds(figures, workload, "s", 1.0, subjects, rounds, n)
 
         anyio.run(main)
     kind = "SDK's server" if sdk_server else "fast server"
@@ -276,33 +331,43 @@ def one_inprocess(figures: common.Figures, quick: bool, fm: Any) -> None:
                     fast = await stack.enter_async_context(fm.Client(server))
                     subjects.append((FM_ONE + " (memory JSON-RPC)", lambda: _seq(
                         lambda i: fast.call_tool("add", {"a": i, "b": 2}), calls)))
-                await _rounds(figures, W_ONE_IN, "µs/call", 1e6 / calls, subjects, rounds)
+                await _rounds(figures, W_ONE_IN, "µs/call", 1e6 / calls, subjects, rounds, calls)
 
         anyio.run(main)
-    paired(figures, "Bench.call / SDK awaited, in process", W_ONE_IN, TB_CALL, SDK_IN, 1.30)
+    paired(figures, "Bench.call / SDK awaited, in process", W_ONE_IN, TB_CALL, SDK_IN, 1.10)
     paired(figures, "Bench.acall on its loop / SDK awaited, in process", W_ONE_IN, TB_ACALL,
            SDK_IN)
     paired_share(figures, "(Bench.call - Bench.acall on its loop) / SDK awaited, in process "
-                 "(the hop's share; the goal allows 0.30 in all)", W_ONE_IN, TB_CALL, TB_ACALL,
-                 SDK_IN, 0.30)
+                 "(the hop's share; the goal allows 0.10 in all)", W_ONE_IN, TB_CALL, TB_ACALL,
+                 SDK_IN, 0.10)
 
 
 # -- 4. one call, stdio ---------------------------------------------------------------------
-def one_stdio(figures: common.Figures, quick: bool, fm: Any, errlog: TextIO) -> None:
+def one_stdio(figures: common.Figures, quick: bool, fm: Any, errlog: TextIO, *,
+              stdlib_server: bool = False) -> None:
+    """One synchronous call at a time over stdio, against the SDK's server or the stdlib one.
+
+    The SDK's MCPServer spends ~700 µs a call, which hides most of the client's cost; the
+    stdlib fast server answers in tens of µs, so there the client's own work shows.
+    """
     rounds, calls = (2, 50) if quick else (9, 300)
-    common.progress(f"{W_ONE_IO}: {rounds} rounds x {calls} calls")
-    argv = common.server_argv(0, "one")
+    workload, kind = (W_ONE_FAST, "stdlib server") if stdlib_server else (W_ONE_IO,
+                                                                           "SDK's server")
+    common.progress(f"{workload}: {rounds} rounds x {calls} calls")
+    argv = fast_argv("one") if stdlib_server else common.server_argv(0, "one")
     with Bench() as bench:
         bench.connect("s", argv)
-        protocol = bench.servers.set_index("name").loc["s", "protocol"]
-        try:  # the other protocol, for comparison (toolbench picks one by default)
-            from toolbench._transports.mcp.client import McpClient
+        protocol = str(bench.servers.set_index("name").loc["s", "protocol"])
+        other_protocol: str | None = None
+        if not stdlib_server:  # the stdlib server speaks only 2025: no other protocol there
+            try:  # the other protocol, for comparison (toolbench picks one by default)
+                from toolbench._transports.mcp.client import McpClient
 
-            other: Any = McpClient(argv, name="a", protocol_mode="auto")
-            bench.connect("a", other)
-            other_protocol = bench.servers.set_index("name").loc["a", "protocol"]
-        except TypeError:  # a toolbench without protocol_mode
-            other_protocol = None
+                other: Any = McpClient(argv, name="a", protocol_mode="auto")
+                bench.connect("a", other)
+                other_protocol = str(bench.servers.set_index("name").loc["a", "protocol"])
+            except TypeError:  # a toolbench without protocol_mode
+                pass
 
         async def main() -> None:
             async with AsyncExitStack() as stack:
@@ -335,22 +400,24 @@ def one_stdio(figures: common.Figures, quick: bool, fm: Any, errlog: TextIO) -> 
                         fm.Client(StdioTransport(argv[0], argv[1:], log_file=errlog)))
                     subjects.append((FM_ONE, lambda: _seq(
                         lambda i: fast.call_tool("add", {"a": i, "b": 2}), calls)))
-                await _rounds(figures, W_ONE_IO, "µs/call", 1e6 / calls, subjects, rounds)
+                await _rounds(figures, workload, "µs/call", 1e6 / calls, subjects, rounds,
+                              calls)
 
         anyio.run(main)
     tb = f"{TB_CALL}, protocol {protocol}"
-    paired(figures, "Bench.call / faster SDK mode, stdio", W_ONE_IO, tb,
-           (SDK_AUTO, SDK_LEGACY), 1.05)
-    paired(figures, "Bench.call / SDK auto (2026), stdio", W_ONE_IO, tb, SDK_AUTO)
-    paired(figures, "Bench.call / SDK legacy (2025), stdio", W_ONE_IO, tb, SDK_LEGACY)
-    paired(figures, "SDK auto (2026) / SDK legacy (2025), stdio", W_ONE_IO, SDK_AUTO,
+    both = (SDK_AUTO, SDK_LEGACY)
+    paired(figures, f"Bench.call / faster SDK mode, stdio, {kind}", workload, tb, both, 1.05)
+    paired(figures, f"Bench.call / SDK auto, stdio, {kind}", workload, tb, SDK_AUTO)
+    paired(figures, f"Bench.call / SDK legacy (2025), stdio, {kind}", workload, tb, SDK_LEGACY)
+    paired(figures, f"SDK auto / SDK legacy (2025), stdio, {kind}", workload, SDK_AUTO,
            SDK_LEGACY)
+    paired(figures, f"Bench.call / fastmcp, stdio, {kind}", workload, tb, FM_ONE)
     on_loop = f"{TB_ACALL}, protocol {protocol}"
-    paired(figures, "Bench.acall on its loop / faster SDK mode, stdio", W_ONE_IO, on_loop,
-           (SDK_AUTO, SDK_LEGACY))
-    paired_share(figures, "(Bench.call - Bench.acall on its loop) / faster SDK mode, stdio "
-                 "(the hop's share; the goal allows 0.05 in all)", W_ONE_IO, tb, on_loop,
-                 (SDK_AUTO, SDK_LEGACY), 0.05)
+    paired(figures, f"Bench.acall on its loop / faster SDK mode, stdio, {kind}", workload,
+           on_loop, both)
+    paired_share(figures, f"(Bench.call - Bench.acall on its loop) / faster SDK mode, stdio, "
+                 f"{kind} (the hop's share; the goal allows 0.05 in all)", workload, tb, on_loop,
+                 both, 0.05)
 
 
 # -- 6. the hop's floor ---------------------------------------------------------------------
@@ -392,32 +459,39 @@ def hop_floor(figures: common.Figures, quick: bool) -> None:
         async def on_loop(loops: int = loops) -> None:
             _work(loops)
 
-        def inline(loops: int = loops) -> float:
-            started = time.perf_counter()
+        def inline(loops: int = loops) -> Span:
+            started = _clock()
             for _ in range(calls):
                 _work(loops)
-            return time.perf_counter() - started
+            return _since(started)
 
-        def hopped(fn: Callable[[], Awaitable[None]] = on_loop) -> float:
-            started = time.perf_counter()
+        def hopped(fn: Callable[[], Awaitable[None]] = on_loop) -> Span:
+            started = _clock()
             for _ in range(calls):
                 loop.run(fn)
-            return time.perf_counter() - started
+            return _since(started)
 
         here, there = (f"{us} µs of work in the caller's thread",
                        f"{us} µs of work via the sync hop")
         inline(), hopped()
         for r in range(rounds):
-            pair = [(here, inline), (there, hopped)]
-            values = {}
+            pair: list[tuple[str, Callable[[], Span]]] = [(here, inline), (there, hopped)]
+            walls: dict[str, float] = {}
+            cpus: dict[str, float] = {}
             for subject, fn in (pair if r % 2 == 0 else pair[::-1]):
-                values[subject] = fn() * 1e6 / calls
-                figures.add(W_HOP, subject, "µs/call", values[subject])
+                wall, cpu = fn()
+                walls[subject], cpus[subject] = wall * 1e6 / calls, cpu * 1e6 / calls
+                figures.add(W_HOP, subject, "µs/call", walls[subject])
+                figures.add(W_HOP + CPU, subject, CPU_UNIT, cpus[subject])
             figures.add(W_HOP, f"hop overhead around {us} µs", "µs/call",
-                        values[there] - values[here])
+                        walls[there] - walls[here])
+            figures.add(W_HOP + CPU, f"hop overhead around {us} µs", CPU_UNIT,
+                        cpus[there] - cpus[here])
         if us:
             paired_share(figures, f"hop overhead / {us} µs of work (an in-process SDK call's "
-                         "length; the goal allows 0.30 in all)", W_HOP, there, here, here, 0.30)
+                         "length; the goal allows 0.10 in all)", W_HOP, there, here, here, 0.10)
+            paired_share(figures, f"hop overhead / {us} µs of work, CPU per call", W_HOP + CPU,
+                         there, here, here)
 
 
 # -- 5. in-process tools --------------------------------------------------------------------
@@ -439,11 +513,11 @@ def one_local(figures: common.Figures, quick: bool) -> None:
 
     box_id, ts_id = ToolId("box", "add"), ToolId("set", "add")
 
-    async def direct(client: Any, tid: ToolId) -> float:
-        started = time.perf_counter()
+    async def direct(client: Any, tid: ToolId) -> Span:
+        started = _clock()
         for i in range(calls):
             await client.call(tid, {"a": i, "b": 2})
-        return time.perf_counter() - started
+        return _since(started)
 
     with Bench() as bench:
         bench.add(box)
@@ -458,7 +532,7 @@ def one_local(figures: common.Figures, quick: bool) -> None:
                 ("toolbench Bench.call -> Toolset", lambda: _sync(
                     _bench_seq(bench, "set-add", calls))),
             ]
-            await _rounds(figures, W_LOCAL, "µs/call", 1e6 / calls, subjects, rounds)
+            await _rounds(figures, W_LOCAL, "µs/call", 1e6 / calls, subjects, rounds, calls)
 
         anyio.run(main)
 
@@ -472,6 +546,7 @@ def run(quick: bool = False) -> dict[str, Any]:
         sweep(figures, quick, fm, errlog, sdk_server=False)
         one_inprocess(figures, quick, fm)
         one_stdio(figures, quick, fm, errlog)
+        one_stdio(figures, quick, fm, errlog, stdlib_server=True)
         one_local(figures, quick)
         hop_floor(figures, quick)
         sweep(figures, quick, fm, errlog, sdk_server=True)
@@ -483,18 +558,22 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="small and fast (a smoke test)")
     parser.add_argument("--json", default="", help="also write the figures to this file")
     parser.add_argument("--only", default="", help="comma-separated: sweep, sdk_sweep, "
-                        "inprocess, stdio, local, hop (default: all)")
+                        "inprocess, stdio (the SDK's server), stdio_fast (the stdlib server), "
+                        "local, hop (default: all)")
     ns = parser.parse_args()
     if ns.only:
         figs, fm_ = common.Figures(), _fastmcp()
         with open(os.devnull, "w") as log:
+            parts: dict[str, Callable[[], None]] = {
+                "sweep": lambda: sweep(figs, ns.quick, fm_, log, sdk_server=False),
+                "sdk_sweep": lambda: sweep(figs, ns.quick, fm_, log, sdk_server=True),
+                "inprocess": lambda: one_inprocess(figs, ns.quick, fm_),
+                "stdio": lambda: one_stdio(figs, ns.quick, fm_, log),
+                "stdio_fast": lambda: one_stdio(figs, ns.quick, fm_, log, stdlib_server=True),
+                "local": lambda: one_local(figs, ns.quick),
+                "hop": lambda: hop_floor(figs, ns.quick)}
             for part in ns.only.split(","):
-                {"sweep": lambda: sweep(figs, ns.quick, fm_, log, sdk_server=False),
-                 "sdk_sweep": lambda: sweep(figs, ns.quick, fm_, log, sdk_server=True),
-                 "inprocess": lambda: one_inprocess(figs, ns.quick, fm_),
-                 "stdio": lambda: one_stdio(figs, ns.quick, fm_, log),
-                 "local": lambda: one_local(figs, ns.quick),
-                 "hop": lambda: hop_floor(figs, ns.quick)}[part.strip()]()
+                parts[part.strip()]()
         data = figs.as_dict()
     else:
         data = run(ns.quick)
