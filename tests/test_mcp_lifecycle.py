@@ -170,3 +170,30 @@ def test_closing_does_not_wait_out_a_hanging_round() -> None:
     took = anyio.run(_bounded, body)
     assert took < 10, took  # not connect_timeout (30 s)
     assert client.status == "closed"
+
+
+def test_a_request_while_the_connection_is_retired_says_it_closed_not_connected() -> None:
+    """``_retire`` takes the connection before the status changes; a request in that window
+    was told "server 's' is connected: it is not connected" (seen in the 20-server
+    benchmark's close). It now says the connection closed, and that nothing was sent."""
+    from toolbench import Unreachable
+    from toolbench._core.errors import Disposition
+
+    sent: list[str] = []
+    client = McpClient(_server(sent), name="s", connect_timeout=10)
+
+    async def body() -> None:
+        async with client:
+            await client.call(ToolId("s", "echo"), {"text": "up"})
+            conn, client._conn = client._conn, None  # the window inside _retire
+            try:
+                with pytest.raises(Unreachable) as caught:
+                    await client.call(ToolId("s", "echo"), {"text": "late"})
+            finally:
+                client._conn = conn
+        assert "has no live connection" in str(caught.value), caught.value
+        assert "is connected" not in str(caught.value)
+        assert caught.value.disposition is Disposition.DID_NOT_HAPPEN
+
+    anyio.run(_bounded, body)
+    assert sent == ["echo up"]

@@ -455,9 +455,12 @@ class Lifecycle:
         if conn is not None and conn.settling is not None and not SETTLING.get():
             await self._wait_settled(conn.settling, tool, deadline, limit)
             conn = self._conn
-        if self._status is not Status.CONNECTED or conn is None or conn.client is None:
+        if self._status is not Status.CONNECTED:
             why = self._last_error or "it is not connected"
             raise Unreachable(f"server {self.name!r} is {self._status}: {why}", tool=tool)
+        if conn is None or conn.client is None:  # still marked connected while it closes
+            raise Unreachable(f"server {self.name!r} has no live connection: it closed while "
+                              "this request waited; nothing was sent", tool=tool)
         check = SEND_CHECK.get()
         if check is not None:
             check()
