@@ -170,13 +170,14 @@ async def terminal_authorizer(authorization_url: str, redirect_uri: str, timeout
     def say(text: str) -> None:
         print(text, file=out, flush=True)
 
-    say("To sign in, open this address in a browser:\n\n    " + authorization_url + "\n")
-    if source is not None:
-        say("When the browser shows an address that toolbench cannot reach (another machine), "
-            "paste that whole address here and press Enter.")
-    say(f"(waiting at most {timeout:g} s)")
-
     def listening(why: str) -> None:
+        # The link is shown only once the loopback listener is up (or known to be missing):
+        # a browser that follows it at once must not find the redirect address refused.
+        say("To sign in, open this address in a browser:\n\n    " + authorization_url + "\n")
+        if source is not None:
+            say("When the browser shows an address that toolbench cannot reach (another "
+                "machine), paste that whole address here and press Enter.")
+        say(f"(waiting at most {timeout:g} s)")
         if why:
             say(f"(no loopback listener: {why})")
 
