@@ -40,31 +40,34 @@ def _schema_warnings(schema: Any) -> list[str]:
 
 def catalog_frame(servers: Servers, guard: PinGuard, server: str | None,
                   search: str | None) -> pd.DataFrame:
-    """``bench.catalog()``: one row per tool, with its pin state."""
+    """``bench.catalog()``: one row per tool, with its pin state.
+
+    Built column by column (a dict of lists), which pandas takes faster than a list of row
+    dicts, so 10,000 tools cost about twice plain pandas (issue 46)."""
     import pandas as pd
 
     needle = search.lower() if isinstance(search, str) and search else None
-    rows = []
+    columns: dict[str, list[Any]] = {name: [] for name in CATALOG_COLUMNS}
+    add = [columns[name].append for name in CATALOG_COLUMNS]
+    destination = servers.router.destination
     for entry in servers.pegboard.entries(server):
         spec = entry.spec
         if needle and not any(needle in (v or "").lower()
                               for v in (entry.name, spec.title, spec.description)):
             continue
         ui = tool_ui(spec.meta)
-        rows.append({
-            "name": entry.name, "server": entry.server, "tool": entry.tool,
-            "title": spec.title, "description": spec.description,
-            "parameters": spec.parameters, "required": spec.required,
-            "input_schema": spec.input_schema, "output_schema": spec.output_schema,
-            "annotations": spec.annotations, "icons": spec.icons, "meta": spec.meta,
-            "destination": str(servers.router.destination(entry.tool_id)),
-            "warnings": _schema_warnings(spec.input_schema) + [
-                f"output schema: {w}" for w in _schema_warnings(spec.output_schema)
-            ] + list(ui.warnings) if spec.output_schema is not None
-            else _schema_warnings(spec.input_schema) + list(ui.warnings),
-            "pin": guard.state(entry.tool_id), "ui": ui.uri, "visibility": ui.visibility,
-        })
-    return pd.DataFrame(rows, columns=list(CATALOG_COLUMNS))
+        warnings = _schema_warnings(spec.input_schema)
+        if spec.output_schema is not None:
+            warnings += [f"output schema: {w}" for w in _schema_warnings(spec.output_schema)]
+        if ui.warnings:
+            warnings += ui.warnings
+        values = (entry.name, entry.server, entry.tool, spec.title, spec.description,
+                  spec.parameters, spec.required, spec.input_schema, spec.output_schema,
+                  spec.annotations, spec.icons, spec.meta, str(destination(entry.tool_id)),
+                  warnings, guard.state(entry.tool_id), ui.uri, ui.visibility)
+        for append, value in zip(add, values, strict=True):
+            append(value)
+    return pd.DataFrame(columns, columns=list(CATALOG_COLUMNS))
 
 
 def logs_table(servers: Servers) -> pd.DataFrame:

@@ -81,7 +81,8 @@ if TYPE_CHECKING:
 
 MAX_PROBLEMS = 10
 _MAX_ERRORS = 100  # errors collected from one failing check
-_CACHE_LIMIT = 4096
+_CACHE_LIMIT = 32_768  # above the 10,000 tools a catalog is bounded by (DESIGN), so a
+# catalog of that many tools never clears the cache it is reading from (issue 46)
 _SHOWN = 80  # characters of a server's string shown in a reason
 
 _REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
