@@ -74,7 +74,9 @@ def load_toml(text: str, source: str) -> Any:
     except tomllib.TOMLDecodeError as exc:
         found = _TOML_WHERE.search(str(exc))
         where = f" at line {found.group(1)} column {found.group(2)}" if found else ""
-        what = _TOML_WHERE.sub("", str(exc)).strip()
+        if "(at end of document)" in str(exc):
+            where = f" at the end of the file (line {len(text.splitlines()) or 1})"
+        what = _TOML_WHERE.sub("", str(exc)).replace("(at end of document)", "").strip()
         raise ConfigError(source, "$", f"not valid TOML: {what}{where}") from exc
 
 

@@ -40,6 +40,7 @@ top-level keys are the client's own, not unknown keys."""
 _VARIABLE = re.compile(r"\$\{(env|input):([^}]*)\}|\$\{(userHome|workspaceFolder|"
                        r"pathSeparator|/)\}")
 INPUT_PREFIX = "TOOLBENCH_INPUT_"
+_BARE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
 @dataclass
@@ -227,6 +228,9 @@ def _mcp_servers(entry: dict[str, Any], gemini: bool,
         entry["type"] = "sse"
     if gemini and isinstance(entry.get("timeout"), int | float) and entry["timeout"] > 0:
         entry["timeout"] = entry["timeout"] / 1000
+    if gemini and isinstance(entry.get("env"), dict):  # Gemini also expands a bare $NAME
+        entry["env"] = {k: _BARE.sub(r"${\1}", v) if isinstance(v, str) else v
+                        for k, v in entry["env"].items()}
     return entry
 
 
