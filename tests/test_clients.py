@@ -332,3 +332,23 @@ def test_an_input_answer_reaches_the_server_and_is_shown_nowhere(tmp_path: Path)
         assert bench.call("echo-whoami").data["secret_len"] == len(secret)
         shown = repr(bench.servers.to_dict()) + repr(bench.records.to_dict()) + repr(bench)
         assert secret not in shown and "${input" not in shown
+
+
+@pytest.mark.slow
+def test_windsurf_gemini_and_zed_remote_urls_connect_over_loopback(tmp_path: Path) -> None:
+    from serving import served_url
+
+    script = ROOT / "tests" / "servers" / "big_catalog_http.py"
+    with served_url(script, "--tools", "3", "--tiny") as url:
+        files = {
+            "mcp_config.json": {"mcpServers": {"w": {"serverUrl": url}}},  # Windsurf
+            "settings.json": {"mcpServers": {"g": {"httpUrl": url, "timeout": 30000}}},
+            "zed.json": {"context_servers": {"z": {"url": url, "headers": {"X-A": "b"}}}},
+        }
+        for name, data in files.items():
+            path = write(tmp_path / name, json.dumps(data))
+            with tb.Bench(connect_timeout=60) as bench:
+                table = bench.load_config(str(path))
+                assert list(table["status"]) == ["connected"], (name, table["error"].tolist())
+                assert list(table["transport"]) == ["http"]
+                assert len(bench.catalog()) == 3
