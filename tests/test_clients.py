@@ -90,7 +90,7 @@ def test_codex_home_and_xdg_are_honoured() -> None:
 
 
 def test_an_unknown_client_and_a_missing_file_are_named(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="unknown client 'cursr'.*cursor"):
+    with pytest.raises(ValueError, match=r"unknown client 'cursr'.*cursor"):
         locations("cursr")
     with pytest.raises(FileNotFoundError, match="no windsurf config found; looked at"):
         find_config("windsurf", cwd=str(tmp_path))
@@ -190,7 +190,7 @@ def test_a_vscode_input_in_a_script_is_refused_by_id_and_answered_by_inputs(
       "args": ["-y", "server-perplexity-ask", "${workspaceFolder}"],
       "env": {"PERPLEXITY_API_KEY": "${input:perplexity-key}"}}}
 }""")
-    with pytest.raises(ConfigError, match="inputs 'perplexity-key'.*nobody can be asked here"
+    with pytest.raises(ConfigError, match=r"inputs 'perplexity-key'.*nobody can be asked here"
                        ) as caught:
         read_client_config(str(path))
     assert str(path) in str(caught.value)
@@ -214,7 +214,7 @@ def test_an_undeclared_input_is_an_error_naming_it(tmp_path: Path) -> None:
 def test_malformed_json_and_toml_name_the_file_and_line(tmp_path: Path) -> None:
     bad_json = write(tmp_path / "mcp.json",
                      '{\n  "mcpServers": {\n    "a": {"command": "x" "args": []}\n  }\n}')
-    with pytest.raises(ConfigError, match="not valid JSON: .* at line 3") as caught:
+    with pytest.raises(ConfigError, match=r"not valid JSON: .* at line 3") as caught:
         read_client_config(str(bad_json))
     assert str(bad_json) in str(caught.value)
     bad_toml = write(tmp_path / "config.toml", '[mcp_servers.a]\ncommand = "x"\nargs = [1,, 2]\n')
@@ -245,7 +245,7 @@ def test_an_env_file_is_read_and_its_values_stay_hidden(tmp_path: Path) -> None:
 
 def test_a_file_of_no_known_format_names_what_it_found(tmp_path: Path) -> None:
     path = write(tmp_path / "x.toml", '[servers_of_mine.a]\ncommand = "x"\n')
-    with pytest.raises(ConfigError, match="no MCP servers found.*found 'servers_of_mine'"):
+    with pytest.raises(ConfigError, match=r"no MCP servers found.*found 'servers_of_mine'"):
         read_client_config(str(path))
     json_path = write(tmp_path / "x.json", json.dumps({"mcpServer": {}}))
     with pytest.raises(ConfigError, match="did you mean 'mcpServers'"):
@@ -352,3 +352,14 @@ def test_windsurf_gemini_and_zed_remote_urls_connect_over_loopback(tmp_path: Pat
                 assert list(table["status"]) == ["connected"], (name, table["error"].tolist())
                 assert list(table["transport"]) == ["http"]
                 assert len(bench.catalog()) == 3
+
+
+def test_aload_config_does_not_ask_and_names_the_inputs(tmp_path: Path) -> None:
+    import asyncio
+
+    path = write(tmp_path / "mcp.json", json.dumps({
+        "inputs": [{"id": "tok", "password": True}],
+        "servers": {"s": {"command": "x", "env": {"T": "${input:tok}"}}}}))
+    with tb.Bench() as bench, pytest.raises(ConfigError, match=r"inputs 'tok'.*aload_config "
+                                            r"does not ask.*inputs=\{'tok': \.\.\.\}"):
+        asyncio.run(bench.aload_config(str(path)))

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import toolbench as tb
-from toolbench._bench.doctor.steps import FAIL, OK, WARN, Diagnosis
+from toolbench._bench.doctor.steps import OK, WARN, Diagnosis
 
 ROOT = Path(__file__).parent.parent
 PY = sys.executable

@@ -81,8 +81,8 @@ def test_nothing_runnable_names_what_it_saw() -> None:
         {"registryType": "npm", "identifier": "x", "transport": {"type": "streamable-http",
                                                                    "url": "http://localhost"}}],
         "remotes": [{"type": "websocket", "url": "wss://x"}]}
-    with pytest.raises(ValueError, match="io.example/img: nothing toolbench can run: oci "
-                       "ghcr.io/example/img .*npm x serves streamable-http itself.*'websocket'"):
+    with pytest.raises(ValueError, match=r"io.example/img: nothing toolbench can run: oci "
+                       r"ghcr.io/example/img .*npm x serves streamable-http itself.*'websocket'"):
         choose(entry, None, {})
     with pytest.raises(ValueError, match="no 'packages' and no 'remotes'"):
         choose({"name": "a/b"}, None, {})

@@ -93,7 +93,7 @@ class ClientFaces:
         """Awaitable :meth:`load_config`: the same arguments, result and errors (inputs are
         not asked for here: pass ``inputs=``)."""
         parsed = self.connections.check_config(
-            read_client_config(config, client=client, inputs=inputs or {}), stacklevel=2)
+            read_client_config(config, client=client, inputs=inputs, ask=False), stacklevel=2)
         await get_loop().arun(self.connections.connect_all, parsed, progress)
         warn_failed(self.connections, [e.name for e in parsed.servers], stacklevel=2)
         return servers_frame(self.connections)

@@ -84,8 +84,10 @@ def prompt_of(ident: str, declared: Mapping[str, Any], source: str) -> InputProm
                        None if default is None else str(default), options)
 
 
-def answer_inputs(translated: Translated, given: Mapping[str, str] | None) -> dict[str, str]:
-    """The ``environ`` overlay: each placeholder's answer, from ``given`` or a person."""
+def answer_inputs(translated: Translated, given: Mapping[str, str] | None, *,
+                  ask: bool = True) -> dict[str, str]:
+    """The ``environ`` overlay: each placeholder's answer, from ``given`` or (``ask``) a
+    person."""
     given = dict(given or {})
     answers: dict[str, str] = {}
     missing: list[str] = []
@@ -99,7 +101,8 @@ def answer_inputs(translated: Translated, given: Mapping[str, str] | None) -> di
             missing.append(ident)
     if not missing:
         return answers
-    why = "toolbench's notebook layer is not loaded" if _asker is None else _asker.available()
+    why = ("toolbench's notebook layer is not loaded" if _asker is None else
+           "aload_config does not ask" if not ask else _asker.available())
     if why is not None or _asker is None:
         names = ", ".join(repr(i) for i in missing)
         raise ConfigError(translated.source, "$.inputs", f"the servers use inputs {names}, "

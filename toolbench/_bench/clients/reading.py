@@ -22,10 +22,11 @@ ConfigSource = str | os.PathLike[str] | Mapping[str, Any]
 
 
 def read_client_config(config: ConfigSource | None, *, client: str | None = None,
-                       inputs: Mapping[str, str] | None = None,
+                       inputs: Mapping[str, str] | None = None, ask: bool = True,
                        stacklevel: int = 2) -> Mapping[str, Any]:
     """The config to check: a path (any client's format), a mapping, or ``client``'s own
-    file (``locations.find_config``). Asks for VS Code inputs (``clients.inputs``)."""
+    file (``locations.find_config``). Asks for VS Code inputs (``clients.inputs``) unless
+    ``ask`` is False."""
     if client is not None and client not in CLIENTS:
         raise ValueError(f"unknown client {client!r}; known clients: {', '.join(CLIENTS)}")
     if config is None:
@@ -58,5 +59,5 @@ def read_client_config(config: ConfigSource | None, *, client: str | None = None
     result.source = source
     result.label = translated.label
     if translated.placeholders:
-        result.environ = answer_inputs(translated, inputs)
+        result.environ = answer_inputs(translated, inputs, ask=ask)
     return result
