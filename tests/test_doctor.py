@@ -186,6 +186,7 @@ def test_a_401_shows_the_resource_metadata(tmp_path: Path) -> None:
         assert server.stdout is not None
         url = server.stdout.readline().split()[1]
         found = doctor({"url": url, "headers": {"Authorization": "Bearer wrong-token-99"}})
+        signing = doctor({"url": url, "auth": "oauth"})
     finally:
         server.terminate()
         server.wait(timeout=10)
@@ -195,6 +196,9 @@ def test_a_401_shows_the_resource_metadata(tmp_path: Path) -> None:
     assert "401" in found.failed.evidence and "oauth-protected-resource" in found.failed.evidence
     assert "authorization servers ['http://127.0.0.1:" in found.failed.evidence
     assert "wrong-token-99" not in str(found)
+    # configured to sign in: the 401 is expected, a warning (the doctor does not sign in)
+    assert signing.ok and steps(signing)["authorization"] == WARN
+    assert "auth is configured" in str(signing)
 
 
 # -- from the bench: a failed connect points at the doctor ---------------------------------

@@ -51,7 +51,8 @@ async def diagnose(name: str, target: Any, options: Mapping[str, Any],
         await walk_stdio(rec, list(target) if isinstance(target, tuple) else target,
                          options.get("env"), None if cwd is None else os.fspath(cwd), timeout)
     elif transport in ("http", "sse"):
-        await walk_http(rec, str(target), options.get("headers"), transport, timeout)
+        await walk_http(rec, str(target), options.get("headers"), transport, timeout,
+                        signs_in=options.get("auth") is not None)
     else:
         rec.add("transport", SKIP, "an in-process server or ToolClient: no process or "
                 "network to diagnose")

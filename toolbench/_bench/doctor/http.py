@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from toolbench._bench.doctor.stdio import DISCOVER_META, INITIALIZE, MODERN_ERRORS
-from toolbench._bench.doctor.steps import FAIL, OK, SKIP, Recorder, shown
+from toolbench._bench.doctor.steps import FAIL, OK, SKIP, WARN, Recorder, shown
 
 _METADATA = re.compile(r'resource_metadata="([^"]+)"')
 ACCEPT = "application/json, text/event-stream"
@@ -44,8 +44,9 @@ def _first_json(response: Any) -> dict[str, Any] | None:
 
 
 async def walk_http(rec: Recorder, url: str, headers: Mapping[str, str] | None,
-                    transport: str, timeout: float) -> None:
-    """Add the HTTP steps to ``rec``; stops at the first failure."""
+                    transport: str, timeout: float, signs_in: bool = False) -> None:
+    """Add the HTTP steps to ``rec``; stops at the first failure. ``signs_in``: the server
+    is configured with ``auth`` (the doctor itself does not sign in, so a 401 is expected)."""
     parts = urlsplit(url)
     host = parts.hostname or ""
     secure = parts.scheme == "https"
@@ -61,7 +62,7 @@ async def walk_http(rec: Recorder, url: str, headers: Mapping[str, str] | None,
     if transport == "sse":
         await _sse(rec, url, headers, timeout)
         return
-    await _mcp(rec, url, dict(headers or {}), timeout)
+    await _mcp(rec, url, dict(headers or {}), timeout, signs_in)
 
 
 async def _resolve(rec: Recorder, host: str, port: int, timeout: float) -> bool:
@@ -141,7 +142,8 @@ async def _post(client: Any, url: str, headers: dict[str, str], body: dict[str, 
         **headers, "Accept": ACCEPT, "Content-Type": "application/json"})
 
 
-async def _mcp(rec: Recorder, url: str, headers: dict[str, str], timeout: float) -> None:
+async def _mcp(rec: Recorder, url: str, headers: dict[str, str], timeout: float,
+               signs_in: bool) -> None:
     import httpx2
 
     async with httpx2.AsyncClient(timeout=timeout, follow_redirects=False) as client:
@@ -160,7 +162,11 @@ async def _mcp(rec: Recorder, url: str, headers: dict[str, str], timeout: float)
             took = elapsed()
         if status == 401 or status == 403:
             rec.add("HTTP status", OK, f"{status} {response.reason_phrase} ({kind})", took)
-            await _auth(rec, client, response, timeout)
+            await _auth(rec, client, response, signs_in)
+            return
+        if 300 <= status < 400:
+            rec.add("HTTP status", FAIL, f"{status} {response.reason_phrase}: redirects to "
+                    f"{shown(response.headers.get('location'), 200)} (use that URL)", took)
             return
         reply = _first_json(response)
         error = reply.get("error") if reply is not None else None
@@ -225,8 +231,10 @@ async def _tools(rec: Recorder, client: Any, url: str, headers: dict[str, str],
                 elapsed())
 
 
-async def _auth(rec: Recorder, client: Any, response: Any, timeout: float) -> None:
-    """A 401: what the server says about signing in (RFC 9728's resource metadata)."""
+async def _auth(rec: Recorder, client: Any, response: Any, signs_in: bool) -> None:
+    """A 401: what the server says about signing in (RFC 9728's resource metadata). With
+    ``auth`` configured it is the expected answer: the step warns, and the walk ends there
+    (the doctor does not sign in)."""
     import httpx2
 
     challenge = response.headers.get("www-authenticate", "")
@@ -246,8 +254,10 @@ async def _auth(rec: Recorder, client: Any, response: Any, timeout: float) -> No
             return
         servers = meta.get("authorization_servers") if isinstance(meta, dict) else None
         scopes = meta.get("scopes_supported") if isinstance(meta, dict) else None
-        rec.add("authorization", FAIL, f"{response.status_code}: sign-in needed (connect with "
-                f"auth='oauth'); resource metadata {where}: authorization servers "
+        what = ("sign-in needed, and auth is configured (the doctor does not sign in; "
+                "connect does)" if signs_in else "sign-in needed (connect with auth='oauth')")
+        rec.add("authorization", WARN if signs_in else FAIL, f"{response.status_code}: {what}"
+                f"; resource metadata {where}: authorization servers "
                 f"{shown(servers, 160)}, scopes {shown(scopes, 120)}", elapsed())
 
 
