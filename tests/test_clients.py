@@ -360,6 +360,36 @@ def test_aload_config_does_not_ask_and_names_the_inputs(tmp_path: Path) -> None:
     path = write(tmp_path / "mcp.json", json.dumps({
         "inputs": [{"id": "tok", "password": True}],
         "servers": {"s": {"command": "x", "env": {"T": "${input:tok}"}}}}))
-    with tb.Bench() as bench, pytest.raises(ConfigError, match=r"inputs 'tok'.*aload_config "
-                                            r"does not ask.*inputs=\{'tok': \.\.\.\}"):
+    refused = r"inputs 'tok'.*aload_config and the toolbench command do not ask.*inputs=\{'tok'"
+    with tb.Bench() as bench, pytest.raises(ConfigError, match=refused):
         asyncio.run(bench.aload_config(str(path)))
+
+
+def test_claude_codes_file_adds_the_projects_local_servers_and_ignores_its_settings(
+        tmp_path: Path) -> None:
+    path = write(tmp_path / ".claude.json", json.dumps({
+        "numStartups": 12, "mcpServers": {"user": {"command": "u"}},
+        "projects": {str(tmp_path): {"mcpServers": {"local": {"type": "stdio",
+                                                               "command": "l"}}}}}))
+    translated = translate(json.loads(path.read_text()), str(path), cwd=str(tmp_path))
+    assert sorted(translated.servers) == ["local", "user"] and translated.extra == {}
+
+
+@pytest.mark.slow
+def test_the_command_takes_vscode_inputs_as_options(tmp_path: Path) -> None:
+    import subprocess
+
+    path = write(tmp_path / ".vscode" / "mcp.json", json.dumps({
+        "inputs": [{"id": "tok", "password": True}],
+        "servers": {"echo": {"command": PY, "args": [ECHO],
+                             "env": {"TOOLBENCH_TEST_SECRET": "${input:tok}"}}}}))
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([PY, "-m", "toolbench", "catalog", "--config", str(path), *args],
+                              capture_output=True, text=True, timeout=180, cwd=tmp_path)
+
+    refused = run()
+    assert refused.returncode == 2 and "--input tok=..." in refused.stderr
+    answered = run("--input", "tok=cli-secret-1")
+    assert answered.returncode == 0, answered.stderr
+    assert "echo-echo" in answered.stdout and "cli-secret-1" not in answered.stdout

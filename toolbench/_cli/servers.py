@@ -34,8 +34,12 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     """``--config`` and ``--demo``, accepted before or after the command: SUPPRESS keeps a
     subcommand's unset option from overwriting the value given before it."""
     parser.add_argument("--config", default=argparse.SUPPRESS, metavar="FILE",
-                        help="an mcpServers/servers JSON file (default ./mcp.json when it "
-                             "exists, else the bundled demo servers)")
+                        help="a config file of toolbench's or any MCP client's format "
+                             "(default ./mcp.json when it exists, else the bundled demo "
+                             "servers)")
+    parser.add_argument("--input", action="append", default=argparse.SUPPRESS,
+                        metavar="ID=VALUE", help="the answer to a VS Code ${input:ID} "
+                        "(repeatable; a terminal does not ask)")
     parser.add_argument("--demo", action="store_true", default=argparse.SUPPRESS,
                         help="use the bundled demo servers even when ./mcp.json exists")
     parser.add_argument("--from", dest="client", default=argparse.SUPPRESS, metavar="CLIENT",
@@ -73,10 +77,21 @@ class Source:
 def source_of(args: argparse.Namespace) -> Source:
     """The servers the command line names (``--config``, ``--demo``, else the default)."""
     return source(getattr(args, "config", None), getattr(args, "demo", False),
-                  getattr(args, "client", None))
+                  getattr(args, "client", None), getattr(args, "input", None))
 
 
-def source(config: str | None, use_demo: bool, client: str | None = None) -> Source:
+def _inputs(pairs: Sequence[str] | None) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for pair in pairs or ():
+        ident, sep, value = pair.partition("=")
+        if not sep or not ident:
+            raise UsageError(f"--input {ident!r} has no value: write --input ID=VALUE")
+        found[ident] = value
+    return found
+
+
+def source(config: str | None, use_demo: bool, client: str | None = None,
+           inputs: Sequence[str] | None = None) -> Source:
     """The demo servers, ``--config`` (any client's format), ``--from CLIENT``'s own file,
     or ``./mcp.json``; a bad file is a usage error."""
     from toolbench._bench.clients.reading import read_client_config
@@ -93,7 +108,7 @@ def source(config: str | None, use_demo: bool, client: str | None = None) -> Sou
         return Source("the bundled demo servers", "mcpServers",
                       dict(demo.config()["mcpServers"]), is_demo=True)
     try:
-        read = read_client_config(path, client=client)
+        read = read_client_config(path, client=client, inputs=_inputs(inputs), ask=False)
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
     parsed = _config.parse(read)  # checks the whole file (ConfigError names the JSON path)

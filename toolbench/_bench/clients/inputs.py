@@ -102,12 +102,13 @@ def answer_inputs(translated: Translated, given: Mapping[str, str] | None, *,
     if not missing:
         return answers
     why = ("toolbench's notebook layer is not loaded" if _asker is None else
-           "aload_config does not ask" if not ask else _asker.available())
+           "aload_config and the toolbench command do not ask" if not ask else _asker.available())
     if why is not None or _asker is None:
         names = ", ".join(repr(i) for i in missing)
         raise ConfigError(translated.source, "$.inputs", f"the servers use inputs {names}, "
                           f"which VS Code asks a person for; nobody can be asked here ({why})"
-                          f": pass load_config(..., inputs={{{missing[0]!r}: ...}})")
+                          f": pass load_config(..., inputs={{{missing[0]!r}: ...}}), or "
+                          f"--input {missing[0]}=... to the toolbench command")
     asker = _asker
     asker.prepare()
     prompts = [prompt_of(i, translated.inputs[i], translated.source) for i in missing]
