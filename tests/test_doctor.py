@@ -214,12 +214,13 @@ def test_a_failed_connect_names_the_doctor_which_then_diagnoses_the_row() -> Non
             bench.doctor("other")
 
 
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(pytest.main([__file__, "-q"]))
-
 
 def test_load_configs_failure_warning_names_the_doctor() -> None:
     config = {"mcpServers": {"gone": {"command": PY, "args": ["-c", "raise SystemExit(2)"]}}}
     with tb.Bench(connect_timeout=30) as bench, pytest.warns(
             tb.ConfigWarning, match=r"1 of 1 servers.*bench.doctor\('gone'\) shows which step"):
         bench.load_config(config)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(pytest.main([__file__, "-q"]))
