@@ -214,7 +214,6 @@ def test_a_failed_connect_names_the_doctor_which_then_diagnoses_the_row() -> Non
             bench.doctor("other")
 
 
-
 def test_load_configs_failure_warning_names_the_doctor() -> None:
     config = {"mcpServers": {"gone": {"command": PY, "args": ["-c", "raise SystemExit(2)"]}}}
     with tb.Bench(connect_timeout=30) as bench, pytest.warns(
