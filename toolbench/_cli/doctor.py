@@ -11,9 +11,9 @@ from toolbench._cli.terminal import safe
 
 def add(sub: Commands, servers: argparse.ArgumentParser) -> None:
     """``doctor NAME [--config FILE | --from CLIENT] [--timeout S]``."""
-    about = ("try one server's connection step by step (command found, process started, "
-             "JSON-RPC, handshake and era, tools; or DNS, TCP, TLS, HTTP, sign-in, MCP) and "
-             "show each step's time and evidence")
+    about = ("try one server's connection step by step (command found, process started,\n"
+             "JSON-RPC, handshake and era, tools; or DNS, TCP, TLS, HTTP, sign-in, MCP)\n"
+             "and show each step's time and evidence, one line a step")
     doc = sub.add_parser("doctor", parents=[servers], help="see which step of a server's "
                          "connection fails", description=about, epilog=EXIT_HELP,
                          formatter_class=argparse.RawDescriptionHelpFormatter)
