@@ -19,6 +19,11 @@ from typing import Any
 
 import anyio
 from anyio.abc import Process
+from mcp_types import (
+    CLIENT_CAPABILITIES_META_KEY,
+    CLIENT_INFO_META_KEY,
+    PROTOCOL_VERSION_META_KEY,
+)
 
 from toolbench._bench.doctor.steps import FAIL, OK, WARN, Recorder, shown
 from toolbench._core import html as _html
@@ -40,7 +45,10 @@ def _request(ident: int, method: str, params: Mapping[str, Any] | None = None) -
 
 INITIALIZE = {"protocolVersion": HANDSHAKE_VERSION, "capabilities": {},
               "clientInfo": {"name": "toolbench-doctor", "version": "1"}}
-DISCOVER_META = {"_meta": {"io.modelcontextprotocol/protocolVersion": MODERN_VERSION}}
+DISCOVER_META = {"_meta": {  # what every 2026 request carries (the SDK's keys)
+    PROTOCOL_VERSION_META_KEY: MODERN_VERSION,
+    CLIENT_INFO_META_KEY: INITIALIZE["clientInfo"],
+    CLIENT_CAPABILITIES_META_KEY: {}}}
 
 
 class _Lines:
