@@ -153,6 +153,17 @@ def test_a_working_http_server_passes_every_step() -> None:
     assert "4 tool(s)" in str(found)
 
 
+@pytest.mark.parametrize("code", [-32020, -32022])
+def test_a_2026_only_http_server_is_found_through_server_discover(code: int) -> None:
+    from servers.modern_only_http_server import serve_in_thread
+
+    with serve_in_thread(code) as (url, seen):
+        found = doctor({"url": url})
+    assert found.ok, str(found)
+    assert seen == ["initialize", "server/discover", "tools/list"]
+    assert "2026 era" in str(found) and "tool(s): echo" in str(found)
+
+
 def test_a_name_that_does_not_resolve() -> None:
     found = doctor({"url": "http://no-such-host.invalid/mcp"}, timeout=5)
     assert found.failed is not None and found.failed.name == "name resolved"

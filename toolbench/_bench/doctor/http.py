@@ -19,7 +19,12 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from toolbench._bench.doctor.stdio import DISCOVER_META, INITIALIZE, MODERN_ERRORS
+from toolbench._bench.doctor.stdio import (
+    DISCOVER_META,
+    INITIALIZE,
+    MODERN_ERRORS,
+    MODERN_VERSION,
+)
 from toolbench._bench.doctor.steps import FAIL, OK, SKIP, WARN, Recorder, shown
 
 _METADATA = re.compile(r'resource_metadata="([^"]+)"')
@@ -139,7 +144,8 @@ async def _tls(rec: Recorder, host: str, port: int, timeout: float) -> bool:
 
 async def _post(client: Any, url: str, headers: dict[str, str], body: dict[str, Any]) -> Any:
     return await client.post(url, content=json.dumps(body).encode(), headers={
-        **headers, "Accept": ACCEPT, "Content-Type": "application/json"})
+        **headers, "Accept": ACCEPT, "Content-Type": "application/json",
+        "Mcp-Method": str(body.get("method"))})
 
 
 async def _mcp(rec: Recorder, url: str, headers: dict[str, str], timeout: float,
@@ -180,6 +186,7 @@ async def _mcp(rec: Recorder, url: str, headers: dict[str, str], timeout: float,
         rec.add("HTTP status", OK, f"{status} {response.reason_phrase} ({kind})", took)
         rec.add("authorization", SKIP, "not asked for")
         if modern:
+            headers = {**headers, "MCP-Protocol-Version": MODERN_VERSION}
             with rec.timed() as elapsed:
                 found = _first_json(await _post(client, url, headers, {
                     "jsonrpc": "2.0", "id": 2, "method": "server/discover",
