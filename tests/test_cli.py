@@ -344,7 +344,7 @@ def test_every_command_module_adds_its_parsers_with_a_runner() -> None:
     parser = _cli._parser()
     (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     assert list(sub.choices) == ["catalog", "call", "compare", "demo", "report", "auth", "lab",
-                                 "serve-recording"]
+                                 "serve-recording", "doctor"]
     for name, command in sub.choices.items():
         assert callable(command.get_default("run")), f"{name} names no runner"
     assert all(callable(getattr(m, "add", None)) for m in _cli.COMMANDS)
@@ -488,3 +488,37 @@ def test_other_unrecognized_arguments_stay_argparse_errors(
         _cli.run(["call", "geo-distance", "--arg", "a=1", "stray"])
     assert caught.value.code == 2
     assert "unrecognized arguments: stray" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_catalog_from_a_client_reads_its_own_file(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".cursor").mkdir(parents=True)
+    write_config(home / ".cursor", {"one": stdio(ECHO)})
+    out = run(["catalog", "--from", "cursor"], tmp_path, HOME=str(home))
+    assert out.returncode == 0, out.stderr
+    assert "one-echo" in out.stdout
+    missing = run(["catalog", "--from", "windsurf"], tmp_path, HOME=str(home))
+    assert missing.returncode == 2
+    assert "no windsurf config found; looked at" in missing.stderr
+    both = run(["catalog", "--from", "cursor", "--demo"], tmp_path, HOME=str(home))
+    assert both.returncode == 2 and "exclude each other" in both.stderr
+
+
+@pytest.mark.slow
+def test_doctor_prints_a_line_a_step_and_fails_with_the_step(tmp_path: Path) -> None:
+    codex = tmp_path / "config.toml"
+    codex.write_text(f'[mcp_servers.good]\ncommand = {json.dumps(sys.executable)}\n'
+                     f'args = [{json.dumps(str(ECHO))}]\n\n[mcp_servers.cat]\ncommand = "cat"\n')
+    good = run(["doctor", "good", "--config", str(codex)], tmp_path)
+    assert good.returncode == 0, good.stderr
+    lines = good.stdout.splitlines()
+    assert "every step passed" in lines[0]
+    assert [line.split("  ")[0] for line in lines[1:]] == [
+        "✔ command found", "✔ process started", "✔ stdout speaks JSON-RPC",
+        "✔ initialize answered", "✔ tools listed"]
+    bad = run(["doctor", "cat", "--config", str(codex), "--timeout", "5"], tmp_path)
+    assert bad.returncode == 1
+    assert "failed at: stdout speaks JSON-RPC" in bad.stdout and "like cat" in bad.stdout
+    unknown = run(["doctor", "nope", "--config", str(codex)], tmp_path)
+    assert unknown.returncode == 2 and "no server 'nope'" in unknown.stderr

@@ -224,6 +224,8 @@ def test_01_explore() -> None:
     nb, probe = check_clean_run("01_explore", closes=False)
     assert outputs(nb, "bench = tb.Bench.demo()").count("connected") >= 3
     assert "geo_precise-distance" in outputs(nb, "catalog = bench.catalog()")
+    configs = outputs(nb, "configs = tb.client_configs()")  # runs clean with no client
+    assert "claude-desktop" in configs and "vscode" in configs and "Error" not in configs
     searched = outputs(nb, 'catalog(search="distance")')
     assert "flaky-distance" in searched and "geo-city" not in searched
     assert "9558.575" in outputs(nb, 'result = bench.call("geo-distance"')

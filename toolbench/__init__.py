@@ -1,6 +1,7 @@
 """toolbench: explore, call, record and compare tools from many MCP servers, in Jupyter."""
 
 from toolbench._bench.catalog.handles import ToolHandle
+from toolbench._bench.clients.locations import client_configs
 from toolbench._bench.journal.journal import JournalWarning
 from toolbench._bench.overtime.diff import diff
 from toolbench._bench.overtime.pins import PinWarning
@@ -25,6 +26,7 @@ from toolbench._core.ids import Destination, Egress, Provenance, ToolId
 from toolbench._core.version import __version__ as __version__
 from toolbench._notebook import accessor as _accessor  # noqa: F401 - df.tb, once pandas is
 from toolbench._notebook.ask import ask as _ask  # noqa: F401 - registers "ask" (sampling, elicitation)
+from toolbench._notebook.ask import inputs as _inputs  # noqa: F401 - VS Code inputs (a form)
 from toolbench._notebook.ask import signin as _signin  # noqa: F401 - the default sign-in (a card)
 from toolbench._notebook.bench import Bench
 from toolbench._notebook.views.display import show
@@ -68,6 +70,7 @@ __all__ = [
     "ToolSpec",
     "Toolset",
     "Unreachable",
+    "client_configs",
     "diff",
     "load_snapshot",
     "report_rules",

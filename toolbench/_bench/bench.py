@@ -59,6 +59,8 @@ from toolbench._bench.catalog.faces import CatalogFaces
 from toolbench._bench.catalog.follow import Follower
 from toolbench._bench.catalog.handles import ToolHandles
 from toolbench._bench.catalog.listing import Listings
+from toolbench._bench.clients.faces import ClientFaces
+from toolbench._bench.doctor.faces import DoctorFaces
 from toolbench._bench.journal.journal import Journal, warn_unwritten
 from toolbench._bench.journal.store import RecordStore
 from toolbench._bench.many.faces import ManyFaces
@@ -83,7 +85,8 @@ from toolbench._transports.notifications import LogLevel, Notifications
 from toolbench._transports.server_requests import Handler, ServerRequests
 
 
-class BaseBench(ServerFaces, CatalogFaces, CallFaces, ManyFaces, HistoryFaces, ReplayFaces,
+class BaseBench(ServerFaces, ClientFaces, DoctorFaces, CatalogFaces, CallFaces, ManyFaces,
+                HistoryFaces, ReplayFaces,
                 AppFaces, Tables):
     """Connect many servers, browse their tools, call, compare and map them, keep records.
 

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolbench._bench.servers.config import ConfigWarning
+from toolbench._bench.clients.locations import CLIENTS
+from toolbench._bench.servers.config import ClientConfig, ConfigWarning
 from toolbench._bench.servers.failed import FAILED_WARNING
 from toolbench._cli.command import UsageError
 from toolbench._cli.terminal import command_name, err, safe
@@ -33,10 +34,17 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     """``--config`` and ``--demo``, accepted before or after the command: SUPPRESS keeps a
     subcommand's unset option from overwriting the value given before it."""
     parser.add_argument("--config", default=argparse.SUPPRESS, metavar="FILE",
-                        help="an mcpServers/servers JSON file (default ./mcp.json when it "
-                             "exists, else the bundled demo servers)")
+                        help="a config file of toolbench's or any MCP client's format "
+                             "(default ./mcp.json when it exists, else the bundled demo "
+                             "servers)")
+    parser.add_argument("--input", action="append", default=argparse.SUPPRESS,
+                        metavar="ID=VALUE", help="the answer to a VS Code ${input:ID} "
+                        "(repeatable; a terminal does not ask)")
     parser.add_argument("--demo", action="store_true", default=argparse.SUPPRESS,
                         help="use the bundled demo servers even when ./mcp.json exists")
+    parser.add_argument("--from", dest="client", default=argparse.SUPPRESS, metavar="CLIENT",
+                        choices=CLIENTS, help="another MCP client's own config: "
+                        + ", ".join(CLIENTS) + " (tb.client_configs() shows where each is)")
 
 
 @dataclass
@@ -47,9 +55,17 @@ class Source:
     key: str
     entries: dict[str, Any]
     is_demo: bool
+    read: Mapping[str, Any] | None = None
+    """The config as read (a ``ClientConfig``: its file's name, its inputs' answers)."""
 
     def subset(self, names: Sequence[str]) -> dict[str, Any]:
-        return {self.key: {name: self.entries[name] for name in names}}
+        chosen = {self.key: {name: self.entries[name] for name in names}}
+        if isinstance(self.read, ClientConfig):
+            made = ClientConfig(chosen)
+            made.source, made.label, made.environ = (self.read.source, self.read.label,
+                                                     self.read.environ)
+            return made
+        return chosen
 
     def check_server(self, name: str) -> None:
         if name not in self.entries:
@@ -60,27 +76,46 @@ class Source:
 
 def source_of(args: argparse.Namespace) -> Source:
     """The servers the command line names (``--config``, ``--demo``, else the default)."""
-    return source(getattr(args, "config", None), getattr(args, "demo", False))
+    return source(getattr(args, "config", None), getattr(args, "demo", False),
+                  getattr(args, "client", None), getattr(args, "input", None))
 
 
-def source(config: str | None, use_demo: bool) -> Source:
-    """The demo servers, ``--config``, or ``./mcp.json``; a bad file is a usage error."""
+def _inputs(pairs: Sequence[str] | None) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for pair in pairs or ():
+        ident, sep, value = pair.partition("=")
+        if not sep or not ident:
+            raise UsageError(f"--input {ident!r} has no value: write --input ID=VALUE")
+        found[ident] = value
+    return found
+
+
+def source(config: str | None, use_demo: bool, client: str | None = None,
+           inputs: Sequence[str] | None = None) -> Source:
+    """The demo servers, ``--config`` (any client's format), ``--from CLIENT``'s own file,
+    or ``./mcp.json``; a bad file is a usage error."""
+    from toolbench._bench.clients.reading import read_client_config
     from toolbench._bench.servers import config as _config
 
-    if use_demo and config is not None:
-        raise UsageError("--demo and --config exclude each other; give one")
+    if sum((use_demo, config is not None, client is not None)) > 1:
+        raise UsageError("--demo, --config and --from exclude each other; give one")
     path = config if config is not None else (
-        None if use_demo or not Path("mcp.json").is_file() else "mcp.json")
-    if path is None:
+        None if use_demo or client is not None or not Path("mcp.json").is_file()
+        else "mcp.json")
+    if path is None and client is None:
         from toolbench import demo
 
         return Source("the bundled demo servers", "mcpServers",
                       dict(demo.config()["mcpServers"]), is_demo=True)
-    parsed = _config.parse(path)  # checks the whole file (ConfigError names the JSON path)
-    data = _config.load_json(path)
-    key = "mcpServers" if "mcpServers" in data else "servers"
-    entries = {name: entry for name, entry in data[key].items() if name not in parsed.disabled}
-    return Source(path, key, entries, is_demo=False)
+    try:
+        read = read_client_config(path, client=client, inputs=_inputs(inputs), ask=False)
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from None
+    parsed = _config.parse(read)  # checks the whole file (ConfigError names the JSON path)
+    key = "mcpServers" if "mcpServers" in read else "servers"
+    entries = {name: entry for name, entry in read[key].items() if name not in parsed.disabled}
+    label = getattr(read, "source", path) or str(path)
+    return Source(label, key, entries, is_demo=False, read=read)
 
 
 def _namespace(name: str, entry: Any) -> object:

@@ -60,6 +60,18 @@ class ConfigWarning(UserWarning):
     """Something in a config file was ignored (an unknown key)."""
 
 
+class ClientConfig(dict[str, Any]):
+    """The hook for other clients' formats (``toolbench._bench.clients``): a config read from
+    a client's own file and put in toolbench's keys. It keeps the file's name (``source``),
+    the key its servers sit under there (``label``, for JSON paths in errors) and the values
+    of variables that are not in the environment (``environ``: a VS Code input's answer),
+    which expand and are hidden as ``${VAR}`` values are."""
+
+    source: str = "<config dict>"
+    label: str | None = None
+    environ: Mapping[str, str] | None = None
+
+
 @dataclass(frozen=True, repr=False)
 class ServerConfig:
     """One server's settings after expansion; ``target`` is what ``Bench.connect`` takes.
@@ -236,8 +248,10 @@ def parse(config: str | os.PathLike[str] | Mapping[str, Any],
           environ: Mapping[str, str] | None = None) -> Parsed:
     """Check and expand a whole config file or dict; warns about nothing, starts nothing."""
     env = os.environ if environ is None else environ
+    if isinstance(config, ClientConfig) and config.environ is not None:
+        env = {**env, **config.environ}
     if isinstance(config, Mapping):
-        source, data = "<config dict>", dict(config)
+        source, data = getattr(config, "source", "<config dict>"), dict(config)
     else:
         source = os.fspath(config)
         data = load_json(source)
@@ -255,8 +269,9 @@ def parse(config: str | os.PathLike[str] | Mapping[str, Any],
     unknown = [f"$.{k}" for k in data if k != key]
     parsed: list[ServerConfig] = []
     disabled: list[str] = []
+    label = getattr(config, "label", None) or key
     for name, entry in servers.items():
-        path = f"$.{key}.{name}"
+        path = f"$.{label}.{name}"
         if not is_server_name(name):
             raise ConfigError(source, path, f"invalid server name {name!r}: a server name is "
                               f"{SERVER_RULE}")

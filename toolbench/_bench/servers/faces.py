@@ -9,19 +9,15 @@ and ``_loop``.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Unpack
 
-from toolbench._bench.servers.failed import warn_failed
-from toolbench._bench.servers.table import servers_frame
 from toolbench._loop import get_loop
 from toolbench._routing.connections import ConnectOptions
 from toolbench._routing.pegboard import USE_SERVER_NAME, Namespace
 from toolbench._transports.toolbox import ToolBox
 
 if TYPE_CHECKING:
-    import pandas as pd
 
     from toolbench._bench.servers.connected import Connected
     from toolbench._bench.servers.servers import Servers
@@ -120,47 +116,6 @@ class ServerFaces:
     async def adisconnect(self, name: str) -> None:
         """Awaitable :meth:`disconnect`: the same argument and errors."""
         await get_loop().arun(self.connections.disconnect, name)
-
-    def load_config(self, config: str | os.PathLike[str] | Mapping[str, Any], *,
-                    progress: bool | None = None) -> pd.DataFrame:
-        """Connect every server of an ``mcpServers``/``servers`` config, all at once.
-
-        The whole config is checked first, in the caller's thread, and nothing starts if
-        anything is wrong. After that every server succeeds or fails on its own, whatever
-        the exception: a failed row with the error, while the others connect. A name clash
-        with an earlier server's tools is that server's failed row. A server with
-        ``"disabled": true`` is not started and has no row.
-
-        Args:
-            config: a JSON file's path, or its parsed content (a mapping).
-            progress: a progress bar while servers start (``None``: only in a notebook).
-
-        Returns:
-            The ``servers`` table.
-
-        Raises:
-            ConfigError: a mistake anywhere in the file, naming its JSON path.
-            ValueError: a server's name is already connected.
-
-        Warns:
-            ConfigWarning: once, for keys the file has that toolbench does not know; and
-                once, naming every server that failed to start and why.
-
-        Example:
-            >>> bench.load_config("mcp.json")                           # doctest: +SKIP
-        """
-        parsed = self.connections.check_config(config, stacklevel=2)
-        get_loop().run(self.connections.connect_all, parsed, progress)
-        warn_failed(self.connections, [e.name for e in parsed.servers], stacklevel=2)
-        return servers_frame(self.connections)
-
-    async def aload_config(self, config: str | os.PathLike[str] | Mapping[str, Any], *,
-                           progress: bool | None = None) -> pd.DataFrame:
-        """Awaitable :meth:`load_config`: the same arguments, result and errors."""
-        parsed = self.connections.check_config(config, stacklevel=2)
-        await get_loop().arun(self.connections.connect_all, parsed, progress)
-        warn_failed(self.connections, [e.name for e in parsed.servers], stacklevel=2)
-        return servers_frame(self.connections)
 
     @property
     def timeout(self) -> float:

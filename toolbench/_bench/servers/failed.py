@@ -73,5 +73,6 @@ def warn_failed(servers: Servers, names: list[str], stacklevel: int) -> None:
         f"{row.name!r}: {_html.shorten((row.error or 'no reason recorded').strip(), _REASON)}"
         for row in failed)
     warnings.warn(f"{len(failed)} of {len(names)} servers in the config failed to start: "
-                  f"{told} (bench.servers has each error in full)", ConfigWarning,
+                  f"{told} (bench.servers has each error in full; "
+                  f"bench.doctor({failed[0].name!r}) shows which step failed)", ConfigWarning,
                   stacklevel=stacklevel + 1)

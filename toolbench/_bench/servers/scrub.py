@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from toolbench._bench.journal.record import Record
-from toolbench._core.errors import ToolError
+from toolbench._core.errors import ToolError, Unreachable
 from toolbench._core.redact import Redactor
 
 
@@ -36,6 +36,20 @@ def scrubbed(exc: BaseException, redact: Redactor) -> BaseException:
             clean = ValueError(f"{type(exc).__name__}: {text}")
     clean.__suppress_context__ = True
     return clean
+
+
+def doctor_hint(name: str) -> str:
+    return f" (run bench.doctor({name!r}) to see which step failed)"
+
+
+def hinted(exc: BaseException, name: str) -> BaseException:
+    """A failed connect's ``Unreachable``, saying how to see which step failed (the doctor:
+    ``toolbench._bench.doctor``); changed in place, once. Anything else as it is."""
+    hint = doctor_hint(name)
+    if isinstance(exc, Unreachable) and not exc.detail.endswith(hint):
+        exc.detail += hint
+        exc.args = (exc.detail,)
+    return exc
 
 
 def redacted_data(data: Any, redact: Redactor) -> Any:

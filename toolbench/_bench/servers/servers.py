@@ -26,7 +26,7 @@ import anyio
 from toolbench._bench.progress.bars import progress_bar
 from toolbench._bench.servers import config as _config
 from toolbench._bench.servers.connected import Connected
-from toolbench._bench.servers.scrub import scrubbed
+from toolbench._bench.servers.scrub import hinted, scrubbed
 from toolbench._core import html as _html
 from toolbench._core.checks import seconds
 from toolbench._core.client import ResourceClient
@@ -224,7 +224,7 @@ class Servers:
                 await connection.close()
             if not isinstance(exc, ToolError):  # a config mistake (collision): no row kept
                 self._rows.pop(name, None)
-            clean = scrubbed(exc, redact)
+            clean = scrubbed(hinted(exc, name), redact)
             if clean is exc:
                 raise
             raise clean from None
