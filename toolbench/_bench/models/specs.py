@@ -1,0 +1,201 @@
+"""Tool specs: the bench's tools as each model API takes them, with names it accepts.
+
+A pegboard name (``geo-distance``, ``files-read.file``) is legal MCP but not always a legal
+function name for a provider. A name the provider's rule rejects is sanitized and given a short
+stable hash of the original (``files-read_file_3f9a1c``), so the same catalog always gives the
+same names; ``ToolSpecs.names`` maps each provider-facing name back, and a model's reply is
+mapped back with ``pegboard_name``. Two tools whose sanitized names would collide are both kept,
+told apart by a longer hash.
+
+Only what a provider's API takes is copied (name, description, input schema): never a server's
+config, so a spec never carries a secret. A schema form that a provider documents it rejects is
+reported in ``warnings`` (the same checks as the catalog report's portability rules), never
+silently rewritten.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, overload
+
+from toolbench._core.client import ToolSpec
+
+FORMATS = ("openai", "anthropic", "gemini", "mcp")
+"""The formats ``bench.tool_specs`` gives."""
+
+
+@dataclass(frozen=True, slots=True)
+class NameRule:
+    """A provider's rule for a tool's name, and the documentation it follows."""
+
+    pattern: str
+    """The full-match regular expression the provider documents."""
+    allowed: str
+    """The characters it allows, as a regex character class (what sanitizing keeps)."""
+    max_length: int
+    first: str | None
+    """A character class the first character must match (``None``: any allowed one)."""
+    source: str
+
+    def accepts(self, name: str) -> bool:
+        return re.fullmatch(self.pattern, name) is not None
+
+
+NAME_RULES: dict[str, NameRule] = {
+    "openai": NameRule(
+        r"[a-zA-Z0-9_-]{1,64}", "a-zA-Z0-9_-", 64, None,
+        "OpenAI API reference, Chat Completions, tools[].function.name: \"Must be a-z, A-Z, "
+        "0-9, or contain underscores and dashes, with a maximum length of 64.\""),
+    "anthropic": NameRule(
+        r"[a-zA-Z0-9_-]{1,64}", "a-zA-Z0-9_-", 64, None,
+        "Anthropic docs, Tool use, Specifying tools: name \"Must match the regex "
+        "^[a-zA-Z0-9_-]{1,64}$\""),
+    "gemini": NameRule(
+        r"[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}", "a-zA-Z0-9_.:-", 64, "a-zA-Z_",
+        "Gemini API reference, FunctionDeclaration.name: \"Must start with a letter or an "
+        "underscore. Must be a-z, A-Z, 0-9, or contains underscores, dots, colons and dashes, "
+        "with a maximum length of 64.\""),
+}
+"""Per format; ``mcp`` has none (tools pass through unchanged)."""
+
+HASH_CHARS = 6
+"""Hex digits of the original name's SHA-256 appended to a sanitized name."""
+
+
+@dataclass(frozen=True)
+class ToolSpecs(Sequence[dict[str, Any]]):
+    """What ``bench.tool_specs`` returns: the provider's tool dicts, as a list would hold them
+    (``client.chat.completions.create(tools=list(specs))``), plus how to map names back.
+
+    Attributes:
+        format (str): ``"openai"``, ``"anthropic"``, ``"gemini"`` or ``"mcp"``.
+        tools (list[dict]): the tools in that provider's shape.
+        names (Mapping[str, str]): provider-facing name → pegboard name (identity where the
+            pegboard name is legal for the provider).
+        warnings (list[str]): schema forms the provider documents it rejects, one line each,
+            naming the tool, the form and the documentation.
+    """
+
+    format: str
+    tools: list[dict[str, Any]]
+    names: Mapping[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def pegboard_name(self, provider_name: str) -> str | None:
+        """The pegboard name of a tool as the model named it, or ``None`` if none was offered."""
+        return self.names.get(provider_name)
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        return self.tools[index]
+
+    def __len__(self) -> int:
+        return len(self.tools)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self.tools)
+
+    def __repr__(self) -> str:
+        renamed = sum(1 for a, b in self.names.items() if a != b)
+        return (f"<ToolSpecs {self.format}: {len(self.tools)} tools, {renamed} renamed, "
+                f"{len(self.warnings)} warnings>")
+
+
+def build_specs(tools: Iterable[tuple[str, ToolSpec]], format: str = "openai") -> ToolSpecs:
+    """The tools, each ``(pegboard name, ToolSpec)``, in ``format``'s shape with legal names.
+
+    Raises:
+        ValueError: ``format`` is not one of ``FORMATS``.
+    """
+    if format not in FORMATS:
+        raise ValueError(f"format {format!r} is not one of {', '.join(FORMATS)}")
+    pairs = list(tools)
+    if format == "mcp":
+        return ToolSpecs("mcp", [_mcp(name, spec) for name, spec in pairs],
+                         {name: name for name, _ in pairs}, [])
+    names = provider_names([name for name, _ in pairs], NAME_RULES[format])
+    shape = _SHAPES[format]
+    out = [shape(provider, spec) for provider, (_, spec) in zip(names, pairs, strict=True)]
+    warnings: list[str] = []
+    for name, spec in pairs:
+        warnings.extend(f"{name}: {problem}" for problem in schema_problems(spec, format))
+    return ToolSpecs(format, out, dict(zip(names, (n for n, _ in pairs), strict=True)), warnings)
+
+
+def provider_names(names: list[str], rule: NameRule) -> list[str]:
+    """A legal, distinct provider name for each pegboard name, in order.
+
+    Legal names are kept as they are (and claimed first); a rejected one becomes its allowed
+    characters (others → ``_``), cut to fit, plus ``_`` and a short hash of the whole original.
+    On a collision the hash grows until the names differ.
+    """
+    taken = {name for name in names if rule.accepts(name)}
+    out: list[str] = []
+    for name in names:
+        if rule.accepts(name):
+            out.append(name)
+            continue
+        digest = hashlib.sha256(name.encode("utf-8")).hexdigest()
+        for width in range(HASH_CHARS, len(digest) + 1):
+            candidate = _sanitized(name, rule, digest[:width])
+            if candidate not in taken:
+                break
+        taken.add(candidate)
+        out.append(candidate)
+    return out
+
+
+def _sanitized(name: str, rule: NameRule, digest: str) -> str:
+    stem = re.sub(f"[^{rule.allowed}]", "_", name)
+    if rule.first and not re.match(f"[{rule.first}]", stem):
+        stem = "_" + stem
+    return stem[: rule.max_length - len(digest) - 1] + "_" + digest
+
+
+def schema_problems(spec: ToolSpec, format: str) -> list[str]:
+    """What ``format``'s provider documents it rejects in ``spec``'s input schema (see the
+    catalog report's portability rules)."""
+    return []
+
+
+def _openai(name: str, spec: ToolSpec) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": name, "description": spec.description,
+                                "parameters": _schema(spec)}
+    return {"type": "function", "function": function}
+
+
+def _anthropic(name: str, spec: ToolSpec) -> dict[str, Any]:
+    return {"name": name, "description": spec.description, "input_schema": _schema(spec)}
+
+
+def _gemini(name: str, spec: ToolSpec) -> dict[str, Any]:
+    return {"name": name, "description": spec.description, "parameters": _schema(spec)}
+
+
+def _mcp(name: str, spec: ToolSpec) -> dict[str, Any]:
+    """The tool as MCP's ``tools/list`` gives it, under its pegboard name."""
+    tool: dict[str, Any] = {"name": name, "description": spec.description,
+                            "inputSchema": _schema(spec)}
+    for key, value in (("title", spec.title), ("outputSchema", spec.output_schema),
+                       ("annotations", spec.annotations), ("icons", spec.icons),
+                       ("execution", spec.execution), ("_meta", spec.meta)):
+        if value is not None:
+            tool[key] = copy.deepcopy(value)
+    return tool
+
+
+def _schema(spec: ToolSpec) -> dict[str, Any]:
+    """A copy, so a caller that edits a spec never edits the bench's catalog."""
+    schema = spec.input_schema if isinstance(spec.input_schema, dict) else {}
+    return copy.deepcopy(schema)
+
+
+_SHAPES = {"openai": _openai, "anthropic": _anthropic, "gemini": _gemini}
