@@ -64,6 +64,8 @@ from toolbench._bench.journal.store import RecordStore
 from toolbench._bench.many.faces import ManyFaces
 from toolbench._bench.many.fetch_many import FetchBatches
 from toolbench._bench.many.many_calls import Batches
+from toolbench._bench.models.run_faces import RunFaces
+from toolbench._bench.models.runs import Runs
 from toolbench._bench.overtime.faces import HistoryFaces
 from toolbench._bench.overtime.guard import PinGuard
 from toolbench._bench.overtime.history import History
@@ -84,7 +86,7 @@ from toolbench._transports.server_requests import Handler, ServerRequests
 
 
 class BaseBench(ServerFaces, CatalogFaces, CallFaces, ManyFaces, HistoryFaces, ReplayFaces,
-                AppFaces, Tables):
+                AppFaces, RunFaces, Tables):
     """Connect many servers, browse their tools, call, compare and map them, keep records.
 
     A bench owns its connections (stdio children end when it closes) and one record of every
@@ -192,6 +194,8 @@ class BaseBench(ServerFaces, CatalogFaces, CallFaces, ManyFaces, HistoryFaces, R
         self.pegboard.on_listing(self.views.on_listing)  # before history's: a fresh cache
         self.history.hash_views_with(self.views)  # fingerprints cover the views' HTML
         self.calls.on_result(self.views.attach)
+        self.runs = Runs(self.connections, self.pegboard, self.calls, self.store,
+                         self.views.attach)  # after batches; a result gets its view
         self.pegboard.on_listing(self.history.on_listing)
         self.connections.on_connected(self.follower.adopt)
         self.connections.on_connected(Warmer(self.pegboard))  # the checker, off the loop
