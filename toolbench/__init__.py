@@ -2,6 +2,8 @@
 
 from toolbench._bench.catalog.handles import ToolHandle
 from toolbench._bench.journal.journal import JournalWarning
+from toolbench._bench.models.model import Reply, ScriptedModel
+from toolbench._bench.models.run import Run
 from toolbench._bench.overtime.diff import diff
 from toolbench._bench.overtime.pins import PinWarning
 from toolbench._bench.overtime.snapshot_store import load_snapshot
@@ -55,7 +57,10 @@ __all__ = [
     "Provenance",
     "ReadResult",
     "Refused",
+    "Reply",
     "Result",
+    "Run",
+    "ScriptedModel",
     "TimedOut",
     "ToolBox",
     "ToolClient",
