@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
+from toolbench._bench.report import portability
 from toolbench._core.client import ToolSpec
 
 FORMATS = ("openai", "anthropic", "gemini", "mcp")
@@ -161,9 +162,14 @@ def _sanitized(name: str, rule: NameRule, digest: str) -> str:
 
 
 def schema_problems(spec: ToolSpec, format: str) -> list[str]:
-    """What ``format``'s provider documents it rejects in ``spec``'s input schema (see the
-    catalog report's portability rules)."""
-    return []
+    """What ``format``'s provider documents it rejects in ``spec``'s input schema: the catalog
+    report's portability rules for that format, each line naming its rule id (whose
+    documentation ``toolbench._bench.report.portability.SOURCES`` quotes)."""
+    wanted = portability.FORMAT_RULES.get(format, ())
+    if not wanted:
+        return []
+    return [f"{message} ({rule.id})"
+            for rule, message in portability.problems(spec.input_schema, wanted)]
 
 
 def _openai(name: str, spec: ToolSpec) -> dict[str, Any]:
