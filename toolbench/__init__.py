@@ -2,6 +2,7 @@
 
 from toolbench._bench.catalog.handles import ToolHandle
 from toolbench._bench.journal.journal import JournalWarning
+from toolbench._bench.models.cases import load_cases
 from toolbench._bench.models.model import Reply, ScriptedModel
 from toolbench._bench.models.run import Run
 from toolbench._bench.overtime.diff import diff
@@ -74,6 +75,7 @@ __all__ = [
     "Toolset",
     "Unreachable",
     "diff",
+    "load_cases",
     "load_snapshot",
     "report_rules",
     "serve_recording",
