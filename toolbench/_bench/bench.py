@@ -66,6 +66,7 @@ from toolbench._bench.many.fetch_many import FetchBatches
 from toolbench._bench.many.many_calls import Batches
 from toolbench._bench.models.run_faces import RunFaces
 from toolbench._bench.models.runs import Runs
+from toolbench._bench.models.spec_faces import SpecFaces
 from toolbench._bench.overtime.faces import HistoryFaces
 from toolbench._bench.overtime.guard import PinGuard
 from toolbench._bench.overtime.history import History
@@ -86,7 +87,7 @@ from toolbench._transports.server_requests import Handler, ServerRequests
 
 
 class BaseBench(ServerFaces, CatalogFaces, CallFaces, ManyFaces, HistoryFaces, ReplayFaces,
-                AppFaces, RunFaces, Tables):
+                AppFaces, RunFaces, SpecFaces, Tables):
     """Connect many servers, browse their tools, call, compare and map them, keep records.
 
     A bench owns its connections (stdio children end when it closes) and one record of every

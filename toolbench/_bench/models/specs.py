@@ -61,7 +61,9 @@ NAME_RULES: dict[str, NameRule] = {
         "underscore. Must be a-z, A-Z, 0-9, or contains underscores, dots, colons and dashes, "
         "with a maximum length of 64.\""),
 }
-"""Per format; ``mcp`` has none (tools pass through unchanged)."""
+"""Per format; ``mcp`` has none of its own (:data:`_MCP_RULE`: names pass through unchanged,
+unless two would be the same)."""
+_MCP_RULE = NameRule(r"(?s).+", r"\s\S", 1 << 20, None, "MCP: tools pass through unchanged")
 
 HASH_CHARS = 6
 """Hex digits of the original name's SHA-256 appended to a sanitized name."""
@@ -110,8 +112,13 @@ class ToolSpecs(Sequence[dict[str, Any]]):
                 f"{len(self.warnings)} warnings>")
 
 
-def build_specs(tools: Iterable[tuple[str, ToolSpec]], format: str = "openai") -> ToolSpecs:
+def build_specs(tools: Iterable[tuple[str, ToolSpec]], format: str = "openai", *,
+                shown: Mapping[str, str] | None = None) -> ToolSpecs:
     """The tools, each ``(pegboard name, ToolSpec)``, in ``format``'s shape with legal names.
+
+    ``shown`` gives, for a pegboard name that must not leave the bench as it is (one holding
+    a server's secret), the name to show instead (its redacted form); the provider name is
+    made from that, and ``names`` still maps it back to the real pegboard name.
 
     Raises:
         ValueError: ``format`` is not one of ``FORMATS``.
@@ -119,37 +126,41 @@ def build_specs(tools: Iterable[tuple[str, ToolSpec]], format: str = "openai") -
     if format not in FORMATS:
         raise ValueError(f"format {format!r} is not one of {', '.join(FORMATS)}")
     pairs = list(tools)
-    if format == "mcp":
-        return ToolSpecs("mcp", [_mcp(name, spec) for name, spec in pairs],
-                         {name: name for name, _ in pairs}, [])
-    names = provider_names([name for name, _ in pairs], NAME_RULES[format])
+    seen = [(shown or {}).get(name, name) for name, _ in pairs]
+    names = provider_names(seen, NAME_RULES.get(format, _MCP_RULE))
     shape = _SHAPES[format]
     out = [shape(provider, spec) for provider, (_, spec) in zip(names, pairs, strict=True)]
-    warnings: list[str] = []
-    for name, spec in pairs:
-        warnings.extend(f"{name}: {problem}" for problem in schema_problems(spec, format))
+    warnings = [f"{label}: {problem}" for label, (_, spec) in zip(seen, pairs, strict=True)
+                for problem in schema_problems(spec, format)]
     return ToolSpecs(format, out, dict(zip(names, (n for n, _ in pairs), strict=True)), warnings)
 
 
 def provider_names(names: list[str], rule: NameRule) -> list[str]:
-    """A legal, distinct provider name for each pegboard name, in order.
+    """A legal, distinct provider name for each name, in order.
 
-    Legal names are kept as they are (and claimed first); a rejected one becomes its allowed
-    characters (others → ``_``), cut to fit, plus ``_`` and a short hash of the whole original.
-    On a collision the hash grows until the names differ.
+    A legal name is kept as it is (the first of equal ones claims it); a rejected one becomes
+    its allowed characters (others → ``_``), cut to fit, plus ``_`` and a short hash of the
+    whole name. On a collision the hash grows, then a count is added, until the names differ.
     """
-    taken = {name for name in names if rule.accepts(name)}
+    legal = [rule.accepts(name) for name in names]
+    taken = {name for name, ok in zip(names, legal, strict=True) if ok}
+    claimed: set[str] = set()
     out: list[str] = []
-    for name in names:
-        if rule.accepts(name):
+    for name, ok in zip(names, legal, strict=True):
+        if ok and name not in claimed:
+            claimed.add(name)
             out.append(name)
             continue
-        digest = hashlib.sha256(name.encode("utf-8")).hexdigest()
-        for width in range(HASH_CHARS, len(digest) + 1):
-            candidate = _sanitized(name, rule, digest[:width])
-            if candidate not in taken:
-                break
+        digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
+        candidates = (_sanitized(name, rule, digest[:width])
+                      for width in range(HASH_CHARS, len(digest) + 1))
+        candidate = next((c for c in candidates if c not in taken), None)
+        count = 2
+        while candidate is None or candidate in taken:
+            candidate = _sanitized(name, rule, f"{digest[:HASH_CHARS]}_{count}")
+            count += 1
         taken.add(candidate)
+        claimed.add(candidate)
         out.append(candidate)
     return out
 
@@ -204,4 +215,4 @@ def _schema(spec: ToolSpec) -> dict[str, Any]:
     return copy.deepcopy(schema)
 
 
-_SHAPES = {"openai": _openai, "anthropic": _anthropic, "gemini": _gemini}
+_SHAPES = {"openai": _openai, "anthropic": _anthropic, "gemini": _gemini, "mcp": _mcp}
