@@ -1,5 +1,6 @@
 """toolbench: explore, call, record and compare tools from many MCP servers, in Jupyter."""
 
+from toolbench import models as models  # tb.models.sampler, tb.models.openai, ...
 from toolbench._bench.catalog.handles import ToolHandle
 from toolbench._bench.journal.journal import JournalWarning
 from toolbench._bench.models.cases import load_cases
