@@ -72,7 +72,8 @@ def test_scores_by_server() -> None:
     assert geo["args_accuracy"] == 0.5
     assert geo["errors"] == 1
     # geo_precise: hits a, d; false positives a's second call, b's bearing, c's distance
-    assert precise["precision"] == pytest.approx(2 / 5) and precise["recall"] == pytest.approx(2 / 3)
+    assert precise["precision"] == pytest.approx(2 / 5)
+    assert precise["recall"] == pytest.approx(2 / 3)
     assert precise["args_accuracy"] == 1.0 and precise["errors"] == 0
     assert precise["tokens_in"] == 100 and geo["tokens_in"] == 75
     assert precise["model_ms"] == pytest.approx(7.5)
@@ -86,7 +87,7 @@ def test_scores_by_case() -> None:
 
 
 def test_scores_refuse_another_frame_and_a_bad_by() -> None:
-    with pytest.raises(ValueError, match="needs an eval frame.*lacks expected, called"):
+    with pytest.raises(ValueError, match=r"needs an eval frame.*lacks expected, called"):
         pd.DataFrame({"case": [0], "server": ["s"], "passed": [True]}).tb.scores()
     with pytest.raises(ValueError, match="'server' or 'case', not 'tool'"):
         _frame().tb.scores(by="tool")

@@ -64,6 +64,8 @@ from toolbench._bench.journal.store import RecordStore
 from toolbench._bench.many.faces import ManyFaces
 from toolbench._bench.many.fetch_many import FetchBatches
 from toolbench._bench.many.many_calls import Batches
+from toolbench._bench.models.eval_faces import EvalFaces
+from toolbench._bench.models.evaluate import Evals
 from toolbench._bench.models.run_faces import RunFaces
 from toolbench._bench.models.runs import Runs
 from toolbench._bench.models.spec_faces import SpecFaces
@@ -87,7 +89,7 @@ from toolbench._transports.server_requests import Handler, ServerRequests
 
 
 class BaseBench(ServerFaces, CatalogFaces, CallFaces, ManyFaces, HistoryFaces, ReplayFaces,
-                AppFaces, RunFaces, SpecFaces, Tables):
+                AppFaces, RunFaces, SpecFaces, EvalFaces, Tables):
     """Connect many servers, browse their tools, call, compare and map them, keep records.
 
     A bench owns its connections (stdio children end when it closes) and one record of every
@@ -197,6 +199,7 @@ class BaseBench(ServerFaces, CatalogFaces, CallFaces, ManyFaces, HistoryFaces, R
         self.calls.on_result(self.views.attach)
         self.runs = Runs(self.connections, self.pegboard, self.calls, self.store,
                          self.views.attach)  # after batches; a result gets its view
+        self.evals = Evals(self.connections, self.runs)  # an eval's steps>1 rows are runs
         self.pegboard.on_listing(self.history.on_listing)
         self.connections.on_connected(self.follower.adopt)
         self.connections.on_connected(Warmer(self.pegboard))  # the checker, off the loop
