@@ -78,7 +78,7 @@ def anthropic(client: Any, model: str, max_tokens: int = 1024,
             (async).
         model: the model's name, e.g. ``"claude-sonnet-4-5"``.
         max_tokens: the most tokens of one reply (the Messages API requires it).
-        **params: passed to every request, e.g. ``temperature=0``.
+        **params: passed to every request, e.g. ``stop_sequences=["END"]``.
 
     Extended thinking blocks are not carried back into the conversation, so leave thinking
     off for tool use.
@@ -144,6 +144,8 @@ class _Adapter:
             what = "HTTP 429, rate limited (after the client's own retries)"
         elif status is not None:
             what = f"HTTP {status}"
+        elif isinstance(exc, json.JSONDecodeError):
+            what = "the reply is not JSON"
         else:
             what = type(exc).__name__
         return ProviderError(f"{what}: {said}", model=self.name, status=status)
@@ -165,7 +167,7 @@ class _OpenAIModel(_Adapter):
     def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
         try:
             response = self.client.chat.completions.create(**self.request(messages, tools))
-        except self._sdk_error as exc:
+        except (self._sdk_error, ValueError) as exc:  # ValueError: a body that is not JSON
             raise self._failed(exc) from exc
         return self.reply(response)
 
@@ -186,7 +188,7 @@ class _AsyncOpenAIModel(_OpenAIModel):
         try:
             response = await self.client.chat.completions.create(
                 **self.request(messages, tools))
-        except self._sdk_error as exc:
+        except (self._sdk_error, ValueError) as exc:  # ValueError: a body that is not JSON
             raise self._failed(exc) from exc
         return self.reply(response)
 
@@ -208,7 +210,7 @@ class _AnthropicModel(_Adapter):
         body = self.request(messages, tools)
         try:
             response = self.client.messages.create(**body)
-        except self._sdk_error as exc:
+        except (self._sdk_error, ValueError) as exc:  # ValueError: a body that is not JSON
             raise self._failed(exc) from exc
         return self.reply(response)
 
@@ -237,7 +239,7 @@ class _AsyncAnthropicModel(_AnthropicModel):
         body = self.request(messages, tools)
         try:
             response = await self.client.messages.create(**body)
-        except self._sdk_error as exc:
+        except (self._sdk_error, ValueError) as exc:  # ValueError: a body that is not JSON
             raise self._failed(exc) from exc
         return self.reply(response)
 
