@@ -94,8 +94,9 @@ class Run:
         reported usage), ``error`` and ``call_id``."""
         import pandas as pd
 
-        return pd.DataFrame([[getattr(row, c) for c in STEP_COLUMNS] for row in self.rows],
-                            columns=list(STEP_COLUMNS))
+        df = pd.DataFrame([[getattr(row, c) for c in STEP_COLUMNS] for row in self.rows],
+                          columns=list(STEP_COLUMNS))
+        return df.astype({"step": "int64", "ok": "bool", "tokens": "Int64", "ms": "float64"})
 
     @property
     def calls(self) -> pd.DataFrame:

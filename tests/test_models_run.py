@@ -1,0 +1,302 @@
+"""``bench.run``: a model uses real servers' tools over stdio, every call through the bench.
+
+The servers are the bundled geo demos, the test echo server, and ``mcp-server-time`` (a
+third-party server from PyPI, installed by the test extra). The models are ScriptedModels and
+small functions: deterministic, offline. Every bad input of issue 44 that concerns a run is
+here: a model that raises, hangs, loops, answers nothing; a tool not offered or of another
+server; arguments not JSON, failing the schema, or 50 MB.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import shutil
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import toolbench as tb
+from toolbench._bench.models.run import STEP_COLUMNS
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+ECHO = [sys.executable, str(ROOT / "tests" / "servers" / "echo_server.py")]
+LONDON_PARIS = {"from_city": "London", "to_city": "Paris"}
+
+
+def _time_server() -> str:
+    found = shutil.which("mcp-server-time", path=str(Path(sys.executable).parent)) or \
+        shutil.which("mcp-server-time")
+    assert found, "mcp-server-time is not installed: pip install -e '.[test]'"
+    return found
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tb.Bench]:
+    journal = tmp_path_factory.mktemp("run") / "calls.sqlite"
+    with tb.Bench(journal=journal, timeout=30) as made:
+        made.connect("geo", [sys.executable, "-m", "toolbench.demo.geo"])
+        made.connect("geo_precise", [sys.executable, "-m", "toolbench.demo.geo_precise"])
+        made.connect("echo", ECHO)
+        made.connect("time", [_time_server(), "--local-timezone", "UTC"])
+        yield made
+
+
+def of_run(bench: tb.Bench, run: tb.Run) -> list[dict[str, Any]]:
+    """This run's records as the bench keeps them."""
+    records = bench.records
+    mine = records[records["provenance"].map(lambda p: (p or {}).get("run") == run.id)]
+    return list(mine.to_dict("records"))
+
+
+# -- a run that goes well -----------------------------------------------------------------
+def test_a_run_calls_through_the_bench_and_hands_results_back(bench: tb.Bench) -> None:
+    model = tb.ScriptedModel([
+        tb.Reply({"tool": "geo-distance", "arguments": LONDON_PARIS},
+                 usage={"input": 100, "output": 10}),
+        tb.Reply("About 344 km.", usage={"input": 150, "output": 5})], name="script")
+    before = len(bench.records)
+    run = bench.run(model, "How far is Paris from London?", servers="geo",
+                    system="Use the tools.", provenance={"case": "c1"})
+    assert (run.stopped, run.error, run.text) == ("answered", None, "About 344 km.")
+    assert run.model == "script" and run.usage == {"input": 250, "output": 15}
+    assert [m["role"] for m in run.messages] == ["system", "user", "assistant", "tool",
+                                                 "assistant"]
+    told = run.messages[3]
+    assert told["tool_call_id"] == run.messages[2]["tool_calls"][0]["id"]
+    assert json.loads(told["content"]) == {"result": 343.557}
+
+    steps = run.steps
+    assert list(steps.columns) == list(STEP_COLUMNS)
+    assert list(steps["kind"]) == ["model", "tool", "answer"]
+    assert list(steps["step"]) == [1, 1, 2]
+    assert list(steps["tokens"].fillna(-1)) == [110, -1, 155]
+    assert steps.iloc[1]["tool"] == "geo-distance" and bool(steps.iloc[1]["ok"])
+
+    assert len(bench.records) == before + 1
+    (record,) = of_run(bench, run)
+    assert record["name"] == "geo-distance" and record["ok"]
+    assert record["provenance"]["step"] == 1 and record["provenance"]["model"] == "script"
+    assert record["provenance"]["case"] == "c1"
+    assert record["provenance"]["max_result_chars"] == 20_000
+    assert list(run.calls["call_id"]) == [record["call_id"]]
+    assert "About 344 km." in repr(run) and "geo-distance" in repr(run)
+
+
+def test_an_async_model_and_await_arun(bench: tb.Bench) -> None:
+    async def model(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+        if messages[-1]["role"] == "user":
+            names = sorted(t["function"]["name"] for t in tools)
+            assert names == ["geo-city", "geo_precise-city"]  # tools= narrows by own name
+            return {"content": None, "tool_calls": [{"id": "a", "function": {
+                "name": "geo_precise-city", "arguments": json.dumps({"name": "Lima"})}}]}
+        return {"content": "found it"}
+
+    run = asyncio.run(bench.arun(model, "Where is Lima?", tools=["city"]))
+    assert run.stopped == "answered" and run.text == "found it"
+    assert run.model.endswith("model") and run.rows[1].ok
+    assert "Lima" in run.messages[-2]["content"]
+
+
+def test_a_third_party_server_mcp_server_time(bench: tb.Bench) -> None:
+    model = tb.ScriptedModel([{"tool": "time-get_current_time",
+                               "arguments": {"timezone": "UTC"}}, "It is now."])
+    run = bench.run(model, "What time is it in UTC?", servers=["time"])
+    assert run.stopped == "answered" and run.rows[1].ok
+    assert json.loads(run.messages[2]["content"])["timezone"] == "UTC"
+    assert of_run(bench, run)[0]["server"] == "time"
+
+
+def test_results_are_capped_and_images_described(bench: tb.Bench) -> None:
+    model = tb.ScriptedModel([[{"tool": "geo-cities"}, {"tool": "geo-world_map"}], "ok"])
+    run = bench.run(model, "cities and a map", servers="geo", max_result_chars=100)
+    cities, world_map = run.messages[2]["content"], run.messages[3]["content"]
+    shown, note = cities.split("\n[cut: the result is ")
+    assert len(shown) == 100 and note.endswith("the first 100 are shown (max_result_chars)]")
+    assert "[image: image/png" in world_map and "not shown to the model" in world_map
+    assert "base64" not in world_map and len(world_map) < 200
+    full = [r for r in of_run(bench, run) if r["name"] == "geo-cities"][0]
+    assert json.dumps(full["structured"], ensure_ascii=False).startswith(shown)  # kept whole
+    assert full["provenance"]["max_result_chars"] == 100
+
+
+# -- bad input: the model ---------------------------------------------------------------------
+def test_a_model_that_raises_ends_the_run_and_keeps_what_was_recorded(bench: tb.Bench) -> None:
+    def model(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+        if messages[-1]["role"] == "user":
+            return {"tool_calls": [{"id": "1", "function": {
+                "name": "geo-distance", "arguments": json.dumps(LONDON_PARIS)}}]}
+        raise ConnectionError("provider down")
+
+    run = bench.run(model, "go")
+    assert run.stopped == "error"
+    assert run.error == "the model raised ConnectionError: provider down"
+    assert list(run.steps["kind"]) == ["model", "tool", "error"]
+    assert [r["ok"] for r in of_run(bench, run)] == [True]
+
+
+def test_a_model_that_hangs_past_model_timeout_ends_the_run(bench: tb.Bench) -> None:
+    release = threading.Event()
+
+    def model(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
+        release.wait(60)
+        return "too late"
+
+    try:
+        run = bench.run(model, "go", model_timeout=0.5)
+    finally:
+        release.set()
+    assert (run.stopped, run.error) == ("error", "no reply within 0.5 s (model_timeout)")
+    assert run.rows[-1].kind == "error" and run.text is None
+
+
+def test_a_slow_model_does_not_hold_up_the_shared_loop(bench: tb.Bench) -> None:
+    """While a sync model thinks (in a worker thread), another call goes through."""
+    thinking, release = threading.Event(), threading.Event()
+
+    def model(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
+        thinking.set()
+        release.wait(60)
+        return "done"
+
+    outcome: list[tb.Run] = []
+    worker = threading.Thread(target=lambda: outcome.append(bench.run(model, "think")))
+    worker.start()
+    try:
+        assert thinking.wait(30)
+        assert bench.call("echo-echo", text="meanwhile").text == "meanwhile"
+        assert worker.is_alive()  # the run is still waiting for its model
+    finally:
+        release.set()
+        worker.join(60)
+    assert outcome[0].text == "done"
+
+
+def test_a_model_that_loops_stops_at_max_steps(bench: tb.Bench) -> None:
+    model = tb.ScriptedModel(lambda messages, tools: {"tool": "echo-echo",
+                                                      "arguments": {"text": "again"}})
+    run = bench.run(model, "loop", servers="echo", max_steps=3)
+    assert (run.stopped, run.error, run.text) == ("max_steps", None, None)
+    assert list(run.steps["kind"]) == ["model", "tool"] * 3
+    assert len(of_run(bench, run)) == 3 and run.tool_calls == 3
+
+
+def test_a_reply_with_neither_text_nor_tool_calls_ends_the_run(bench: tb.Bench) -> None:
+    run = bench.run(tb.ScriptedModel([{"role": "assistant", "content": None}]), "go")
+    assert run.stopped == "error"
+    assert run.error is not None and run.error.startswith(
+        "the reply has neither text nor tool calls: {'role': 'assistant', 'content': None}")
+
+
+def test_a_script_that_runs_out_ends_the_run_with_its_reason(bench: tb.Bench) -> None:
+    run = bench.run(tb.ScriptedModel([{"tool": "echo-echo", "arguments": {"text": "a"}}],
+                                     name="short"), "go", servers="echo")
+    assert run.stopped == "error" and "'short' has no reply left" in (run.error or "")
+    assert len(of_run(bench, run)) == 1
+
+
+# -- bad input: the tool calls ----------------------------------------------------------------
+def refused_run(bench: tb.Bench, reply: Any, **options: Any) -> tuple[tb.Run, dict[str, Any]]:
+    """A run whose first reply is refused; the model then answers (the run goes on)."""
+    run = bench.run(tb.ScriptedModel([reply, "I could not."]), "go", **options)
+    assert run.stopped == "answered" and run.text == "I could not."
+    (record,) = of_run(bench, run)
+    assert record["ok"] is False and record["error_type"] == "Refused"
+    assert record["disposition"] == "did_not_happen"
+    assert run.rows[1].kind == "refused" and not run.rows[1].ok
+    assert run.messages[2]["role"] == "tool"
+    assert run.messages[2]["content"].startswith("Error (Refused, not sent): ")
+    return run, record
+
+
+def test_a_made_up_tool_is_refused_recorded_and_told(bench: tb.Bench) -> None:
+    run, record = refused_run(bench, {"tool": "geo-teleport", "arguments": {"to": "Mars"}},
+                              servers="geo")
+    assert record["server"] == "" and record["name"] == "geo-teleport"
+    assert record["arguments"] == {"to": "Mars"}
+    told = run.messages[2]["content"]
+    assert "tool 'geo-teleport' was not offered to the model; offered: geo-cities" in told
+
+
+def test_another_servers_tool_is_refused_and_never_sent(bench: tb.Bench) -> None:
+    run, record = refused_run(bench, {"tool": "geo_precise-distance",
+                                      "arguments": LONDON_PARIS}, servers="geo")
+    assert record["server"] == "geo_precise" and math.isnan(record["latency_ms"])
+    assert "a tool of server 'geo_precise', which this run does not offer" in \
+        run.messages[2]["content"]
+
+
+def test_arguments_that_are_not_json_are_refused(bench: tb.Bench) -> None:
+    reply = {"content": None, "tool_calls": [{"id": "x", "function": {
+        "name": "geo-distance", "arguments": "{from_city: London"}}]}
+    run, record = refused_run(bench, reply, servers="geo")
+    assert record["server"] == "geo" and record["arguments"] == {
+        "_invalid": "{from_city: London"}
+    assert "cannot be used: not JSON" in run.messages[2]["content"]
+
+
+def test_arguments_that_fail_the_schema_are_refused_by_the_bench(bench: tb.Bench) -> None:
+    run, record = refused_run(bench, {"tool": "geo-distance", "arguments": {"from_city": 7}},
+                              servers="geo")
+    assert "'to_city' is a required property" in record["error"]
+    assert "'to_city' is a required property" in run.messages[2]["content"]
+
+
+def test_a_50_mb_argument_is_refused_and_not_kept_whole(bench: tb.Bench) -> None:
+    huge = json.dumps({"text": "x" * 50_000_000})
+    reply = {"content": None, "tool_calls": [{"id": "big", "function": {
+        "name": "echo-echo", "arguments": huge}}]}
+    run, record = refused_run(bench, reply, servers="echo")
+    assert "over 1,000,000 bytes (50,000,012 bytes)" in record["error"]
+    assert len(record["arguments"]["_invalid"]) < 2_000
+    assert len(json.dumps(run.messages)) < 2_000_000
+
+
+# -- bad input: the caller's own arguments raise ---------------------------------------------------
+@pytest.mark.parametrize(("options", "error", "match"), [
+    ({"max_steps": 0}, ValueError, "max_steps is a whole number from 1 to 1,000"),
+    ({"max_steps": True}, ValueError, "max_steps"),
+    ({"model_timeout": -1}, ValueError, "model_timeout is a positive"),
+    ({"max_result_chars": 0}, ValueError, "max_result_chars"),
+    ({"servers": ["nowhere"]}, ValueError, "'nowhere' is not on the bench"),
+    ({"tools": ["teleport"]}, ValueError, "no offered server has a tool 'teleport'"),
+    ({"system": 3}, TypeError, "system is a str"),
+    ({"provenance": {1: 2}}, TypeError, "provenance keys"),
+])
+def test_bad_options_raise_naming_the_value(bench: tb.Bench, options: dict[str, Any],
+                                            error: type[Exception], match: str) -> None:
+    with pytest.raises(error, match=match):
+        bench.run(tb.ScriptedModel(["x"]), "go", **options)
+
+
+@pytest.mark.parametrize("prompt", ["", "  ", [], [{"content": "no role"}], 42])
+def test_a_bad_prompt_raises(bench: tb.Bench, prompt: Any) -> None:
+    with pytest.raises((TypeError, ValueError), match="prompt"):
+        bench.run(tb.ScriptedModel(["x"]), prompt)
+
+
+def test_a_model_that_is_not_callable_raises(bench: tb.Bench) -> None:
+    with pytest.raises(TypeError, match=r"model is a function\(messages, tools\)"):
+        bench.run("gpt-4o", "go")  # type: ignore[arg-type]
+
+
+# -- display ----------------------------------------------------------------------------------
+def test_the_runs_html_escapes_what_the_model_and_the_server_wrote(bench: tb.Bench) -> None:
+    hostile = "<img src=x onerror=alert(1)><script>alert(2)</script>"
+    model = tb.ScriptedModel([[{"tool": "echo-echo", "arguments": {"text": hostile}},
+                               {"tool": f"<b>{hostile}</b>"}], f"answer {hostile}"])
+    run = bench.run(model, f"prompt {hostile}", servers="echo")
+    page = run._repr_html_()
+    assert "<script>" not in page and "<img src=x" not in page and "<b><img" not in page
+    assert page.count("&lt;script&gt;alert(2)&lt;/script&gt;") >= 4  # prompt, card, result, answer
+    assert "toolbench-run" in page and "refused, not sent" in page
+    bundle = run._repr_mimebundle_()
+    assert set(bundle) == {"text/plain", "text/html"} and "answered" in bundle["text/plain"]
+    assert run._ipython_display_ is None  # no MCP Apps view: the mimebundle shows it
