@@ -122,7 +122,7 @@ def test_results_are_capped_and_images_described(bench: tb.Bench) -> None:
     assert len(shown) == 100 and note.endswith("the first 100 are shown (max_result_chars)]")
     assert "[image: image/png" in world_map and "not shown to the model" in world_map
     assert "base64" not in world_map and len(world_map) < 200
-    full = [r for r in of_run(bench, run) if r["name"] == "geo-cities"][0]
+    full = next(r for r in of_run(bench, run) if r["name"] == "geo-cities")
     assert json.dumps(full["structured"], ensure_ascii=False).startswith(shown)  # kept whole
     assert full["provenance"]["max_result_chars"] == 100
 
