@@ -300,3 +300,30 @@ def test_the_runs_html_escapes_what_the_model_and_the_server_wrote(bench: tb.Ben
     bundle = run._repr_mimebundle_()
     assert set(bundle) == {"text/plain", "text/html"} and "answered" in bundle["text/plain"]
     assert run._ipython_display_ is None  # no MCP Apps view: the mimebundle shows it
+
+
+# -- in a real kernel ---------------------------------------------------------------------------
+def test_a_run_in_a_jupyter_kernel_shows_its_transcript_and_records_the_cell() -> None:
+    from test_bench_kernel import run_notebook, text_of
+
+    geo = [sys.executable, "-m", "toolbench.demo.geo"]
+    cells = [
+        f"import toolbench as tb\nbench = tb.Bench()\nbench.connect('geo', {geo!r})\n"
+        "model = tb.ScriptedModel([{'tool': 'geo-distance', 'arguments': "
+        f"{LONDON_PARIS!r}}}, 'About <b>344</b> km.'])",
+        "run = bench.run(model, 'How far is Paris from London?')\nrun",
+        "again = await bench.arun(model, 'And again?')\n"
+        "last = bench.records.iloc[-1]['provenance']\n"
+        "print('async', again.stopped, last['run'] == again.id, last['cell'], last['step'])",
+        "bench.close()\nprint('closed')",
+    ]
+    nb = run_notebook(cells)
+    errors = [o for c in nb for o in c.outputs if o.get("output_type") == "error"]
+    assert not errors, errors
+    (shown,) = [o for o in nb[1].outputs if o.get("output_type") == "execute_result"]
+    page = shown["data"]["text/html"]
+    assert "toolbench-run" in page and "geo-distance" in page and "343.557" in page
+    assert "About &lt;b&gt;344&lt;/b&gt; km." in page and "<b>344</b>" not in page
+    assert "answered" in shown["data"]["text/plain"]
+    assert text_of(nb[2]).split() == ["async", "answered", "True", "3", "1"]
+    assert "closed" in text_of(nb[3])
