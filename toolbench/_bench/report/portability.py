@@ -19,7 +19,8 @@ rest.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import functools
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from toolbench._bench.report import rules
@@ -75,11 +76,12 @@ def problems(schema: Any, wanted: tuple[Rule, ...] = PORTABILITY_RULES,
     found: dict[str, list[str]] = {rule.id: [] for rule in wanted}
     extra: dict[str, int] = dict.fromkeys(found, 0)
 
-    def add(rule: Rule, message: str) -> None:
+    def add(rule: Rule, message: Callable[[], str]) -> None:
+        """Keep the message (spelled out only if it is kept), or count it past the cap."""
         if rule.id not in found:
             return
         if len(found[rule.id]) < MAX_PER_RULE:
-            found[rule.id].append(message)
+            found[rule.id].append(message())
         else:
             extra[rule.id] += 1
 
@@ -88,7 +90,7 @@ def problems(schema: Any, wanted: tuple[Rule, ...] = PORTABILITY_RULES,
         if kind != "object":
             shown = ("the input schema is not a JSON object" if not isinstance(schema, Mapping)
                      else f"the input schema's type is {_shown(kind)}")
-            add(rules.ANTHROPIC_NOT_OBJECT, shown)
+            add(rules.ANTHROPIC_NOT_OBJECT, lambda: shown)
     if any(r.id.startswith("gemini-") for r in wanted):
         for where, node in _gemini_nodes(schema, root):
             _gemini(node, where, add)
@@ -100,19 +102,20 @@ def problems(schema: Any, wanted: tuple[Rule, ...] = PORTABILITY_RULES,
     return out
 
 
-def _gemini(node: Mapping[Any, Any], where: Place, add: Any) -> None:
+def _gemini(node: Mapping[Any, Any], where: Place,
+            add: Callable[[Rule, Callable[[], str]], None]) -> None:
     for key in node:
         if key not in GEMINI_FIELDS:
-            add(rules.GEMINI_KEYWORD, f"{_shown(key)} at {place(where)}")
+            add(rules.GEMINI_KEYWORD, functools.partial(_at, key, where))
     kind = node.get("type")
     if isinstance(kind, list):
-        add(rules.GEMINI_TYPE_LIST, f"{place(where)} has type {_shown(kind)}")
+        add(rules.GEMINI_TYPE_LIST, lambda: f"{place(where)} has type {_shown(kind)}")
     values = node.get("enum")
     if isinstance(values, list):
         odd = [v for v in values[:1000] if not isinstance(v, str)]
         if odd:
-            add(rules.GEMINI_ENUM, f"{place(where)} enum holds {_shown(odd[0])}"
-                                   + (f" and {len(odd) - 1:,} more" if len(odd) > 1 else ""))
+            more = f" and {len(odd) - 1:,} more" if len(odd) > 1 else ""
+            add(rules.GEMINI_ENUM, lambda: f"{place(where)} enum holds {_shown(odd[0])}{more}")
 
 
 def _gemini_nodes(schema: Any, root: str) -> Iterator[tuple[Place, Mapping[Any, Any]]]:
@@ -139,6 +142,10 @@ def _gemini_nodes(schema: Any, root: str) -> Iterator[tuple[Place, Mapping[Any, 
             listed: Place = (where, "anyOf")
             children.extend(((listed, f"[{i}]"), v) for i, v in enumerate(any_of))
         stack.extend(reversed(children))
+
+
+def _at(key: Any, where: Place) -> str:
+    return f"{_shown(key)} at {place(where)}"
 
 
 def _shown(value: Any) -> str:
