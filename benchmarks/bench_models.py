@@ -91,9 +91,62 @@ def eval_rows(cases: int = 1000, rounds: int = 5) -> dict[str, Any]:
             "all_us_per_row": found}
 
 
+def run_steps(runs: int = 20, steps: int = 10, rounds: int = 5) -> dict[str, Any]:
+    """µs of wall and CPU per run step (engineer A's part): ``bench.run`` with a ScriptedModel
+    whose every reply calls ``geo-distance`` once, ``steps`` replies then an answer, against
+    the same number of plain ``bench.call``s (the baseline: what one call costs anyway), in
+    process and over stdio. The difference is the run's own cost per step: asking the model,
+    building the specs, checking the reply, handing the result back, the Step row.
+
+    Variants: ``inline`` (a ScriptedModel over a list, answered on the loop), ``thread`` (a
+    ScriptedModel over a function, which ``ask`` runs in a worker thread as any user's
+    function), ``refused`` (every call names a tool not offered: recorded, never sent)."""
+    import sys
+
+    reply = {"tool": "geo-distance", "arguments": CALL["arguments"]}
+    inline = tb.ScriptedModel([reply] * steps + ["done"], name="inline")
+    threaded = tb.ScriptedModel(
+        lambda messages, tools: reply if len(messages) < 2 * steps + 1 else "done",
+        name="thread")
+    refused = tb.ScriptedModel([{"tool": "geo-teleport"}] * steps + ["done"], name="refused")
+    found: dict[str, dict[str, list[float]]] = {}
+    targets = {"in process": geo.create, "stdio": lambda: [sys.executable, "-m",
+                                                           "toolbench.demo.geo"]}
+    for where, target in targets.items():
+        with tb.Bench() as bench:
+            bench.connect("geo", target())
+            for _ in range(3):  # warm: imports, the schema checker, the loop
+                bench.run(inline, "warm", servers="geo")
+                bench.call("geo-distance", **CALL["arguments"])
+            for _ in range(rounds):
+                variants = {
+                    "call": lambda: [bench.call("geo-distance", **CALL["arguments"])
+                                     for _ in range(runs * steps)],
+                    "inline": lambda: [bench.run(inline, "go", servers="geo")
+                                       for _ in range(runs)],
+                    "thread": lambda: [bench.run(threaded, "go", servers="geo")
+                                       for _ in range(runs)],
+                    "refused": lambda: [bench.run(refused, "go", servers="geo")
+                                        for _ in range(runs)],
+                }
+                for name, work in variants.items():
+                    wall, cpu, out = _timed(work)
+                    if name != "call":
+                        assert all(r.stopped == "answered" and r.tool_calls == steps
+                                   for r in out), name
+                    entry = found.setdefault(f"{where}: {name}", {"wall_us": [], "cpu_us": []})
+                    entry["wall_us"].append(wall / (runs * steps) * 1e6)
+                    entry["cpu_us"].append(cpu / (runs * steps) * 1e6)
+    medians = {name: {k: round(statistics.median(v), 1) for k, v in entry.items()}
+               for name, entry in found.items()}
+    return {"steps": runs * steps, "rounds": rounds, "median_us_per_step": medians,
+            "all_us_per_step": found}
+
+
 def run(quick: bool) -> dict[str, Any]:
     """What ``benchmarks/run.py`` would call (the lead decides whether it is in MODULES)."""
-    return {"eval_rows": eval_rows(cases=200 if quick else 1000, rounds=2 if quick else 5)}
+    return {"eval_rows": eval_rows(cases=200 if quick else 1000, rounds=2 if quick else 5),
+            "run_steps": run_steps(runs=5 if quick else 20, rounds=2 if quick else 5)}
 
 
 def main() -> None:
@@ -106,7 +159,13 @@ def main() -> None:
               f"{figures['cpu_us']:8.1f} µs CPU per row "
               f"({result['eval_rows']['rows']:,} rows, median of "
               f"{result['eval_rows']['rounds']})")
-    print(json.dumps({k: v["median_us_per_row"] for k, v in result.items()}))
+    for name, figures in result["run_steps"]["median_us_per_step"].items():
+        print(f"run step, {name:>19}: {figures['wall_us']:8.1f} µs wall, "
+              f"{figures['cpu_us']:8.1f} µs CPU per step "
+              f"({result['run_steps']['steps']:,} steps, median of "
+              f"{result['run_steps']['rounds']})")
+    print(json.dumps({k: v.get("median_us_per_row", v.get("median_us_per_step"))
+                      for k, v in result.items()}))
 
 
 if __name__ == "__main__":

@@ -122,11 +122,13 @@ class Runs:
                     prov: Provenance, max_chars: int) -> None:
         """One tool call of the model: refused here, or sent through ``Calls.invoke``."""
         name = specs.pegboard_name(call.name)
+        wanted = name if name is not None else call.name
         target: Target | None = None
-        try:
-            target = self._calls.resolve(name if name is not None else call.name)
-        except (ToolError, TypeError, ValueError):
-            target = None
+        if wanted in self._pegboard:  # a plain lookup: no "did you mean" for a made-up name
+            try:
+                target = self._calls.resolve(wanted)
+            except (ToolError, TypeError, ValueError):
+                target = None
         if name is None:
             refusal = _not_offered(call.name, specs, target)
         elif target is None:
