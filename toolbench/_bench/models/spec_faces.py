@@ -8,18 +8,14 @@ listing, and each server's secret hider), like the bench's tables.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from toolbench._bench.models.runs import offered_tools
-from toolbench._bench.models.specs import FORMATS, ToolSpecs, build_specs
-from toolbench._bench.servers.scrub import redacted_data
+from toolbench._bench.models.specs import FORMATS, ToolSpecs, secret_free_specs
 
 if TYPE_CHECKING:
     from toolbench._bench.servers.servers import Servers
-    from toolbench._core.client import ToolSpec
-    from toolbench._core.redact import Redactor
     from toolbench._routing.pegboard import PegBoard
 
 
@@ -78,26 +74,5 @@ def bench_specs(connections: Servers, pegboard: PegBoard, format: str,
     hidden, in ``format``'s shape."""
     if format not in FORMATS:
         raise ValueError(f"format {format!r} is not one of {', '.join(FORMATS)}")
-    pairs = []
-    shown: dict[str, str] = {}
-    for name, spec in offered_tools(pegboard, servers, tools):
-        redact = connections.redactor(pegboard.entry(name).server)
-        if redact is not None:
-            spec = _hidden(spec, redact)
-            if (clean := redact(name)) != name:
-                shown[name] = clean
-        pairs.append((name, spec))
-    return build_specs(pairs, format, shown=shown)
-
-
-def _hidden(spec: ToolSpec, redact: Redactor) -> ToolSpec:
-    """``spec`` with a server's secrets hidden in everything a spec may copy."""
-    return dataclasses.replace(
-        spec, description=redact(spec.description) if isinstance(spec.description, str)
-        else spec.description,
-        title=redact(spec.title) if isinstance(spec.title, str) else spec.title,
-        input_schema=redacted_data(spec.input_schema, redact),
-        output_schema=redacted_data(spec.output_schema, redact),
-        annotations=redacted_data(spec.annotations, redact),
-        icons=redacted_data(spec.icons, redact), meta=redacted_data(spec.meta, redact),
-        execution=redacted_data(spec.execution, redact))
+    return secret_free_specs(connections, pegboard, offered_tools(pegboard, servers, tools),
+                             format)

@@ -16,14 +16,21 @@ silently rewritten.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from toolbench._bench.report import portability
+from toolbench._bench.servers.scrub import redacted_data
 from toolbench._core.client import ToolSpec
+
+if TYPE_CHECKING:
+    from toolbench._bench.servers.servers import Servers
+    from toolbench._core.redact import Redactor
+    from toolbench._routing.pegboard import PegBoard
 
 FORMATS = ("openai", "anthropic", "gemini", "mcp")
 """The formats ``bench.tool_specs`` gives."""
@@ -133,6 +140,39 @@ def build_specs(tools: Iterable[tuple[str, ToolSpec]], format: str = "openai", *
     warnings = [f"{label}: {problem}" for label, (_, spec) in zip(seen, pairs, strict=True)
                 for problem in schema_problems(spec, format)]
     return ToolSpecs(format, out, dict(zip(names, (n for n, _ in pairs), strict=True)), warnings)
+
+
+def secret_free_specs(servers: Servers, pegboard: PegBoard,
+                      tools: Iterable[tuple[str, ToolSpec]], format: str = "openai"
+                      ) -> ToolSpecs:
+    """:func:`build_specs` of bench tools with each server's secrets (env, headers) hidden in
+    everything a spec copies, its name included: a tool named after a secret is offered under
+    the redacted name (sanitized and hashed where the provider needs it), which ``names``
+    still maps back to the real pegboard name. What a bench sends a provider goes through
+    here."""
+    pairs = []
+    shown: dict[str, str] = {}
+    for name, spec in tools:
+        redact = servers.redactor(pegboard.entry(name).server)
+        if redact is not None:
+            spec = _hidden(spec, redact)
+            if (clean := redact(name)) != name:
+                shown[name] = clean
+        pairs.append((name, spec))
+    return build_specs(pairs, format, shown=shown)
+
+
+def _hidden(spec: ToolSpec, redact: Redactor) -> ToolSpec:
+    """``spec`` with a server's secrets hidden in everything a spec may copy."""
+    return dataclasses.replace(
+        spec, description=redact(spec.description) if isinstance(spec.description, str)
+        else spec.description,
+        title=redact(spec.title) if isinstance(spec.title, str) else spec.title,
+        input_schema=redacted_data(spec.input_schema, redact),
+        output_schema=redacted_data(spec.output_schema, redact),
+        annotations=redacted_data(spec.annotations, redact),
+        icons=redacted_data(spec.icons, redact), meta=redacted_data(spec.meta, redact),
+        execution=redacted_data(spec.execution, redact))
 
 
 def provider_names(names: list[str], rule: NameRule) -> list[str]:
