@@ -116,17 +116,17 @@ def run_steps(runs: int = 20, steps: int = 10, rounds: int = 5) -> dict[str, Any
         with tb.Bench() as bench:
             bench.connect("geo", target())
             for _ in range(3):  # warm: imports, the schema checker, the loop
-                bench.run(inline, "warm", servers="geo")
+                bench.run(inline, "warm", servers="geo", max_steps=steps + 1)
                 bench.call("geo-distance", **CALL["arguments"])
             for _ in range(rounds):
                 variants = {
                     "call": lambda: [bench.call("geo-distance", **CALL["arguments"])
                                      for _ in range(runs * steps)],
-                    "inline": lambda: [bench.run(inline, "go", servers="geo")
+                    "inline": lambda: [bench.run(inline, "go", servers="geo", max_steps=steps + 1)
                                        for _ in range(runs)],
-                    "thread": lambda: [bench.run(threaded, "go", servers="geo")
+                    "thread": lambda: [bench.run(threaded, "go", servers="geo", max_steps=steps + 1)
                                        for _ in range(runs)],
-                    "refused": lambda: [bench.run(refused, "go", servers="geo")
+                    "refused": lambda: [bench.run(refused, "go", servers="geo", max_steps=steps + 1)
                                         for _ in range(runs)],
                 }
                 for name, work in variants.items():

@@ -223,6 +223,7 @@ def test_a_made_up_tool_is_refused_recorded_and_told(bench: tb.Bench) -> None:
     assert record["arguments"] == {"to": "Mars"}
     told = run.messages[2]["content"]
     assert "tool 'geo-teleport' was not offered to the model; offered: geo-cities" in told
+    assert record["error"] == "tool 'geo-teleport' was not offered to the model"
 
 
 def test_another_servers_tool_is_refused_and_never_sent(bench: tb.Bench) -> None:

@@ -129,8 +129,9 @@ class Runs:
                 target = self._calls.resolve(wanted)
             except (ToolError, TypeError, ValueError):
                 target = None
+        told = ""  # what the model is told besides the refusal: the names it may use
         if name is None:
-            refusal = _not_offered(call.name, specs, target)
+            refusal, told = _not_offered(call.name, target), _offered(specs)
         elif target is None:
             refusal = f"tool {name!r} is no longer on the bench (its server went away)"
         elif call.problem is not None:
@@ -142,7 +143,7 @@ class Runs:
             run.records.append(record)
             run.rows.append(Step(step, "refused", tool=record.name, arguments=_shown(call),
                                  ok=False, error=refusal, call_id=record.call_id))
-            run.messages.append(_tool_message(call, refusal_message(refusal)))
+            run.messages.append(_tool_message(call, refusal_message(refusal + told)))
             return
         assert target is not None and call.arguments is not None
         record, result, error = await self._calls.invoke(
@@ -252,14 +253,18 @@ def _count(value: object, what: str, low: int, high: int | None) -> None:
         raise ValueError(f"{what} is a whole number {bound}, not {value!r}")
 
 
-def _not_offered(name: str, specs: ToolSpecs, target: Target | None) -> str:
+def _not_offered(name: str, target: Target | None) -> str:
+    where = (f" (it is a tool of server {target.tool.server!r}, which this run does not offer)"
+             if target is not None else "")
+    return f"tool {_cut(name, 200)!r} was not offered to the model{where}"
+
+
+def _offered(specs: ToolSpecs) -> str:
+    """The names the model may call, as it was given them (for the model, not the record)."""
     offered = list(specs.names)
     listed = ", ".join(offered[:_SHOWN_NAMES]) + (
         f" and {len(offered) - _SHOWN_NAMES:,} more" if len(offered) > _SHOWN_NAMES else "")
-    where = (f" (it is a tool of server {target.tool.server!r}, which this run does not offer)"
-             if target is not None else "")
-    return (f"tool {_cut(name, 200)!r} was not offered to the model{where}; offered: "
-            f"{listed or 'none'}")
+    return f"; offered: {listed or 'none'}"
 
 
 def _tool_message(call: ToolCall, content: str) -> dict[str, Any]:
