@@ -20,6 +20,9 @@ collaborator            owns                                 may call
 ``batches``,            nothing                              calls, fetches, store (a cluster
 ``fetch_batches``                                            through ``cluster.Driver``)
 ``replays``             nothing                              batches, store
+``runs``                nothing                              connections, pegboard, calls,
+                                                             store, views.attach (a result's
+                                                             MCP Apps view)
 ======================  ===================================  ==================================
 
 Hooks: ``pegboard.on_listing(history.on_listing)`` (each tool listing is fingerprinted,
