@@ -32,7 +32,7 @@ class SpecFaces:
 
         A pegboard name the provider's name rule rejects (``files-read.file`` for OpenAI,
         whose names are ``^[a-zA-Z0-9_-]{1,64}$``) is sanitized and given a short stable
-        hash (``files-read_file_3f9a1c``); ``specs.names`` maps every provider-facing name
+        hash (``files-read_file_83f79e``); ``specs.names`` maps every provider-facing name
         back, and ``specs.pegboard_name(name)`` turns a model's tool call into the name
         ``bench.call`` takes. Two tools whose sanitized names would collide are both kept,
         told apart. A schema form the provider documents it rejects is listed in

@@ -2,7 +2,7 @@
 
 A pegboard name (``geo-distance``, ``files-read.file``) is legal MCP but not always a legal
 function name for a provider. A name the provider's rule rejects is sanitized and given a short
-stable hash of the original (``files-read_file_3f9a1c``), so the same catalog always gives the
+stable hash of the original (``files-read_file_83f79e``), so the same catalog always gives the
 same names; ``ToolSpecs.names`` maps each provider-facing name back, and a model's reply is
 mapped back with ``pegboard_name``. Two tools whose sanitized names would collide are both kept,
 told apart by a longer hash.
