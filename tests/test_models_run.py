@@ -304,7 +304,7 @@ def test_the_runs_html_escapes_what_the_model_and_the_server_wrote(bench: tb.Ben
 
 
 # -- in a real kernel ---------------------------------------------------------------------------
-def test_a_run_in_a_jupyter_kernel_shows_its_transcript_and_records_the_cell() -> None:
+def test_a_run_in_a_jupyter_kernel_shows_its_transcript_records_the_cell_and_stops() -> None:
     from test_bench_kernel import run_notebook, text_of
 
     geo = [sys.executable, "-m", "toolbench.demo.geo"]
@@ -316,15 +316,20 @@ def test_a_run_in_a_jupyter_kernel_shows_its_transcript_and_records_the_cell() -
         "again = await bench.arun(model, 'And again?')\n"
         "last = bench.records.iloc[-1]['provenance']\n"
         "print('async', again.stopped, last['run'] == again.id, last['cell'], last['step'])",
+        "import time\ndef slow(messages, tools):\n    time.sleep(6)\n    return 'late'\n"
+        "bench.run(slow, 'think hard')",  # interrupted after 2 s
+        "print('alive', bench.run(model, 'once more').stopped)",
         "bench.close()\nprint('closed')",
     ]
-    nb = run_notebook(cells)
-    errors = [o for c in nb for o in c.outputs if o.get("output_type") == "error"]
-    assert not errors, errors
+    nb = run_notebook(cells, interrupt_cell=3)
+    errors = {i: o for i, c in enumerate(nb) for o in c.outputs
+              if o.get("output_type") == "error"}
+    assert set(errors) == {3} and errors[3]["ename"] == "KeyboardInterrupt", errors
     (shown,) = [o for o in nb[1].outputs if o.get("output_type") == "execute_result"]
     page = shown["data"]["text/html"]
     assert "toolbench-run" in page and "geo-distance" in page and "343.557" in page
     assert "About &lt;b&gt;344&lt;/b&gt; km." in page and "<b>344</b>" not in page
     assert "answered" in shown["data"]["text/plain"]
     assert text_of(nb[2]).split() == ["async", "answered", "True", "3", "1"]
-    assert "closed" in text_of(nb[3])
+    assert text_of(nb[4]).split() == ["alive", "answered"]  # the model's thread was left
+    assert "closed" in text_of(nb[5])
