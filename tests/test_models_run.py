@@ -202,6 +202,32 @@ def test_a_script_that_runs_out_ends_the_run_with_its_reason(bench: tb.Bench) ->
     assert len(of_run(bench, run)) == 1
 
 
+def test_a_failed_run_leaves_every_record_in_the_journal(tmp_path: Path) -> None:
+    journal = tmp_path / "calls.sqlite"
+
+    def model(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+        if messages[-1]["role"] == "user":
+            return {"tool_calls": [
+                {"id": "1", "function": {"name": "geo-distance",
+                                         "arguments": json.dumps(LONDON_PARIS)}},
+                {"id": "2", "function": {"name": "geo-teleport", "arguments": "{}"}},
+                {"id": "3", "function": {"arguments": "{}"}},
+                {"id": "4", "function": {"name": "x" * 5000, "arguments": "{}"}}]}
+        raise RuntimeError("the provider hung up")
+
+    with tb.Bench(journal=journal) as first:
+        first.connect("geo", [sys.executable, "-m", "toolbench.demo.geo"])
+        run = first.run(model, "go")
+    assert run.stopped == "error" and "RuntimeError" in (run.error or "")
+    with tb.Bench(journal=journal) as reopened:
+        kept = reopened.records
+    mine = kept[kept["provenance"].map(lambda p: (p or {}).get("run") == run.id)]
+    assert list(mine["name"])[:3] == ["geo-distance", "geo-teleport", "(no name)"]
+    assert len(list(mine["name"])[3]) < 300
+    assert list(mine["ok"]) == [True, False, False, False]
+    assert set(list(mine["error_type"])[1:]) == {"Refused"}
+
+
 # -- bad input: the tool calls ----------------------------------------------------------------
 def refused_run(bench: tb.Bench, reply: Any, **options: Any) -> tuple[tb.Run, dict[str, Any]]:
     """A run whose first reply is refused; the model then answers (the run goes on)."""
@@ -219,7 +245,7 @@ def refused_run(bench: tb.Bench, reply: Any, **options: Any) -> tuple[tb.Run, di
 def test_a_made_up_tool_is_refused_recorded_and_told(bench: tb.Bench) -> None:
     run, record = refused_run(bench, {"tool": "geo-teleport", "arguments": {"to": "Mars"}},
                               servers="geo")
-    assert record["server"] == "" and record["name"] == "geo-teleport"
+    assert record["server"] == "(none)" and record["name"] == "geo-teleport"
     assert record["arguments"] == {"to": "Mars"}
     told = run.messages[2]["content"]
     assert "tool 'geo-teleport' was not offered to the model; offered: geo-cities" in told

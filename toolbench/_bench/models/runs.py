@@ -43,12 +43,15 @@ if TYPE_CHECKING:
     from toolbench._core.client import Result, ToolSpec
     from toolbench._routing.pegboard import PegBoard, PegEntry
 
-__all__ = ["MAX_STEPS_LIMIT", "Runs", "offered_tools"]
+__all__ = ["MAX_STEPS_LIMIT", "NO_SERVER", "Runs", "offered_tools"]
 
 _log = logging.getLogger(__name__)
 ResultHook = Callable[[Any, Record, "Result"], Awaitable[None]]
 MAX_STEPS_LIMIT = 1_000
 """The most steps one run may be given: a model that never stops still ends."""
+NO_SERVER = "(none)"
+"""The server of a record of a tool no server has (a made-up name): not a legal server name,
+so it is never taken for one (a journal needs one)."""
 _SHOWN_NAMES = 20  # offered names listed in a refusal told to the model
 _SHOWN_INVALID = 1_000  # characters of unusable arguments kept in the record
 
@@ -171,7 +174,8 @@ class Runs:
             tool_shown, name_shown = self._calls.shown(target)
             server, error = target.tool.server, Refused(detail, tool=target.tool)
         else:
-            server, tool_shown, name_shown = "", call.name, call.name
+            named = _cut(call.name, 200) or "(no name)"  # a journal needs one
+            server, tool_shown, name_shown = NO_SERVER, named, named
             error = Refused(detail)
         record = make_record(
             call_id=new_call_id(), batch=None, started=utcnow(), server=server,
