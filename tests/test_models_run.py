@@ -155,6 +155,7 @@ def test_a_model_that_hangs_past_model_timeout_ends_the_run(bench: tb.Bench) -> 
         release.set()
     assert (run.stopped, run.error) == ("error", "no reply within 0.5 s (model_timeout)")
     assert run.rows[-1].kind == "error" and run.text is None
+    assert (run.rows[-1].ms or 0) >= 400  # about the time the model was given
 
 
 def test_a_slow_model_does_not_hold_up_the_shared_loop(bench: tb.Bench) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -100,11 +101,13 @@ class Runs:
         base = {**extra, "run": run.id, "model": run.model, "max_result_chars": max_result_chars}
         offered = list(specs.tools)
         for step in range(1, max_steps + 1):
+            asked = time.perf_counter()
             try:
                 turn = await ask(model, list(run.messages), offered, timeout=model_timeout)
             except ModelFailed as exc:
                 run.stopped, run.error = "error", exc.reason
-                run.rows.append(Step(step, "error", ok=False, error=exc.reason))
+                run.rows.append(Step(step, "error", ok=False, error=exc.reason,
+                                     ms=(time.perf_counter() - asked) * 1000))
                 return run
             run.messages.append(turn.message)
             run.usage = add_usage(run.usage, turn.usage)
