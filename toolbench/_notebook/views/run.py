@@ -40,7 +40,8 @@ RUN_STYLE = (
     "border-radius:4px;background:#fafafa}"
     ".toolbench-run .tb-card.tb-failed{border-color:#b00020;background:#fff5f5}"
     ".toolbench-run pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:2px 0}"
-    ".toolbench-run .tb-error{color:#b00020}</style>"
+    ".toolbench-run .tb-error{color:#b00020}"
+    ".toolbench-run .tb-result{max-height:18em;overflow:auto;border-top:1px solid #eee}</style>"
 )
 
 
@@ -172,7 +173,7 @@ def _card(tool_call: Any, row: Step | None, result: Result | None, reply: Any) -
         parts.append(f"<div class='tb-error'>{_html.escape(_html.shorten(row.error, MAX_TEXT))}"
                      f"</div>")
     if result is not None:
-        parts.append(result_html(result, budget=RESULT_BUDGET))
+        parts.append(f"<div class='tb-result'>{result_html(result, budget=RESULT_BUDGET)}</div>")
     elif isinstance(reply, dict) and not (row is not None and row.error):
         told = _content_text(reply.get("content"))
         parts.append(f"<pre>{_html.escape(_html.shorten(told, MAX_TEXT))}</pre>")
