@@ -135,6 +135,8 @@ class BaseBench(ServerFaces, CatalogFaces, CallFaces, ManyFaces, HistoryFaces, R
                 returning a str (the reply's text) or a ``CreateMessageResult``; or
                 ``"ask"``, a notebook widget where a person writes the reply. ``None``
                 (default): sampling is not advertised, so servers do not ask.
+                ``tb.models.sampler(model)`` answers with a model function, as
+                ``bench.run`` takes it, and tells servers it takes tools in a request.
             elicitation (callable | "ask" | None): answers a server's request for input: a
                 function of ``ElicitRequestParams`` returning ``{"action": "accept" |
                 "decline" | "cancel", "content": {...}}`` or an ``ElicitResult``; or
