@@ -14,6 +14,7 @@ from toolbench._loop import get_loop
 
 if TYPE_CHECKING:
     import pandas as pd
+    from distributed import Client as DaskClient
 
     from toolbench._bench.models.evaluate import Evals
 
@@ -27,7 +28,8 @@ class EvalFaces:
     def evaluate(self, model: Any, cases: Any, servers: Iterable[str] | str | None = None, *,
                  repeats: int = 1, steps: int = 1, concurrency: int = 4,
                  journal: str | os.PathLike[str] | None = None, resume: bool = False,
-                 model_timeout: float = 120.0, progress: bool | None = None) -> pd.DataFrame:
+                 model_timeout: float = 120.0, progress: bool | None = None,
+                 cluster: DaskClient | None = None) -> pd.DataFrame:
         """Run every case against every server that has its tools; one row per case x server
         x repeat, scored.
 
@@ -53,6 +55,11 @@ class EvalFaces:
                 whose model failed is asked again).
             model_timeout: seconds a model reply may take; past it the row's ``error`` says so.
             progress: a progress bar (``None``: only for long evals).
+            cluster: a ``dask.distributed.Client`` (the ``dask`` extra): the model is asked on
+                its workers, ``concurrency`` at a time per task, and rows come back into the
+                journal and the result as on one machine. ``steps=1`` only: a step-1 row needs
+                no connection; tool calls on the workers are not supported. The model travels
+                pickled (a notebook's function by value, a module's by reference).
 
         Returns:
             An eval frame: ``case``, ``server``, ``repeat``, ``expected``, ``called``,
@@ -64,8 +71,8 @@ class EvalFaces:
         Raises:
             CaseError: a case with an unknown key, no prompt, or a tool no server has (a
                 ValueError naming the case and the key).
-            ValueError: an unknown server, a bad number, ``resume`` without ``journal``, or a
-                journal file that is not an eval journal.
+            ValueError: an unknown server, a bad number, ``resume`` without ``journal``, a
+                journal file that is not an eval journal, or ``cluster`` with ``steps>1``.
 
         Example:
             >>> model = tb.ScriptedModel([{"tool": "geo-distance",
@@ -76,16 +83,18 @@ class EvalFaces:
         """
         return get_loop().run(self.evals.evaluate, model, cases, servers, repeats=repeats,
                               steps=steps, concurrency=concurrency, journal=journal,
-                              resume=resume, model_timeout=model_timeout, progress=progress)
+                              resume=resume, model_timeout=model_timeout, progress=progress,
+                              cluster=cluster)
 
     async def aevaluate(self, model: Any, cases: Any,
                         servers: Iterable[str] | str | None = None, *, repeats: int = 1,
                         steps: int = 1, concurrency: int = 4,
                         journal: str | os.PathLike[str] | None = None, resume: bool = False,
-                        model_timeout: float = 120.0,
-                        progress: bool | None = None) -> pd.DataFrame:
+                        model_timeout: float = 120.0, progress: bool | None = None,
+                        cluster: DaskClient | None = None) -> pd.DataFrame:
         """Awaitable :meth:`evaluate`: the same arguments, result and errors."""
         return await get_loop().arun(self.evals.evaluate, model, cases, servers,
                                      repeats=repeats, steps=steps, concurrency=concurrency,
                                      journal=journal, resume=resume,
-                                     model_timeout=model_timeout, progress=progress)
+                                     model_timeout=model_timeout, progress=progress,
+                                     cluster=cluster)

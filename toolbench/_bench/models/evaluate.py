@@ -26,7 +26,7 @@ import asyncio
 import json
 import os
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -40,6 +40,7 @@ from toolbench._core.ids import did_you_mean
 
 if TYPE_CHECKING:
     import pandas as pd
+    from distributed import Client as DaskClient
 
     from toolbench._bench.models.run import Run
     from toolbench._bench.models.specs import ToolSpecs
@@ -154,8 +155,8 @@ class Evals:
     async def evaluate(self, model: Any, cases: Any, servers: Iterable[str] | str | None = None,
                        *, repeats: int = 1, steps: int = 1, concurrency: int = 4,
                        journal: str | os.PathLike[str] | None = None, resume: bool = False,
-                       model_timeout: float = 120.0,
-                       progress: bool | None = None) -> pd.DataFrame:
+                       model_timeout: float = 120.0, progress: bool | None = None,
+                       cluster: DaskClient | None = None) -> pd.DataFrame:
         """One row per case x server x repeat, in that order (see the module's docstring)."""
         import pandas as pd
 
@@ -173,11 +174,16 @@ class Evals:
         if steps > 1 and self._runs is None:
             raise ValueError("steps > 1 needs the bench's runs; this bench has none")
         plan = self.plan(model, cases, servers, repeats, steps)
+        if cluster is not None:  # checked before anything runs or ships
+            from toolbench._bench.models import eval_cluster
+
+            eval_cluster.check_cluster(cluster, steps, model)
         book = None
         if journal is not None:
             book = await asyncio.to_thread(EvalJournal, journal, load=resume)
         try:
-            rows = await self._rows(model, plan, steps, concurrency, timeout, book, progress)
+            rows = await self._rows(model, plan, steps, concurrency, timeout, book, progress,
+                                    cluster)
         finally:
             if book is not None:
                 book.close()
@@ -188,67 +194,58 @@ class Evals:
                              for c in COLUMNS}, columns=list(COLUMNS))
 
     async def _rows(self, model: Any, plan: Plan, steps: int, concurrency: int,
-                    timeout: float, book: EvalJournal | None,
-                    progress: bool | None) -> list[dict[str, Any]]:
+                    timeout: float, book: EvalJournal | None, progress: bool | None,
+                    cluster: DaskClient | None) -> list[dict[str, Any]]:
         slots: list[dict[str, Any] | None] = [None] * len(plan.units)
         todo: list[tuple[int, Key]] = []
+        digests: dict[str, str] = {}
         for index, (case, server, repeat) in enumerate(plan.units):
-            key = key_of(plan.fingerprint, case.id, case.digest(), server, repeat)
+            digest = digests.get(case.id) or digests.setdefault(case.id, case.digest())
+            key = key_of(plan.fingerprint, case.id, digest, server, repeat)
             done = book.finished(key) if book is not None else None
             if done is not None:
                 slots[index] = {c: done.get(c) for c in COLUMNS}
             else:
                 todo.append((index, key))
-        eval_id = uuid.uuid4().hex
-        counter = _Counting()
+        keys = dict(todo)
         bar = progress_bar(len(todo), "evaluate", progress)
-        queue: Iterator[tuple[int, Key]] = iter(todo)
 
-        async def worker() -> None:
-            for index, key in queue:  # one shared iterator: each unit is taken once
-                case, server, repeat = plan.units[index]
-                offer = plan.offers[server]
-                if steps == 1:
-                    row = await self._first_reply(model, case, offer, repeat, timeout, counter)
-                else:
-                    row = await self._run(model, case, offer, repeat, steps, timeout, eval_id,
-                                          counter)
-                if book is not None:
-                    book.write(key, row)
-                slots[index] = row
-                bar.update()
-                await asyncio.sleep(0)  # a model that answers at once never starves the loop
+        def finished(index: int, row: dict[str, Any]) -> None:
+            """A row is in the journal before it counts as done."""
+            if book is not None:
+                book.write(keys[index], row)
+            slots[index] = row
+            bar.update()
 
-        tasks = [asyncio.create_task(worker()) for _ in range(min(concurrency, len(todo)))]
         try:
-            await asyncio.gather(*tasks)
+            if cluster is not None:
+                from toolbench._bench.models import eval_cluster
+
+                await eval_cluster.evaluate_on_cluster(
+                    cluster, model, [(index, *plan.units[index]) for index, _ in todo],
+                    plan.offers, timeout=timeout, concurrency=concurrency,
+                    partition=ask_rows, failed=failed_row, finished=finished)
+            else:
+                eval_id = uuid.uuid4().hex
+                counter = Counting()
+
+                async def one(index: int) -> None:
+                    case, server, repeat = plan.units[index]
+                    offer = plan.offers[server]
+                    if steps == 1:
+                        row = await first_reply(model, case, offer, repeat, timeout, counter)
+                    else:
+                        row = await self._run(model, case, offer, repeat, steps, timeout,
+                                              eval_id, counter)
+                    finished(index, row)
+
+                await bounded([index for index, _ in todo], one, concurrency)
         finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
             bar.close()
         return [row for row in slots if row is not None]
 
-    async def _first_reply(self, model: Any, case: Case, offer: Offer, repeat: int,
-                           timeout: float, counter: _Counting) -> dict[str, Any]:
-        """``steps=1``: the model's first reply, scored; nothing is executed."""
-        messages = _messages(case.prompt)
-        try:
-            turn = await ask(model, messages, offer.tools, timeout=timeout)
-        except ModelFailed as exc:
-            return _row(case, offer.server, repeat, [], error=exc.reason, steps=0,
-                        model_ms=None, tool_ms=0.0, tokens=(None, None, None), run=None)
-        called = [(offer.called(c.name), c.arguments) for c in turn.tool_calls]
-        if turn.usage:
-            tokens = (turn.usage.get("input"), turn.usage.get("output"), "usage")
-        else:
-            await counter.ready()
-            tokens = counter.count(offer, messages, [turn.message])
-        return _row(case, offer.server, repeat, called, error=None, steps=1,
-                    model_ms=turn.model_ms, tool_ms=0.0, tokens=tokens, run=None)
-
     async def _run(self, model: Any, case: Case, offer: Offer, repeat: int, steps: int,
-                   timeout: float, eval_id: str, counter: _Counting) -> dict[str, Any]:
+                   timeout: float, eval_id: str, counter: Counting) -> dict[str, Any]:
         """``steps>1``: a real run on this server's tools; every call it made is scored."""
         assert self._runs is not None
         run = await self._runs.arun(
@@ -274,10 +271,71 @@ class Evals:
             tokens: tuple[Any, Any, Any] = (run.usage.get("input"), run.usage.get("output"),
                                             "usage")
         else:
-            await counter.ready()
+            await counter.ready(offer)
             tokens = counter.count_run(offer, run.messages)
-        return _row(case, offer.server, repeat, called, error=run.error, steps=replies,
+        return score_row(case, offer.server, repeat, called, error=run.error, steps=replies,
                     model_ms=model_ms, tool_ms=tool_ms, tokens=tokens, run=run.id)
+
+
+async def bounded(items: list[int], work: Callable[[int], Awaitable[None]],
+                  concurrency: int) -> None:
+    """``work(item)`` for every item, ``concurrency`` at once: workers pulling from one
+    iterator, each yielding to the loop after every item; the first failure cancels the rest."""
+    queue: Iterator[int] = iter(items)
+
+    async def worker() -> None:
+        for item in queue:  # one shared iterator: each item is taken once
+            await work(item)
+            await asyncio.sleep(0)  # a model that answers at once never starves the loop
+
+    tasks = [asyncio.create_task(worker()) for _ in range(min(concurrency, len(items)))]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def first_reply(model: Any, case: Case, offer: Offer, repeat: int, timeout: float,
+                      counter: Counting) -> dict[str, Any]:
+    """``steps=1``: the model's first reply, scored; nothing is executed."""
+    messages = _messages(case.prompt)
+    try:
+        turn = await ask(model, messages, offer.tools, timeout=timeout)
+    except ModelFailed as exc:
+        return score_row(case, offer.server, repeat, [], error=exc.reason, steps=0,
+                    model_ms=None, tool_ms=0.0, tokens=(None, None, None), run=None)
+    called = [(offer.called(c.name), c.arguments) for c in turn.tool_calls]
+    if turn.usage:
+        tokens = (turn.usage.get("input"), turn.usage.get("output"), "usage")
+    else:
+        await counter.ready(offer)
+        tokens = counter.count(offer, messages, [turn.message])
+    return score_row(case, offer.server, repeat, called, error=None, steps=1,
+                model_ms=turn.model_ms, tool_ms=0.0, tokens=tokens, run=None)
+
+
+async def ask_rows(model: Any, offers: dict[str, Offer], units: list[tuple[int, Case, str, int]],
+                   timeout: float, concurrency: int) -> list[tuple[int, dict[str, Any]]]:
+    """``steps=1`` rows ``(index, case, server, repeat)``, scored: a cluster's task."""
+    counter = Counting()
+    rows: dict[int, dict[str, Any]] = {}
+    by_index = {unit[0]: unit for unit in units}
+
+    async def one(index: int) -> None:
+        _, case, server, repeat = by_index[index]
+        rows[index] = await first_reply(model, case, offers[server], repeat, timeout, counter)
+
+    await bounded(list(by_index), one, concurrency)
+    return [(index, rows[index]) for index in by_index]
+
+
+def failed_row(unit: tuple[int, Case, str, int], error: str) -> dict[str, Any]:
+    """The row of a case whose asking failed outside the model (a lost cluster task)."""
+    _, case, server, repeat = unit
+    return score_row(case, server, repeat, [], error=error, steps=0, model_ms=None,
+                     tool_ms=0.0, tokens=(None, None, None), run=None)
 
 
 def _pegboard_bare(offer: Offer, name: str) -> str | None:
@@ -294,7 +352,7 @@ def _messages(prompt: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [dict(m) for m in prompt]
 
 
-def _row(case: Case, server: str, repeat: int, called: list[tuple[str, Any]], *,
+def score_row(case: Case, server: str, repeat: int, called: list[tuple[str, Any]], *,
          error: str | None, steps: int, model_ms: float | None, tool_ms: float,
          tokens: tuple[Any, Any, Any], run: str | None) -> dict[str, Any]:
     """Score one conversation's tool calls against the case."""
@@ -337,7 +395,7 @@ def _row(case: Case, server: str, repeat: int, called: list[tuple[str, Any]], *,
     }
 
 
-class _Counting:
+class Counting:
     """Token counts for a model that reports no usage: the report's tokenizer (the best one
     installed), each server's tool list counted once."""
 
@@ -345,23 +403,24 @@ class _Counting:
         self._counter: TokenCounter | None = None
         self._tools: dict[str, int] = {}
 
-    async def ready(self) -> None:
-        """Load the tokenizer off the loop (reading cl100k_base's vocabulary takes a few
-        hundred milliseconds, once per process)."""
+    async def ready(self, offer: Offer) -> None:
+        """Load the tokenizer and count the server's tools off the loop: reading cl100k_base's
+        vocabulary takes a few hundred milliseconds, once per process, and a catalog of
+        thousands of tools is megabytes of text."""
         if self._counter is None:
             from toolbench._bench.report.tokens import counter
 
             self._counter = await asyncio.to_thread(counter, None)
+        if offer.server not in self._tools:
+            found = await asyncio.to_thread(self._counter.count, _json(offer.tools))
+            self._tools.setdefault(offer.server, found)
 
     def _get(self) -> TokenCounter:
-        assert self._counter is not None, "await ready() first"
+        assert self._counter is not None, "await ready(offer) first"
         return self._counter
 
     def _tools_tokens(self, offer: Offer) -> int:
-        found = self._tools.get(offer.server)
-        if found is None:
-            found = self._tools[offer.server] = self._get().count(_json(offer.tools))
-        return found
+        return self._tools[offer.server]
 
     def count(self, offer: Offer, asked: list[dict[str, Any]],
               answered: list[dict[str, Any]]) -> tuple[int, int, str]:
