@@ -105,6 +105,22 @@ def test_openai_failures_raise_a_provider_error_that_says_what_happened() -> Non
     assert len(stub.requests) == 4  # max_retries=0: one request each
 
 
+def test_a_provider_error_never_shows_the_api_key() -> None:
+    key = "sk-proj-Zq7NotARealKey0123456789"
+    refused = Answer({"error": {"message": f"Incorrect API key provided: {key}. You can find "
+                                          "your API key at https://platform.openai.com.",
+                                "type": "invalid_request_error", "code": "invalid_api_key"}},
+                     401)
+    with provider(refused) as stub:
+        client = openai.OpenAI(api_key=key, base_url=f"{stub.url}/v1", max_retries=0)
+        with pytest.raises(tb.models.ProviderError) as caught:
+            tb.models.openai(client)(ASK, [TOOL])
+    assert caught.value.status == 401 and "HTTP 401: Incorrect API key provided" in str(
+        caught.value)
+    assert key not in str(caught.value) and "[redacted]" in str(caught.value)
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__
+
+
 def test_bad_adapter_arguments_are_refused_naming_the_value() -> None:
     client = openai.OpenAI(api_key="sk-test", base_url="http://127.0.0.1:9/v1")
     with pytest.raises(TypeError, match="model is the provider's model name"):

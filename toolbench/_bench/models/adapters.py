@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import json
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -136,10 +137,25 @@ class _Adapter:
         self.name = f"{self.provider}:{model}"
         self._sdk_error = sdk_error
 
+    def _key(self) -> str | None:
+        key = getattr(self.client, "api_key", None)
+        return key if isinstance(key, str) and len(key) >= 8 else None
+
+    def _cause(self, exc: Exception) -> Exception | None:
+        """``exc`` to chain, or None when it would show the client's API key (a traceback
+        prints a cause verbatim, so the chain is dropped, not redacted)."""
+        key = self._key()
+        return None if key is not None and key in str(exc) else exc
+
     def _failed(self, exc: Exception) -> ProviderError:
         status = getattr(exc, "status_code", None)
         status = status if isinstance(status, int) else None
-        said = _cut(str(getattr(exc, "message", "") or exc))
+        said = str(getattr(exc, "message", "") or exc)
+        if (key := self._key()) is not None:  # a provider may echo the key it refused
+            said = said.replace(key, "[redacted]")
+        if status is not None:  # the SDKs lead with the status ("Error code: 429 - ...")
+            said = re.sub(rf"^(Error code: )?{status}( -)? ", "", said)
+        said = _cut(said)
         if status == 429:
             what = "HTTP 429, rate limited (after the client's own retries)"
         elif status is not None:
@@ -168,7 +184,7 @@ class _OpenAIModel(_Adapter):
         try:
             response = self.client.chat.completions.create(**self.request(messages, tools))
         except (self._sdk_error, ValueError) as exc:  # ValueError: a body that is not JSON
-            raise self._failed(exc) from exc
+            raise self._failed(exc) from self._cause(exc)
         return self.reply(response)
 
     def reply(self, response: Any) -> Reply:
@@ -189,7 +205,7 @@ class _AsyncOpenAIModel(_OpenAIModel):
             response = await self.client.chat.completions.create(
                 **self.request(messages, tools))
         except (self._sdk_error, ValueError) as exc:  # ValueError: a body that is not JSON
-            raise self._failed(exc) from exc
+            raise self._failed(exc) from self._cause(exc)
         return self.reply(response)
 
 
@@ -211,7 +227,7 @@ class _AnthropicModel(_Adapter):
         try:
             response = self.client.messages.create(**body)
         except (self._sdk_error, ValueError) as exc:  # ValueError: a body that is not JSON
-            raise self._failed(exc) from exc
+            raise self._failed(exc) from self._cause(exc)
         return self.reply(response)
 
     def reply(self, response: Any) -> Reply:
@@ -240,7 +256,7 @@ class _AsyncAnthropicModel(_AnthropicModel):
         try:
             response = await self.client.messages.create(**body)
         except (self._sdk_error, ValueError) as exc:  # ValueError: a body that is not JSON
-            raise self._failed(exc) from exc
+            raise self._failed(exc) from self._cause(exc)
         return self.reply(response)
 
 
