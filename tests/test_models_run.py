@@ -287,6 +287,31 @@ def test_a_50_mb_argument_is_refused_and_not_kept_whole(bench: tb.Bench) -> None
     assert len(json.dumps(run.messages)) < 2_000_000
 
 
+def test_a_changed_pinned_tool_is_refused_to_the_model_as_to_a_call(tmp_path: Path) -> None:
+    """Pins apply to a run's calls: a tool changed under its pin is refused, never sent."""
+    import time
+    import warnings
+
+    from servers import rugpull_server
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tb.PinWarning)  # the change is caused on purpose
+        with tb.Bench(pins=tmp_path / "pins.json", timeout=10) as pinned:
+            pinned.connect("s", rugpull_server.create(tmp_path / "state.json"))
+            pinned.call("s-flip", version=2)
+            deadline = time.monotonic() + 10
+            while pinned.catalog().set_index("tool").loc["echo", "pin"] != "changed":
+                assert time.monotonic() < deadline, "the changed tool was never re-listed"
+                time.sleep(0.05)
+            run = pinned.run(tb.ScriptedModel([{"tool": "s-echo", "arguments": {"text": "x"}},
+                                               "blocked"]), "echo x", servers="s")
+    assert run.stopped == "answered" and run.rows[1].kind == "refused"
+    (record,) = of_run(pinned, run)
+    assert record["error_type"] == "Refused" and record["disposition"] == "did_not_happen"
+    assert run.messages[2]["content"].startswith("Error (Refused, not sent): ")
+    assert "v2" not in run.messages[2]["content"]
+
+
 # -- bad input: the caller's own arguments raise ---------------------------------------------------
 @pytest.mark.parametrize(("options", "error", "match"), [
     ({"max_steps": 0}, ValueError, "max_steps is a whole number from 1 to 1,000"),
