@@ -286,3 +286,32 @@ def test_a_provider_that_fails_ends_the_run_with_a_clear_error() -> None:
     assert "HTTP 429, rate limited" in (run.error or "") and "openai:gpt-4o" in (run.error or "")
     (kept,) = run.records  # the call made before the failure stays recorded
     assert kept.ok and kept.arguments == {"from_city": "London", "to_city": "Berlin"}
+
+
+def test_a_servers_sampling_request_with_tools_answered_through_the_anthropic_adapter() -> None:
+    from tests.servers import sampling_tools_server
+
+    with provider(anthropic_tool_use("get_weather", {"city": "Lima"}, text="Checking.",
+                                     use_id="toolu_w"),
+                  anthropic_text("It is sunny in Lima.")) as stub:
+        model = tb.models.anthropic(_anthropic(stub.url), model="claude-haiku-4-5")
+        with tb.Bench(timeout=30, sampling=tb.models.sampler(model)) as bench:
+            bench.connect("s", sampling_tools_server.create())
+            picked = bench.call("s-pick", question="Weather in Lima?").data
+            finished = bench.call("s-finish", city="Lima").data
+    assert picked["stopReason"] == "toolUse" and picked["model"] == "anthropic:claude-haiku-4-5"
+    assert picked["content"] == [
+        {"type": "text", "text": "Checking."},
+        {"type": "tool_use", "id": "toolu_w", "name": "get_weather", "input": {"city": "Lima"}}]
+    assert finished["content"] == [{"type": "text", "text": "It is sunny in Lima."}]
+    asked, followed = stub.requests
+    assert asked["system"] == "Use a tool when one helps." and asked["max_tokens"] == 1024
+    names = [t["name"] for t in asked["tools"]]
+    assert names[0] == "get_weather" and names[1].startswith("geo_lookup_")  # legal for Claude
+    assert all(t["input_schema"]["type"] == "object" for t in asked["tools"])
+    assert followed["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "What is the weather in Lima?"}]},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "use-1",
+                                           "name": "get_weather", "input": {"city": "Lima"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "use-1",
+                                      "content": '{"celsius": 24}\nSunny'}]}]
