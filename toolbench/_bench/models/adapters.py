@@ -16,6 +16,10 @@ worker thread). A provider's failure (an HTTP error after the client's own retri
 connection, a reply without choices or content) raises :class:`ProviderError`, whose message
 says which model, what status and what the provider said; a run turns it into its ``error``.
 The client packages are optional extras, imported only when an adapter is made.
+
+An adapter holds its client, which does not pickle (it keeps locks and a connection pool), so
+``bench.evaluate(..., cluster=)`` refuses it up front; on a cluster, pass a module's function
+that makes its client (and adapter) on the worker, once, and calls it.
 """
 
 from __future__ import annotations
