@@ -161,6 +161,15 @@ def test_a_model_that_raises_is_named_with_its_error() -> None:
     assert isinstance(caught.value.__cause__, ValueError)
 
 
+def test_a_models_own_timeout_error_is_not_taken_for_model_timeout() -> None:
+    def model(msgs: Any, tools: Any) -> str:
+        raise TimeoutError("the provider took too long")
+
+    with pytest.raises(ModelFailed) as caught:
+        asyncio.run(ask(model, [], [], timeout=30))
+    assert caught.value.reason == "the model raised TimeoutError: the provider took too long"
+
+
 @pytest.mark.parametrize("kind", ["sync", "async"])
 def test_a_model_that_hangs_is_left_behind_after_model_timeout(kind: str) -> None:
     release = threading.Event()

@@ -107,8 +107,9 @@ async def ask(model: Callable[..., Any], messages: list[dict[str, Any]],
     """
     started = time.perf_counter()
     conversation, offered = list(messages), list(tools)
+    bound = asyncio.timeout(timeout)
     try:
-        async with asyncio.timeout(timeout):
+        async with bound:
             if getattr(model, "runs_inline", False) is True:
                 answer = model(conversation, offered)  # a scripted list: no user code runs
             elif _is_async(model):
@@ -119,6 +120,8 @@ async def ask(model: Callable[..., Any], messages: list[dict[str, Any]],
             if inspect.isawaitable(answer):  # a sync function that handed back a coroutine
                 answer = await answer
     except TimeoutError as exc:
+        if not bound.expired():  # the model's own timeout (a provider's), not ours
+            raise ModelFailed(f"the model raised {type(exc).__name__}: {exc}") from exc
         raise ModelFailed(f"no reply within {timeout:g} s (model_timeout)") from exc
     except ModelFailed:
         raise
