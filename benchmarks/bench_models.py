@@ -10,6 +10,10 @@ eval journal (one appended line a row); resuming all 2,000 rows from that journa
 asked); and ``inline``: a ScriptedModel over a list, answered on the loop without a thread
 (one server, 2 repeats, for the same 2,000 rows). Wall and process CPU, medians of rounds.
 
+Beside a long eval (``eval_neighbour``): a neighbour's synchronous calls while 10,000 cases x
+2 repeats are evaluated with a model that answers on the loop itself, and the peak memory the
+eval's 20,000 rows add.
+
     python -m benchmarks.bench_models            # 5 rounds
     python -m benchmarks.bench_models --quick    # 2 rounds, 200 cases
 """
@@ -91,6 +95,70 @@ def eval_rows(cases: int = 1000, rounds: int = 5) -> dict[str, Any]:
             "all_us_per_row": found}
 
 
+def eval_neighbour(cases: int = 10_000, calls: int = 400) -> dict[str, Any]:
+    """A neighbour's calls while a long eval runs, and what the eval's rows cost in memory.
+
+    The eval is the loop's worst case: a ScriptedModel over a list answers on the loop itself
+    (no thread, no wait), ``cases`` x 2 repeats on geo, steps=1. Meanwhile the main thread
+    calls geo_precise-distance through the synchronous face, one call at a time (the
+    neighbour). Its latencies (p50, p99, worst) alone and during the eval; the process's peak
+    RSS before and after the eval (the rows, the plan, the journal-less result frame).
+    DESIGN's bound for a neighbour elsewhere: within 2x of its latency alone, plus 50 ms.
+    """
+    import resource
+    import threading
+
+    model = tb.ScriptedModel([tb.Reply(CALL, usage={"input": 120, "output": 20})],
+                             name="inline")
+
+    def latencies(count: int, until: threading.Event | None = None) -> list[float]:
+        out = []
+        while len(out) < count or (until is not None and not until.is_set()):
+            started = time.perf_counter()
+            bench.call("geo_precise-distance", **CALL["arguments"])
+            out.append((time.perf_counter() - started) * 1000)
+            if until is None and len(out) >= count:
+                break
+        return out
+
+    def summary(values: list[float]) -> dict[str, float]:
+        ordered = sorted(values)
+        return {"calls": len(values), "p50_ms": round(statistics.median(ordered), 3),
+                "p99_ms": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], 3),
+                "worst_ms": round(ordered[-1], 3)}
+
+    with tb.Bench() as bench:
+        bench.connect("geo", geo.create())
+        bench.connect("geo_precise", geo_precise.create())
+        items = _cases(cases)
+        bench.evaluate(model, items[:50], servers="geo", progress=False)  # warm
+        alone = latencies(calls)
+        done = threading.Event()
+        result: dict[str, Any] = {}
+        rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+        def evaluate() -> None:
+            started = time.perf_counter()
+            try:
+                result["df"] = bench.evaluate(model, items, servers="geo", repeats=2,
+                                              concurrency=8, progress=False)
+            finally:
+                result["seconds"] = time.perf_counter() - started
+                done.set()
+
+        worker = threading.Thread(target=evaluate)
+        worker.start()
+        during = latencies(0, until=done)
+        worker.join()
+        rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    rows = len(result["df"])
+    assert rows == 2 * cases and bool(result["df"]["passed"].all())
+    return {"rows": rows, "eval_s": round(result["seconds"], 2),
+            "us_per_row": round(result["seconds"] / rows * 1e6, 1),
+            "alone": summary(alone), "during": summary(during),
+            "peak_rss_growth_mb": round((rss_after - rss_before) / 1024, 1)}
+
+
 def run_steps(runs: int = 20, steps: int = 10, rounds: int = 5) -> dict[str, Any]:
     """µs of wall and CPU per run step (engineer A's part): ``bench.run`` with a ScriptedModel
     whose every reply calls ``geo-distance`` once, ``steps`` replies then an answer, against
@@ -146,6 +214,8 @@ def run_steps(runs: int = 20, steps: int = 10, rounds: int = 5) -> dict[str, Any
 def run(quick: bool) -> dict[str, Any]:
     """What ``benchmarks/run.py`` would call (the lead decides whether it is in MODULES)."""
     return {"eval_rows": eval_rows(cases=200 if quick else 1000, rounds=2 if quick else 5),
+            "eval_neighbour": eval_neighbour(cases=1000 if quick else 10_000,
+                                             calls=100 if quick else 400),
             "run_steps": run_steps(runs=5 if quick else 20, rounds=2 if quick else 5)}
 
 
@@ -164,7 +234,12 @@ def main() -> None:
               f"{figures['cpu_us']:8.1f} µs CPU per step "
               f"({result['run_steps']['steps']:,} steps, median of "
               f"{result['run_steps']['rounds']})")
-    print(json.dumps({k: v.get("median_us_per_row", v.get("median_us_per_step"))
+    neighbour = result["eval_neighbour"]
+    print(f"a neighbour's call beside an eval of {neighbour['rows']:,} rows "
+          f"({neighbour['eval_s']} s, {neighbour['us_per_row']} µs a row): alone "
+          f"{neighbour['alone']}, during {neighbour['during']}; peak RSS grew "
+          f"{neighbour['peak_rss_growth_mb']} MB")
+    print(json.dumps({k: v.get("median_us_per_row", v.get("median_us_per_step", v))
                       for k, v in result.items()}))
 
 

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from toolbench._bench.models.specs import ToolSpecs
     from toolbench._bench.report.tokens import TokenCounter
     from toolbench._bench.servers.servers import Servers
+    from toolbench._routing.pegboard_names import PegEntry
 
 COLUMNS = ("case", "server", "repeat", "expected", "called", "tool_ok", "args_ok", "order_ok",
            "extra_calls", "forbidden", "passed", "steps", "tokens_in", "tokens_out",
@@ -93,6 +94,8 @@ class Plan:
     cases: list[Case]
     offers: dict[str, Offer]
     units: list[tuple[Case, str, int]]
+    keys: list[Key]
+    """Each unit's journal key, in the same order."""
     fingerprint: str
 
 
@@ -104,10 +107,13 @@ class Evals:
         self._runs = runs
 
     # -- planning ---------------------------------------------------------------------------
-    def plan(self, model: Any, cases: Any, servers: Iterable[str] | str | None, repeats: int,
-             steps: int) -> Plan:
-        """Check everything before the model is asked anything: cases, servers, tool names."""
-        checked = as_cases(cases)
+    async def plan(self, model: Any, cases: Any, servers: Iterable[str] | str | None,
+                   repeats: int, steps: int) -> Plan:
+        """Check everything before the model is asked anything: servers, cases, tool names.
+
+        What the bench holds is read on the loop; the rest (checking 10,000 cases, hashing
+        them, building each server's specs) runs in a worker thread, so the loop's other
+        work (a neighbour's call) goes on meanwhile."""
         pegboard = self._servers.pegboard
         if servers is None:
             chosen = [s for s in self._servers.names() if pegboard.entries(s)]
@@ -119,37 +125,10 @@ class Evals:
                                      f"{self._servers.unknown(name)}")
         if not chosen:
             raise ValueError("evaluate needs a connected server with tools; none is")
-        tools = {s: {e.tool for e in pegboard.entries(s)} for s in chosen}
+        entries = {s: pegboard.entries(s) for s in chosen}
         everywhere = {e.tool for e in pegboard.entries()}
-        units: list[tuple[Case, str, int]] = []
-        for case in checked:
-            for position, expect in enumerate(case.expect):
-                if not any(expect.tool in have for have in tools.values()):
-                    raise CaseError(
-                        f"case {case.id!r}: key 'expect[{position}]': no server "
-                        f"({', '.join(chosen)}) has a tool named {expect.tool!r}"
-                        f"{did_you_mean(expect.tool, sorted(set().union(*tools.values())))}")
-            for position, tool in enumerate(case.forbid):
-                if tool not in everywhere:
-                    raise CaseError(f"case {case.id!r}: key 'forbid[{position}]': no server "
-                                    f"has a tool named {tool!r}"
-                                    f"{did_you_mean(tool, sorted(everywhere))}")
-            wanted = {e.tool for e in case.expect}
-            runs_on = [s for s in chosen if wanted <= tools[s]]
-            if not runs_on:
-                raise CaseError(f"case {case.id!r}: key 'expect': no server has all of "
-                                f"{sorted(wanted)}; each has only some")
-            units.extend((case, s, r) for s in runs_on for r in range(repeats))
-        offers = {s: self._offer(s) for s in chosen}
-        return Plan(checked, offers, units, fingerprint(model_name(model), steps))
-
-    def _offer(self, server: str) -> Offer:
-        entries = self._servers.pegboard.entries(server)
-        specs = build_specs([(e.name, e.spec) for e in entries], "openai")
-        by_name = {e.name: e.tool for e in entries}
-        bare = {provider: by_name[pegboard] for provider, pegboard in specs.names.items()
-                if pegboard in by_name}
-        return Offer(server, specs, list(specs), bare, None)
+        mark = fingerprint(model_name(model), steps)
+        return await asyncio.to_thread(_plan, cases, entries, everywhere, repeats, mark)
 
     # -- running ----------------------------------------------------------------------------
     async def evaluate(self, model: Any, cases: Any, servers: Iterable[str] | str | None = None,
@@ -158,8 +137,6 @@ class Evals:
                        model_timeout: float = 120.0, progress: bool | None = None,
                        cluster: DaskClient | None = None) -> pd.DataFrame:
         """One row per case x server x repeat, in that order (see the module's docstring)."""
-        import pandas as pd
-
         self._servers.check_open()
         if not callable(model):
             raise TypeError(f"model is a function(messages, tools), not "
@@ -173,7 +150,7 @@ class Evals:
                              "rows to")
         if steps > 1 and self._runs is None:
             raise ValueError("steps > 1 needs the bench's runs; this bench has none")
-        plan = self.plan(model, cases, servers, repeats, steps)
+        plan = await self.plan(model, cases, servers, repeats, steps)
         if cluster is not None:  # checked before anything runs or ships
             from toolbench._bench.models import eval_cluster
 
@@ -189,19 +166,14 @@ class Evals:
                 book.close()
         if book is not None:
             book.warn_unwritten(len(rows))
-        return pd.DataFrame({c: pd.Series([row[c] for row in rows],
-                                          dtype=object if c in TEXT_OR_NONE else None)
-                             for c in COLUMNS}, columns=list(COLUMNS))
+        return await asyncio.to_thread(_frame, rows)
 
     async def _rows(self, model: Any, plan: Plan, steps: int, concurrency: int,
                     timeout: float, book: EvalJournal | None, progress: bool | None,
                     cluster: DaskClient | None) -> list[dict[str, Any]]:
         slots: list[dict[str, Any] | None] = [None] * len(plan.units)
         todo: list[tuple[int, Key]] = []
-        digests: dict[str, str] = {}
-        for index, (case, server, repeat) in enumerate(plan.units):
-            digest = digests.get(case.id) or digests.setdefault(case.id, case.digest())
-            key = key_of(plan.fingerprint, case.id, digest, server, repeat)
+        for index, key in enumerate(plan.keys):
             done = book.finished(key) if book is not None else None
             if done is not None:
                 slots[index] = {c: done.get(c) for c in COLUMNS}
@@ -336,6 +308,59 @@ def failed_row(unit: tuple[int, Case, str, int], error: str) -> dict[str, Any]:
     _, case, server, repeat = unit
     return score_row(case, server, repeat, [], error=error, steps=0, model_ms=None,
                      tool_ms=0.0, tokens=(None, None, None), run=None)
+
+
+def _plan(cases: Any, entries: dict[str, list[PegEntry]], everywhere: set[str], repeats: int,
+          mark: str) -> Plan:
+    """The checked cases, each server's offer, and every row's unit and journal key (run in
+    a worker thread: pure work over what the loop read)."""
+    checked = as_cases(cases)
+    chosen = list(entries)
+    tools = {s: {e.tool for e in found} for s, found in entries.items()}
+    offered = sorted(set().union(*tools.values()))
+    units: list[tuple[Case, str, int]] = []
+    keys: list[Key] = []
+    for case in checked:
+        for position, expect in enumerate(case.expect):
+            if not any(expect.tool in have for have in tools.values()):
+                raise CaseError(
+                    f"case {case.id!r}: key 'expect[{position}]': no server "
+                    f"({', '.join(chosen)}) has a tool named {expect.tool!r}"
+                    f"{did_you_mean(expect.tool, offered)}")
+        for position, tool in enumerate(case.forbid):
+            if tool not in everywhere:
+                raise CaseError(f"case {case.id!r}: key 'forbid[{position}]': no server "
+                                f"has a tool named {tool!r}"
+                                f"{did_you_mean(tool, sorted(everywhere))}")
+        wanted = {e.tool for e in case.expect}
+        runs_on = [s for s in chosen if wanted <= tools[s]]
+        if not runs_on:
+            raise CaseError(f"case {case.id!r}: key 'expect': no server has all of "
+                            f"{sorted(wanted)}; each has only some")
+        digest = case.digest()
+        for server in runs_on:
+            for repeat in range(repeats):
+                units.append((case, server, repeat))
+                keys.append(key_of(mark, case.id, digest, server, repeat))
+    offers = {s: _offer(s, found) for s, found in entries.items()}
+    return Plan(checked, offers, units, keys, mark)
+
+
+def _offer(server: str, entries: list[PegEntry]) -> Offer:
+    specs = build_specs([(e.name, e.spec) for e in entries], "openai")
+    by_name = {e.name: e.tool for e in entries}
+    bare = {provider: by_name[pegboard] for provider, pegboard in specs.names.items()
+            if pegboard in by_name}
+    return Offer(server, specs, list(specs), bare, None)
+
+
+def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """The eval frame (built in a worker thread: 20,000 rows take a few hundred ms)."""
+    import pandas as pd
+
+    return pd.DataFrame({c: pd.Series([row[c] for row in rows],
+                                      dtype=object if c in TEXT_OR_NONE else None)
+                         for c in COLUMNS}, columns=list(COLUMNS))
 
 
 def _pegboard_bare(offer: Offer, name: str) -> str | None:
