@@ -148,6 +148,23 @@ def test_every_portability_rule_names_the_documentation_it_follows() -> None:
     assert set(portability.FORMAT_RULES) == set(FORMATS)
 
 
+def test_a_schema_deeper_than_the_recursion_limit_is_copied_and_checked() -> None:
+    deep: dict[str, Any] = {"type": "string"}
+    for _ in range(sys.getrecursionlimit() * 10):
+        deep = {"type": "object", "properties": {"p": deep}}
+    for format in FORMATS:
+        specs = build_specs([("a-deep", spec("a-deep", deep))], format)
+        copy = specs[0].get("function", specs[0])
+        node = copy.get("parameters", copy.get("input_schema", copy.get("inputSchema")))
+        assert node is not deep
+        levels = 0
+        while "properties" in node:
+            node, levels = node["properties"]["p"], levels + 1
+        assert levels == sys.getrecursionlimit() * 10
+    odd = {"type": "object", "default": {1, 2}}  # an in-process tool's, not JSON
+    assert build_specs([("a-odd", spec("a-odd", odd))])[0]["function"]["parameters"] == odd
+
+
 def test_a_huge_or_deep_schema_is_checked_within_a_bound() -> None:
     deep: dict[str, Any] = {"type": "string"}
     for _ in range(20_000):

@@ -15,9 +15,9 @@ silently rewritten.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import hashlib
+import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -72,6 +72,7 @@ NAME_RULES: dict[str, NameRule] = {
 unless two would be the same)."""
 _MCP_RULE = NameRule(r"(?s).+", r"\s\S", 1 << 20, None, "MCP: tools pass through unchanged")
 
+_ENCODE = json.JSONEncoder(ensure_ascii=False, check_circular=True, allow_nan=True).encode
 HASH_CHARS = 6
 """Hex digits of the original name's SHA-256 appended to a sanitized name."""
 
@@ -245,14 +246,49 @@ def _mcp(name: str, spec: ToolSpec) -> dict[str, Any]:
                        ("annotations", spec.annotations), ("icons", spec.icons),
                        ("execution", spec.execution), ("_meta", spec.meta)):
         if value is not None:
-            tool[key] = copy.deepcopy(value)
+            tool[key] = copied(value)
     return tool
 
 
 def _schema(spec: ToolSpec) -> dict[str, Any]:
     """A copy, so a caller that edits a spec never edits the bench's catalog."""
     schema = spec.input_schema if isinstance(spec.input_schema, dict) else {}
-    return copy.deepcopy(schema)
+    copy: dict[str, Any] = copied(schema)
+    return copy
+
+
+def copied(value: Any) -> Any:
+    """A copy of JSON-like ``value`` (its dicts and lists new, everything else shared).
+
+    A schema a server sent is JSON, so a JSON round trip copies it, in C; one it cannot take
+    (nested past the encoder's recursion limit, or holding a value JSON has no form for, as an
+    in-process tool's may) is copied by a loop instead, which has no recursion to overflow
+    (``copy.deepcopy`` has, and is slower). A container met twice is copied once there.
+    """
+    if not isinstance(value, dict | list):
+        return value
+    try:
+        return json.loads(_ENCODE(value))
+    except (TypeError, ValueError, RecursionError):
+        pass
+    root: dict[Any, Any] | list[Any] = {} if isinstance(value, dict) else []
+    made: dict[int, dict[Any, Any] | list[Any]] = {id(value): root}
+    stack: list[tuple[Any, Any]] = [(value, root)]
+    while stack:
+        source, target = stack.pop()
+        pairs = source.items() if isinstance(source, dict) else enumerate(source)
+        for key, item in pairs:
+            if isinstance(item, dict | list):
+                twin = made.get(id(item))
+                if twin is None:
+                    twin = made[id(item)] = {} if isinstance(item, dict) else []
+                    stack.append((item, twin))
+                item = twin
+            if isinstance(target, dict):
+                target[key] = item
+            else:
+                target.append(item)
+    return root
 
 
 _SHAPES = {"openai": _openai, "anthropic": _anthropic, "gemini": _gemini, "mcp": _mcp}
