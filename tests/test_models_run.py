@@ -385,3 +385,27 @@ def test_a_run_in_a_jupyter_kernel_shows_its_transcript_records_the_cell_and_sto
     assert text_of(nb[2]).split() == ["async", "answered", "True", "3", "1"]
     assert text_of(nb[4]).split() == ["alive", "answered"]  # the model's thread was left
     assert "closed" in text_of(nb[5])
+
+
+def test_a_runs_mcp_apps_view_is_shown_in_the_kernel_above_its_card(tmp_path: Path) -> None:
+    from test_bench_kernel import run_notebook
+
+    view = [sys.executable, str(ROOT / "tests" / "servers" / "view_server.py"),
+            str(tmp_path / "state.json")]
+    cells = [
+        f"import toolbench as tb\nbench = tb.Bench()\nbench.connect('flip', {view!r})\n"
+        "model = tb.ScriptedModel([[{'tool': 'flip-plain'}, {'tool': 'flip-show', "
+        "'arguments': {'text': '<u>hi</u>'}}], 'Shown.'])",
+        "run = bench.run(model, 'show it')\nrun",
+        "bench.close()",
+    ]
+    nb = run_notebook(cells)
+    errors = [o for c in nb for o in c.outputs if o.get("output_type") == "error"]
+    assert not errors, errors
+    kinds = ["view" if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+             else "html" if "text/html" in o.get("data", {}) else o.get("output_type")
+             for o in nb[1].outputs]
+    assert kinds == ["html", "view", "html"], kinds
+    before, after = (nb[1].outputs[i]["data"]["text/html"] for i in (0, 2))
+    assert "flip-plain" in before and "flip-show" in after
+    assert "&lt;u&gt;hi&lt;/u&gt;" in after and "<u>hi</u>" not in before + after
