@@ -136,3 +136,11 @@ def test_plot_scores_draws_a_bar_per_server() -> None:
         assert [round(p.get_width(), 3) for p in ax.patches] == [0.5, 0.5]
     finally:
         plt.close(ax.figure)
+
+
+def test_an_eval_frame_knows_its_kind_and_shows_escaped() -> None:
+    frame = _frame()
+    frame.loc[0, "error"] = "<script>alert(1)</script>"
+    assert frame.tb.kind == "eval"
+    shown = frame.tb.show()._repr_mimebundle_()["text/html"]
+    assert "<script>alert(1)" not in shown and "&lt;script&gt;" in shown and "eval" in shown
