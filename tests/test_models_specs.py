@@ -235,3 +235,36 @@ def test_specs_never_carry_a_servers_secret() -> None:
         (offered,) = specs.names
         assert OPENAI.fullmatch(offered)
         assert bench.call(specs.pegboard_name(offered), i=7).structured == {"i": 7}
+
+
+def test_secrets_are_hidden_in_every_string_a_spec_copies_however_deep() -> None:
+    from types import SimpleNamespace
+
+    from toolbench._bench.models.specs import secret_free_specs
+    from toolbench._core.redact import Redactor
+
+    secret = "Zq7Secret0123"
+    deep: dict[str, Any] = {"type": "string", "description": f"key {secret}"}
+    for _ in range(3_000):
+        deep = {"type": "object", "properties": {f"p-{secret}": deep}}
+    tool = ToolSpec(f"get-{secret}", f"Uses {secret}.", deep, title=f"T {secret}",
+                    meta={"note": [secret]}, output_schema={"enum": [secret]})
+    redactors = {"s": Redactor([secret])}
+    servers = SimpleNamespace(redactor=redactors.get)
+    pegboard = SimpleNamespace(entry=lambda name: SimpleNamespace(server="s"))
+    for format in FORMATS:
+        specs = secret_free_specs(servers, pegboard, [(f"s-get-{secret}", tool)],  # type: ignore[arg-type]
+                                  format)
+        seen, stack = 0, [specs.tools, specs.warnings]
+        while stack:
+            value = stack.pop()
+            if isinstance(value, dict):
+                stack.extend(value.keys())
+                stack.extend(value.values())
+            elif isinstance(value, list):
+                stack.extend(value)
+            elif isinstance(value, str):
+                seen += 1
+                assert secret not in value
+        assert seen > 6_000  # every level's key and type were looked at
+        assert list(specs.names.values()) == [f"s-get-{secret}"]  # the way back is kept

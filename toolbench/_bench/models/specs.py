@@ -19,12 +19,11 @@ import dataclasses
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
 
 from toolbench._bench.report import portability
-from toolbench._bench.servers.scrub import redacted_data
 from toolbench._core.client import ToolSpec
 
 if TYPE_CHECKING:
@@ -164,16 +163,14 @@ def secret_free_specs(servers: Servers, pegboard: PegBoard,
 
 
 def _hidden(spec: ToolSpec, redact: Redactor) -> ToolSpec:
-    """``spec`` with a server's secrets hidden in everything a spec may copy."""
+    """``spec`` with a server's secrets hidden in everything a spec may copy (a loop over the
+    values, so a schema nested past the recursion limit is no exception)."""
     return dataclasses.replace(
-        spec, description=redact(spec.description) if isinstance(spec.description, str)
-        else spec.description,
-        title=redact(spec.title) if isinstance(spec.title, str) else spec.title,
-        input_schema=redacted_data(spec.input_schema, redact),
-        output_schema=redacted_data(spec.output_schema, redact),
-        annotations=redacted_data(spec.annotations, redact),
-        icons=redacted_data(spec.icons, redact), meta=redacted_data(spec.meta, redact),
-        execution=redacted_data(spec.execution, redact))
+        spec, description=copied(spec.description, redact), title=copied(spec.title, redact),
+        input_schema=copied(spec.input_schema, redact),
+        output_schema=copied(spec.output_schema, redact),
+        annotations=copied(spec.annotations, redact), icons=copied(spec.icons, redact),
+        meta=copied(spec.meta, redact), execution=copied(spec.execution, redact))
 
 
 def provider_names(names: list[str], rule: NameRule) -> list[str]:
@@ -257,20 +254,25 @@ def _schema(spec: ToolSpec) -> dict[str, Any]:
     return copy
 
 
-def copied(value: Any) -> Any:
-    """A copy of JSON-like ``value`` (its dicts and lists new, everything else shared).
+def copied(value: Any, text: Callable[[str], str] | None = None) -> Any:
+    """A copy of JSON-like ``value`` (its dicts and lists new, everything else shared), with
+    ``text`` applied to every string in it, keys included, when given (a server's redactor).
 
-    A schema a server sent is JSON, so a JSON round trip copies it, in C; one it cannot take
-    (nested past the encoder's recursion limit, or holding a value JSON has no form for, as an
-    in-process tool's may) is copied by a loop instead, which has no recursion to overflow
-    (``copy.deepcopy`` has, and is slower). A container met twice is copied once there.
+    A schema a server sent is JSON, so without ``text`` a JSON round trip copies it, in C; one
+    it cannot take (nested past the encoder's recursion limit, or holding a value JSON has no
+    form for, as an in-process tool's may), or one whose strings must pass ``text``, is copied
+    by a loop, which has no recursion to overflow (``copy.deepcopy`` has, and is slower). A
+    container met twice is copied once there.
     """
+    if isinstance(value, str):
+        return text(value) if text is not None else value
     if not isinstance(value, dict | list):
         return value
-    try:
-        return json.loads(_ENCODE(value))
-    except (TypeError, ValueError, RecursionError):
-        pass
+    if text is None:
+        try:
+            return json.loads(_ENCODE(value))
+        except (TypeError, ValueError, RecursionError):
+            pass
     root: dict[Any, Any] | list[Any] = {} if isinstance(value, dict) else []
     made: dict[int, dict[Any, Any] | list[Any]] = {id(value): root}
     stack: list[tuple[Any, Any]] = [(value, root)]
@@ -284,8 +286,10 @@ def copied(value: Any) -> Any:
                     twin = made[id(item)] = {} if isinstance(item, dict) else []
                     stack.append((item, twin))
                 item = twin
+            elif isinstance(item, str) and text is not None:
+                item = text(item)
             if isinstance(target, dict):
-                target[key] = item
+                target[text(key) if text is not None and isinstance(key, str) else key] = item
             else:
                 target.append(item)
     return root
