@@ -373,3 +373,33 @@ def test_the_loop_stays_free_for_a_neighbour_during_a_long_eval() -> None:
     with _geo_bench() as bench:
         rows, during = asyncio.run(both(bench))
     assert rows == 500 and during >= 500 / 4
+
+
+@pytest.mark.slow
+def test_an_eval_of_a_third_party_server_with_real_calls() -> None:
+    """mcp-server-time (the test extra), over stdio: steps=2 runs the model's call for real,
+    and a wrong timezone is a wrong argument, not a wrong tool."""
+    time_server = Path(sys.executable).parent / "mcp-server-time"
+    if not time_server.exists():
+        pytest.skip("mcp-server-time is not installed in this environment")
+
+    def clock(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+        if messages[-1]["role"] == "tool":
+            return f"It is {json.loads(messages[-1]['content'].splitlines()[-1])['datetime']}"
+        zone = "Asia/Tokyo" if "Tokyo" in messages[-1]["content"] else "Europe/Paris"
+        return {"tool": offered(tools, "get_current_time"), "arguments": {"timezone": zone}}
+
+    cases = [{"id": "tokyo", "prompt": "What time is it in Tokyo?",
+              "expect": [{"tool": "get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}]},
+             {"id": "lima", "prompt": "What time is it in Lima?",
+              "expect": [{"tool": "get_current_time", "arguments": {"timezone": "America/Lima"}}],
+              "forbid": ["convert_time"]}]
+    with tb.Bench() as bench:
+        bench.connect("time", [str(time_server), "--local-timezone", "UTC"])
+        df = bench.evaluate(tb.ScriptedModel(clock, name="clock"), cases, steps=2)
+        records = bench.records
+    rows = {r["case"]: r for r in df.to_dict("records")}
+    assert rows["tokyo"]["passed"] and rows["tokyo"]["steps"] == 2
+    assert not rows["lima"]["passed"] and rows["lima"]["tool_ok"] and not rows["lima"]["args_ok"]
+    assert list(records["ok"]) == [True, True] and set(records["server"]) == {"time"}
+    assert {r["timezone"] for r in records["arguments"]} == {"Asia/Tokyo", "Europe/Paris"}
