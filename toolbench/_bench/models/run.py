@@ -68,7 +68,7 @@ class Run:
             ``"error"``.
         error (str | None): what ended the run when ``stopped == "error"``: the model
             raised, took longer than ``model_timeout``, or sent neither text nor tool calls.
-        text (str | None): the final answer's text.
+        text (str | None): the final answer's text; None unless ``stopped == "answered"``.
         usage (dict | None): tokens the model reported, summed: ``{"input": n, "output": m}``.
         rows (list[Step]): the steps as plain rows (``steps`` is their DataFrame).
         records (list[Record]): the bench's records of this run's calls, refusals included.

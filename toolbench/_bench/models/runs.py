@@ -117,7 +117,6 @@ class Runs:
                 run.text, run.stopped = turn.text, "answered"
                 return run
             run.rows.append(Step(step, "model", ms=turn.model_ms, tokens=tokens))
-            run.text = turn.text
             prov = provenance_of({**base, "step": step})
             for call in turn.tool_calls:
                 await self._tool(run, step, call, specs, prov, max_result_chars)
