@@ -7,10 +7,12 @@ same names; ``ToolSpecs.names`` maps each provider-facing name back, and a model
 mapped back with ``pegboard_name``. Two tools whose sanitized names would collide are both kept,
 told apart by a longer hash.
 
-Only what a provider's API takes is copied (name, description, input schema): never a server's
-config, so a spec never carries a secret. A schema form that a provider documents it rejects is
-reported in ``warnings`` (the same checks as the catalog report's portability rules), never
-silently rewritten.
+Only what a provider's API takes is copied (name, description, input schema; everything the
+server declared for ``mcp``), never a server's config, and :func:`secret_free_specs` hides a
+server's secrets (env, headers) wherever its tools show them, so what a bench hands a provider
+never carries one. A schema form that a provider documents it rejects is reported in
+``warnings`` (the same checks as the catalog report's portability rules), never silently
+rewritten.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from toolbench._bench.report import portability
 from toolbench._core.client import ToolSpec
+from toolbench._core.html import counted
 
 if TYPE_CHECKING:
     from toolbench._bench.servers.servers import Servers
@@ -55,17 +58,18 @@ class NameRule:
 NAME_RULES: dict[str, NameRule] = {
     "openai": NameRule(
         r"[a-zA-Z0-9_-]{1,64}", "a-zA-Z0-9_-", 64, None,
-        "OpenAI API reference, Chat Completions, tools[].function.name: \"Must be a-z, A-Z, "
-        "0-9, or contain underscores and dashes, with a maximum length of 64.\""),
+        "OpenAI API reference, FunctionDefinition.name (the openai package's docstring too): "
+        "\"Must be a-z, A-Z, 0-9, or contain underscores and dashes, with a maximum length of "
+        "64.\""),
     "anthropic": NameRule(
         r"[a-zA-Z0-9_-]{1,64}", "a-zA-Z0-9_-", 64, None,
-        "Anthropic docs, Tool use, Specifying tools: name \"Must match the regex "
+        "Anthropic API reference, Messages, tools[].name: \"Must match the regex "
         "^[a-zA-Z0-9_-]{1,64}$\""),
     "gemini": NameRule(
         r"[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}", "a-zA-Z0-9_.:-", 64, "a-zA-Z_",
-        "Gemini API reference, FunctionDeclaration.name: \"Must start with a letter or an "
-        "underscore. Must be a-z, A-Z, 0-9, or contains underscores, dots, colons and dashes, "
-        "with a maximum length of 64.\""),
+        "Gemini API reference, FunctionDeclaration.name (google-genai's too): \"Must start with "
+        "a letter or an underscore. Must be a-z, A-Z, 0-9, or contain underscores, dots, "
+        "colons and dashes, with a maximum length of 64.\""),
 }
 """Per format; ``mcp`` has none of its own (:data:`_MCP_RULE`: names pass through unchanged,
 unless two would be the same)."""
@@ -85,7 +89,9 @@ class ToolSpecs(Sequence[dict[str, Any]]):
         format (str): ``"openai"``, ``"anthropic"``, ``"gemini"`` or ``"mcp"``.
         tools (list[dict]): the tools in that provider's shape.
         names (Mapping[str, str]): provider-facing name → pegboard name (identity where the
-            pegboard name is legal for the provider).
+            pegboard name is legal for the provider). It is the way back to the real tool,
+            so a tool a server named after a secret is offered under its redacted name, and
+            only this mapping, which stays on the bench, holds the real one.
         warnings (list[str]): schema forms the provider documents it rejects, one line each,
             naming the tool, the form and the documentation.
     """
@@ -115,8 +121,8 @@ class ToolSpecs(Sequence[dict[str, Any]]):
 
     def __repr__(self) -> str:
         renamed = sum(1 for a, b in self.names.items() if a != b)
-        return (f"<ToolSpecs {self.format}: {len(self.tools)} tools, {renamed} renamed, "
-                f"{len(self.warnings)} warnings>")
+        return (f"<ToolSpecs {self.format}: {counted(len(self.tools), 'tool')}, {renamed:,} "
+                f"renamed, {counted(len(self.warnings), 'warning')}>")
 
 
 def build_specs(tools: Iterable[tuple[str, ToolSpec]], format: str = "openai", *,
