@@ -403,3 +403,29 @@ def test_an_eval_of_a_third_party_server_with_real_calls() -> None:
     assert not rows["lima"]["passed"] and rows["lima"]["tool_ok"] and not rows["lima"]["args_ok"]
     assert list(records["ok"]) == [True, True] and set(records["server"]) == {"time"}
     assert {r["timezone"] for r in records["arguments"]} == {"Asia/Tokyo", "Europe/Paris"}
+
+
+def test_a_journal_that_stops_taking_rows_costs_durability_not_rows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolbench._bench.models.eval_journal import EvalJournal
+
+    path = tmp_path / "eval.jsonl"
+    written = EvalJournal._append
+
+    def full_disk(self: EvalJournal, line: str) -> None:
+        if '"row"' in line and "c1" in line:
+            raise OSError(28, "No space left on device")
+        written(self, line)
+
+    monkeypatch.setattr(EvalJournal, "_append", full_disk)
+    with _geo_bench() as bench:
+        with pytest.warns(tb.JournalWarning, match=r"1 of 3 rows could not be written "
+                                                   r"\(OSError: \[Errno 28\] No space"):
+            df = bench.evaluate(Counting(), _many(3), journal=path, servers="geo")
+        assert len(df) == 3 and df["passed"].all()  # every row is in the result
+        again = Counting()
+        with pytest.warns(tb.JournalWarning, match="1 of 3 rows"):  # the disk is still full
+            bench.evaluate(again, _many(3), journal=path, servers="geo", resume=True)
+        assert again.asked == [("question 1", "geo-distance")]  # only the unwritten one
+    with pytest.raises(ValueError, match=r"eval journal '/dev/full' cannot be used"):
+        EvalJournal("/dev/full", load=False)

@@ -56,6 +56,8 @@ class EvalJournal:
         self.path = os.fspath(path)
         self.rows: dict[Key, dict[str, Any]] = {}
         self.unwritten = 0
+        self.damaged = 0
+        """Lines that could not be read (a row cut short by a kill); :meth:`warn_damaged`."""
         self.problem: str | None = None
         flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
         try:
@@ -64,6 +66,9 @@ class EvalJournal:
             raise ValueError(f"eval journal {self.path!r} cannot be opened: {exc}") from exc
         try:
             self._open(load)
+        except OSError as exc:  # reading it, or writing its header (a full disk)
+            os.close(self._fd)
+            raise ValueError(f"eval journal {self.path!r} cannot be used: {exc}") from exc
         except BaseException:
             os.close(self._fd)
             raise
@@ -88,10 +93,7 @@ class EvalJournal:
             ends_cleanly = file.read(1) == b"\n"
         if not ends_cleanly:  # a kill cut the last line: the next row starts afresh
             self._append("\n")
-        if damaged:
-            warnings.warn(f"eval journal {self.path!r}: skipped {damaged} damaged "
-                          f"line{'s' * (damaged != 1)} (a row cut short by a kill is asked "
-                          "again)", JournalWarning, stacklevel=4)
+        self.damaged = damaged
 
     def _read(self, file: Any) -> int:
         damaged = 0
@@ -140,6 +142,14 @@ class EvalJournal:
     def close(self) -> None:
         with contextlib.suppress(OSError):
             os.close(self._fd)
+
+    def warn_damaged(self) -> None:
+        """The one warning for lines that could not be read (issued by the eval, not by the
+        thread that opened the file)."""
+        if self.damaged:
+            warnings.warn(f"eval journal {self.path!r}: skipped {self.damaged} damaged "
+                          f"line{'s' * (self.damaged != 1)} (a row cut short by a kill is "
+                          "asked again)", JournalWarning, stacklevel=4)
 
     def warn_unwritten(self, total: int) -> None:
         """The one warning an eval gives when some of its rows are not in the file."""

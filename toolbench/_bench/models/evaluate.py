@@ -159,6 +159,8 @@ class Evals:
         if journal is not None:
             book = await asyncio.to_thread(EvalJournal, journal, load=resume)
         try:
+            if book is not None:
+                book.warn_damaged()  # on the loop, where the eval's other warnings are
             rows = await self._rows(model, plan, steps, concurrency, timeout, book, progress,
                                     cluster)
         finally:
