@@ -23,6 +23,8 @@ collaborator            owns                                 may call
 ``runs``                nothing                              connections, pegboard, calls,
                                                              store, views.attach (a result's
                                                              MCP Apps view)
+``evals``               nothing                              connections, runs (a cluster
+                                                             through ``eval_cluster``)
 ======================  ===================================  ==================================
 
 Hooks: ``pegboard.on_listing(history.on_listing)`` (each tool listing is fingerprinted,
