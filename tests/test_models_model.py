@@ -241,3 +241,35 @@ def test_a_bad_script_is_refused_with_the_rule(script: Any, name: str,
                                                error: type[Exception]) -> None:
     with pytest.raises(error, match="ScriptedModel"):
         tb.ScriptedModel(script, name=name)
+
+
+# -- what a tool hands back ------------------------------------------------------------------
+def test_a_huge_result_is_read_only_as_far_as_the_cap() -> None:
+    from toolbench._bench.models.run import handed_back
+    from toolbench._core.client import Result
+
+    data = {"rows": [{"id": i, "name": "x" * 20} for i in range(100_000)]}
+    result = Result(content=[{"type": "text", "text": json.dumps(data)}], structured=data)
+    told = handed_back(result, None, 1_000)
+    head, note = told.split("\n[cut at 1,000 characters (max_result_chars)")
+    assert head == json.dumps(data)[:1_000]
+    assert note == "; the bench's record keeps the whole result]"
+    text_only = Result(content=[{"type": "text", "text": "y" * 5_000_000}])
+    assert handed_back(text_only, None, 10).startswith("y" * 10 + "\n[cut at 10 characters")
+
+
+def test_text_that_repeats_the_json_is_not_handed_back_twice() -> None:
+    from toolbench._bench.models.run import handed_back
+    from toolbench._core.client import Result
+
+    def told(text: str, structured: Any) -> str:
+        return handed_back(Result(content=[{"type": "text", "text": text}],
+                                  structured=structured), None, 20_000)
+
+    assert told('{"result": 343.557}', {"result": 343.557}) == '{"result": 343.557}'
+    assert told("343.557", {"result": 343.557}) == '{"result": 343.557}'
+    assert told("hello", {"a": 1}) == '{"a": 1}\nhello'
+    blocks = [{"type": "image", "data": "aGk=", "mimeType": "image/png"}] * 60
+    many = handed_back(Result(content=blocks), None, 20_000)
+    assert many.count("[image: image/png, 3 bytes, not shown to the model]") == 50
+    assert many.endswith("[10 more content blocks]")

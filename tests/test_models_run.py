@@ -118,8 +118,8 @@ def test_results_are_capped_and_images_described(bench: tb.Bench) -> None:
     model = tb.ScriptedModel([[{"tool": "geo-cities"}, {"tool": "geo-world_map"}], "ok"])
     run = bench.run(model, "cities and a map", servers="geo", max_result_chars=100)
     cities, world_map = run.messages[2]["content"], run.messages[3]["content"]
-    shown, note = cities.split("\n[cut: the result is ")
-    assert len(shown) == 100 and note.endswith("the first 100 are shown (max_result_chars)]")
+    shown, note = cities.split("\n[cut at 100 characters (max_result_chars)")
+    assert len(shown) == 100 and note == "; the bench's record keeps the whole result]"
     assert "[image: image/png" in world_map and "not shown to the model" in world_map
     assert "base64" not in world_map and len(world_map) < 200
     full = next(r for r in of_run(bench, run) if r["name"] == "geo-cities")

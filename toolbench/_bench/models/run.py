@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from toolbench._core import html as _html
-from toolbench._core.client import Result, resource_line, shows_text
+from toolbench._core.client import Result, resource_line
 from toolbench._core.errors import Disposition, ToolError, ToolFailed
 
 if TYPE_CHECKING:
@@ -169,26 +169,110 @@ def register_run_display(html: Callable[[Run], str] | None,
 
 
 def handed_back(result: Result | None, error: ToolError | None, max_chars: int) -> str:
-    """What the model reads of a call's outcome: its text, its structured content as JSON,
-    its images and resources described; a failure says so. Capped at ``max_chars`` with the
-    cut said in the message."""
+    """What the model reads of a call's outcome: its structured content as JSON, its text
+    (unless it only repeats the JSON), its images and resources described; a failure says
+    so. Capped at ``max_chars`` with the cut said in the message.
+
+    Bounded by the cap, not by the result: a server decides how much it sends (DESIGN,
+    "Bounded work on what a server sends"), so a 12 MB result is read only as far as the
+    cap needs, on the shared loop (the whole of it took ~2 s to serialize and compare)."""
     if error is not None and not isinstance(error, ToolFailed):
         unsent = ", not sent" if error.disposition is Disposition.DID_NOT_HAPPEN else ""
         return _capped(f"Error ({type(error).__name__}{unsent}): {error.detail}", max_chars)
     if error is not None and error.result is not None:
         result = error.result
     parts: list[str] = []
+    room = max_chars + 1  # one more than is shown: enough to know there is more
     if result is not None:
         if result.structured is not None:
-            parts.append(_json(result.structured))
-        if shows_text(result):
-            parts.append(result.text)
-        parts.extend(_described(block) for block in result.content
-                     if isinstance(block, dict) and block.get("type") not in ("text", None))
+            parts.append(json_upto(result.structured, room))
+        left = room - sum(len(part) for part in parts)
+        if left > 0:
+            text = _text_upto(result, left)
+            if text and not (result.structured is not None and len(text) < left
+                             and _echoes(text, result.structured)):
+                parts.append(text)
+        others = [block for block in result.content
+                  if isinstance(block, dict) and block.get("type") not in ("text", None)]
+        parts.extend(_described(block) for block in others[:_DESCRIBED])
+        if len(others) > _DESCRIBED:
+            parts.append(f"[{len(others) - _DESCRIBED:,} more content blocks]")
     body = "\n".join(part for part in parts if part) or "(no content)"
     if error is not None:
         body = f"Error (the tool reported a failure): {body}"
     return _capped(body, max_chars)
+
+
+_DESCRIBED = 50  # non-text blocks described one by one; the rest are counted
+
+
+def json_upto(value: Any, room: int) -> str:
+    """``value`` as JSON text, at least its first ``room`` characters (all of it if shorter):
+    the fast encoder for what is small, and one that stops at ``room`` for what is not."""
+    if isinstance(value, str):
+        return value[:room]
+    try:
+        if not _larger_than(value, 4 * room):
+            return json.dumps(value, ensure_ascii=False, default=str)
+        chunks: list[str] = []
+        size = 0
+        for chunk in json.JSONEncoder(ensure_ascii=False, default=str).iterencode(value):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size >= room:
+                break
+        return "".join(chunks)
+    except (TypeError, ValueError, RecursionError):
+        return _html.shorten(repr(value), room)
+
+
+def _larger_than(value: Any, budget: int) -> bool:
+    """Whether ``value``'s JSON is (roughly) over ``budget`` characters; stops once it is."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            budget -= len(item) + 2
+        elif isinstance(item, dict):
+            budget -= 2 + 4 * len(item)
+            for key, inner in item.items():
+                budget -= len(key) if isinstance(key, str) else 8
+                stack.append(inner)
+                if budget < 0:
+                    return True
+        elif isinstance(item, list | tuple):
+            budget -= 2 + 2 * len(item)
+            stack.extend(item[:budget] if budget > 0 else ())
+        else:
+            budget -= 8
+        if budget < 0:
+            return True
+    return False
+
+
+def _text_upto(result: Result, room: int) -> str:
+    """The result's text blocks joined, only as far as ``room`` characters."""
+    pieces: list[str] = []
+    size = 0
+    for block in result.content:
+        if isinstance(block, dict) and block.get("type") == "text":
+            text = str(block.get("text", ""))
+            pieces.append(text[:room - size])
+            size += len(text) + 1
+            if size >= room:
+                break
+    return "\n".join(pieces)
+
+
+def _echoes(text: str, structured: Any) -> bool:
+    """Whether the text only repeats the structured content as JSON (what most servers send;
+    ``shows_text`` decides the same for a result card)."""
+    try:
+        echoed = json.loads(text)
+    except ValueError:
+        return False
+    return echoed == structured or (isinstance(structured, dict) and set(structured) == {
+        "result"} and echoed == structured["result"])
 
 
 def refusal_message(detail: str) -> str:
@@ -212,8 +296,8 @@ def _described(block: dict[str, Any]) -> str:
 def _capped(text: str, max_chars: int) -> str:
     if len(text) <= max_chars:
         return text
-    return (f"{text[:max_chars]}\n[cut: the result is {len(text):,} characters; the first "
-            f"{max_chars:,} are shown (max_result_chars)]")
+    return (f"{text[:max_chars]}\n[cut at {max_chars:,} characters (max_result_chars); the "
+            f"bench's record keeps the whole result]")
 
 
 def _json(value: Any) -> str:
