@@ -117,7 +117,7 @@ class Run:
             return f"<Run {self.id}>"
 
     def _plain(self) -> str:
-        head = (f"Run {self.id[:12]} of {self.model}: {self.stopped}, "
+        head = (f"Run {self.id} of {self.model}: {self.stopped}, "
                 f"{_html.counted(max((r.step for r in self.rows), default=0), 'step')}, "
                 f"{_html.counted(self.tool_calls, 'tool call')}")
         lines = [head]

@@ -116,7 +116,7 @@ def _header(run: Run) -> str:
     if run.usage:
         facts.append(_html.escape(", ".join(f"{k} {v:,}" for k, v in run.usage.items()))
                      + " tokens")
-    return (f"<div><small>run {_html.escape(run.id[:12])}</small> · "
+    return (f"<div><small>run {_html.escape(run.id)}</small> · "
             f"{' · '.join(facts)}</div>")
 
 
