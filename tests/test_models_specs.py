@@ -268,3 +268,29 @@ def test_secrets_are_hidden_in_every_string_a_spec_copies_however_deep() -> None
                 assert secret not in value
         assert seen > 6_000  # every level's key and type were looked at
         assert list(specs.names.values()) == [f"s-get-{secret}"]  # the way back is kept
+
+
+@pytest.mark.slow
+def test_third_party_servers_specs_over_stdio() -> None:
+    """Real catalogs: Python servers (pydantic schemas) are clean for every provider; the npm
+    ``server-everything`` (zod schemas, with ``$schema``) is warned of for Gemini only."""
+    from servers import everything
+
+    scripts = Path(sys.executable).parent
+    with tb.Bench(connect_timeout=60) as bench:
+        bench.connect("time", [str(scripts / "mcp-server-time"), "--local-timezone", "UTC"])
+        bench.connect("git", [str(scripts / "mcp-server-git")])
+        if everything.node_missing() is None:
+            bench.connect("everything", everything.stdio_command())
+        for format in FORMATS:
+            specs = bench.tool_specs(format)
+            assert all(offered == real for offered, real in specs.names.items())  # legal as-is
+            assert len(specs) >= 14 and {"time-get_current_time", "git-git_status"} <= set(
+                specs.names)
+            if format != "gemini":
+                assert specs.warnings == [], specs.warnings
+        gemini = bench.tool_specs("gemini")
+        assert not [w for w in gemini.warnings if not w.startswith("everything-")]
+        if everything.node_missing() is None:
+            assert "everything-echo: '$schema' at inputSchema (gemini-unsupported-keyword)" in (
+                gemini.warnings)
