@@ -10,6 +10,9 @@ eval journal (one appended line a row); resuming all 2,000 rows from that journa
 asked); and ``inline``: a ScriptedModel over a list, answered on the loop without a thread
 (one server, 2 repeats, for the same 2,000 rows). Wall and process CPU, medians of rounds.
 
+A killed eval (``eval_killed``): a child evaluating 2,000 rows with a journal is killed with
+SIGKILL mid-eval; the resumed eval must ask for no row the journal held (rows asked twice: 0).
+
 Beside a long eval (``eval_neighbour``): a neighbour's synchronous calls while 10,000 cases x
 2 repeats are evaluated with a model that answers on the loop itself, and the peak memory the
 eval's 20,000 rows add.
@@ -21,6 +24,7 @@ eval's 20,000 rows add.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import tempfile
@@ -31,7 +35,8 @@ from typing import Any
 import toolbench as tb
 from toolbench.demo import geo, geo_precise
 
-CALL = {"tool": "geo-distance", "arguments": {"from_city": "London", "to_city": "Paris"}}
+CALL: dict[str, Any] = {"tool": "geo-distance",
+                        "arguments": {"from_city": "London", "to_city": "Paris"}}
 
 
 def _cases(count: int) -> list[dict[str, Any]]:
@@ -74,10 +79,10 @@ def eval_rows(cases: int = 1000, rounds: int = 5) -> dict[str, Any]:
             variants = {
                 "usage": lambda: bench.evaluate(with_usage, items, progress=False),
                 "counted": lambda: bench.evaluate(no_usage, items, progress=False),
-                "journal": lambda j=journal: bench.evaluate(with_usage, items, journal=j,
-                                                            progress=False),
-                "resumed": lambda j=journal: bench.evaluate(with_usage, items, journal=j,
-                                                            resume=True, progress=False),
+                "journal": functools.partial(bench.evaluate, with_usage, items,
+                                             journal=journal, progress=False),
+                "resumed": functools.partial(bench.evaluate, with_usage, items,
+                                             journal=journal, resume=True, progress=False),
                 "inline": lambda: bench.evaluate(inline, items, servers="geo", repeats=2,
                                                  progress=False),
             }
@@ -112,10 +117,10 @@ def eval_neighbour(cases: int = 10_000, calls: int = 400) -> dict[str, Any]:
                              name="inline")
 
     def latencies(count: int, until: threading.Event | None = None) -> list[float]:
-        out = []
+        out: list[float] = []
         while len(out) < count or (until is not None and not until.is_set()):
             started = time.perf_counter()
-            bench.call("geo_precise-distance", **CALL["arguments"])
+            bench.call("geo_precise-distance", CALL["arguments"])
             out.append((time.perf_counter() - started) * 1000)
             if until is None and len(out) >= count:
                 break
@@ -157,6 +162,84 @@ def eval_neighbour(cases: int = 10_000, calls: int = 400) -> dict[str, Any]:
             "us_per_row": round(result["seconds"] / rows * 1e6, 1),
             "alone": summary(alone), "during": summary(during),
             "peak_rss_growth_mb": round((rss_after - rss_before) / 1024, 1)}
+
+
+KILLED_CHILD = """
+import sys, time
+import toolbench as tb
+from toolbench.demo import geo, geo_precise
+
+def ask(messages, tools):
+    time.sleep(0.002)  # a model that takes a moment, so the kill lands mid-eval
+    name = next(t["function"]["name"] for t in tools
+                if t["function"]["name"].endswith("-distance"))
+    return {"role": "assistant", "tool_calls": [{"id": "1", "function": {
+        "name": name, "arguments": '{"from_city": "London", "to_city": "Paris"}'}}]}
+
+ask.name = "resumable"
+cases = [{"id": f"c{i}", "prompt": f"How far is London from Paris? ({i})",
+          "expect": [{"tool": "distance", "arguments": {"from_city": "London"}}]}
+         for i in range(int(sys.argv[2]))]
+bench = tb.Bench()
+bench.connect("geo", geo.create())
+bench.connect("geo_precise", geo_precise.create())
+bench.evaluate(ask, cases, journal=sys.argv[1], concurrency=4, progress=False)
+"""
+
+
+def eval_killed(cases: int = 1000, kill_after: int = 800) -> dict[str, Any]:
+    """A killed eval, resumed: a child process evaluates ``cases`` x 2 servers with a journal
+    and is killed (SIGKILL) once ``kill_after`` rows are in the file; the resumed eval asks
+    a counting model for the rest. Rows asked twice (asked again although the journal held
+    them finished) must be 0."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "eval.jsonl"
+        child = subprocess.Popen([sys.executable, "-c", KILLED_CHILD, str(path), str(cases)])
+        deadline = time.monotonic() + 300
+        try:
+            while True:
+                lines = path.read_bytes().count(b"\n") - 1 if path.exists() else 0
+                if lines >= kill_after or child.poll() is not None:
+                    break
+                assert time.monotonic() < deadline, "the child wrote too few rows"
+                time.sleep(0.005)
+            os.kill(child.pid, signal.SIGKILL)
+        finally:
+            child.kill()
+            child.wait(timeout=30)
+        finished = set()
+        for line in path.read_text().splitlines()[1:]:
+            try:
+                row = json.loads(line)["row"]
+            except ValueError:
+                continue  # the line the kill cut
+            finished.add((row["case"], row["server"]))
+        asked: list[tuple[str, str]] = []
+
+        def counting(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+            name = next(t["function"]["name"] for t in tools
+                        if t["function"]["name"].endswith("-distance"))
+            case = "c" + messages[-1]["content"].rsplit("(", 1)[1].rstrip(")")
+            asked.append((case, name.removesuffix("-distance")))
+            return {"role": "assistant", "tool_calls": [{"id": "1", "function": {
+                "name": name, "arguments": json.dumps(CALL["arguments"])}}]}
+
+        counting.name = "resumable"  # type: ignore[attr-defined]
+        with tb.Bench() as bench:
+            bench.connect("geo", geo.create())
+            bench.connect("geo_precise", geo_precise.create())
+            df = bench.evaluate(counting, _cases(cases), journal=path, resume=True,
+                                progress=False)
+    twice = sorted(set(asked) & finished)
+    assert len(df) == 2 * cases and bool(df["passed"].all())
+    return {"rows": 2 * cases, "finished_before_the_kill": len(finished),
+            "asked_on_resume": len(asked), "asked_twice": len(twice),
+            "asked_once_each": len(asked) == len(set(asked)) == 2 * cases - len(finished)}
 
 
 def run_steps(runs: int = 20, steps: int = 10, rounds: int = 5) -> dict[str, Any]:
@@ -216,6 +299,8 @@ def run(quick: bool) -> dict[str, Any]:
     return {"eval_rows": eval_rows(cases=200 if quick else 1000, rounds=2 if quick else 5),
             "eval_neighbour": eval_neighbour(cases=1000 if quick else 10_000,
                                              calls=100 if quick else 400),
+            "eval_killed": eval_killed(cases=200 if quick else 1000,
+                                       kill_after=150 if quick else 800),
             "run_steps": run_steps(runs=5 if quick else 20, rounds=2 if quick else 5)}
 
 
@@ -239,6 +324,11 @@ def main() -> None:
           f"({neighbour['eval_s']} s, {neighbour['us_per_row']} µs a row): alone "
           f"{neighbour['alone']}, during {neighbour['during']}; peak RSS grew "
           f"{neighbour['peak_rss_growth_mb']} MB")
+    killed = result["eval_killed"]
+    print(f"a killed eval of {killed['rows']:,} rows, resumed: "
+          f"{killed['finished_before_the_kill']:,} finished before the kill, "
+          f"{killed['asked_on_resume']:,} asked on resume, "
+          f"{killed['asked_twice']} asked twice")
     print(json.dumps({k: v.get("median_us_per_row", v.get("median_us_per_step", v))
                       for k, v in result.items()}))
 
