@@ -124,6 +124,7 @@ def test_a_frame_read_back_from_csv_still_scores(tmp_path: Any) -> None:
     assert back.tb.scores().equals(_frame().tb.scores())
 
 
+@pytest.mark.slow  # on a fresh font cache matplotlib runs fc-list, a process
 def test_plot_scores_draws_a_bar_per_server() -> None:
     import matplotlib
 
