@@ -350,29 +350,49 @@ def test_concurrency_bounds_the_asks_in_flight() -> None:
 
 
 def test_the_loop_stays_free_for_a_neighbour_during_a_long_eval() -> None:
-    """A scripted list answers on the loop with no wait; the eval still yields after every
-    row, so another task on the loop runs between rows, not only after the eval."""
-    model = tb.ScriptedModel([{"tool": "geo-distance", "arguments": LONDON_PARIS}])
-    ticks: list[int] = []
+    """An async model that answers at once runs on the shared loop with no wait; the eval
+    still yields after every row, so a neighbour on that same loop (a task that counts its
+    turns, and real calls) runs between rows, not only before or after them."""
+    from toolbench._loop import get_loop
 
-    async def both(bench: tb.Bench) -> tuple[int, int]:
+    asked = 0
+    reply = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "1", "type": "function",
+         "function": {"name": "geo-distance", "arguments": json.dumps(LONDON_PARIS)}}]}
+
+    async def model(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+        nonlocal asked
+        asked += 1
+        return reply
+
+    async def both(bench: tb.Bench) -> tuple[int, list[int], list[int]]:
+        assert get_loop().in_loop_thread()  # the shared loop, where every call runs
         done = asyncio.Event()
+        calls_at: list[int] = []  # rows asked when each neighbour call returned
+        ticks_at: list[int] = []
 
         async def neighbour() -> None:
             while not done.is_set():
-                ticks.append(1)
+                await bench.acall("geo_precise-distance", LONDON_PARIS)
+                calls_at.append(asked)
+
+        async def ticker() -> None:
+            while not done.is_set():
+                ticks_at.append(asked)
                 await asyncio.sleep(0)
 
-        task = asyncio.create_task(neighbour())
+        tasks = [asyncio.create_task(neighbour()), asyncio.create_task(ticker())]
         df = await bench.aevaluate(model, _many(500), servers="geo")
-        during = len(ticks)
         done.set()
-        await task
-        return len(df), during
+        await asyncio.gather(*tasks)
+        return len(df), calls_at, ticks_at
 
     with _geo_bench() as bench:
-        rows, during = asyncio.run(both(bench))
-    assert rows == 500 and during >= 500 / 4
+        rows, calls_at, ticks_at = get_loop().run(both, bench)
+    assert rows == 500 and asked == 500
+    between = [n for n in ticks_at if 0 < n < 500]
+    assert len(set(between)) >= 500 // 4 - 1  # a turn at least every `concurrency` rows
+    assert any(0 < n < 500 for n in calls_at), calls_at  # calls completed mid-eval
 
 
 @pytest.mark.slow
