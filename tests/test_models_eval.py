@@ -449,3 +449,27 @@ def test_a_journal_that_stops_taking_rows_costs_durability_not_rows(
         assert again.asked == [("question 1", "geo-distance")]  # only the unwritten one
     with pytest.raises(ValueError, match=r"eval journal '/dev/full' cannot be used"):
         EvalJournal("/dev/full", load=False)
+
+
+def test_a_tool_not_offered_and_arguments_that_are_not_json_score_as_such() -> None:
+    """On geo_precise, a call named geo-distance (another server's tool) is not a call of
+    geo_precise's distance; arguments that are not JSON never match."""
+    def reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+        if "other" in messages[-1]["content"]:
+            name, arguments = "geo-distance", json.dumps(LONDON_PARIS)
+        else:
+            name, arguments = "geo_precise-distance", "{from_city: London"
+        return {"role": "assistant", "tool_calls": [
+            {"id": "1", "function": {"name": name, "arguments": arguments}}]}
+
+    cases = [{"id": "other", "prompt": "other server", "expect": ["distance"]},
+             {"id": "broken", "prompt": "broken arguments",
+              "expect": [{"tool": "distance", "arguments": {"from_city": "London"}}]}]
+    with _geo_bench() as bench:
+        df = bench.evaluate(reply, cases, servers="geo_precise")
+    rows = {r["case"]: r for r in df.to_dict("records")}
+    assert rows["other"]["called"] == ["geo-distance (not offered)"]
+    assert not rows["other"]["tool_ok"] and rows["other"]["extra_calls"] == 1
+    assert rows["broken"]["called"] == ["distance"] and rows["broken"]["tool_ok"]
+    assert not rows["broken"]["args_ok"] and not rows["broken"]["passed"]
+    assert rows["broken"]["error"] is None  # a bad argument is a wrong answer, not an error
