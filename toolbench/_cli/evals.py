@@ -120,7 +120,10 @@ def evaluate(args: argparse.Namespace) -> int:
     names: list[str] = list(dict.fromkeys(args.server))
     for name in names:
         source.check_server(name)
-    cases = read_cases(args.cases)  # a bad file fails before a server starts
+    try:
+        cases = read_cases(args.cases)  # a bad file fails before a server starts
+    except ImportError as exc:  # a YAML file without pyyaml: say what to install
+        raise UsageError(str(exc)) from exc
     model = load_model(args.model)
     bench, failed = start(source, names or None)
     with bench:
