@@ -312,6 +312,36 @@ def test_a_changed_pinned_tool_is_refused_to_the_model_as_to_a_call(tmp_path: Pa
     assert "v2" not in run.messages[2]["content"]
 
 
+def test_a_run_never_shows_a_servers_secret(tmp_path: Path) -> None:
+    """A server that names its tool after a secret: the model is offered a redacted name
+    that still reaches the tool, and neither the transcript, the steps, the records nor the
+    HTML show the secret, even when the model writes the real name itself."""
+    secret = "Zq7SecretToolName"
+    server = [sys.executable, str(ROOT / "tests" / "servers" / "secret_named_server.py")]
+    offered: list[str] = []
+
+    def model(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+        if messages[-1]["role"] != "user":
+            return "done"
+        offered.append(json.dumps(tools))
+        name = tools[0]["function"]["name"]
+        return {"tool_calls": [
+            {"id": "a", "function": {"name": name, "arguments": '{"i": 7}'}},
+            {"id": "b", "function": {"name": f"s-get-{secret}", "arguments": '{"i": 8}'}}]}
+
+    with tb.Bench(journal=tmp_path / "calls.sqlite") as secretive:
+        secretive.connect("s", server, env={"TOOLBENCH_TEST_SECRET": secret})
+        run = secretive.run(model, "get 7")
+        records = of_run(secretive, run)
+    assert run.stopped == "answered" and secret not in offered[0]
+    assert [r["ok"] for r in records] == [True, False]
+    assert json.loads(run.messages[2]["content"]) == {"i": 7}
+    assert "was not offered" in run.messages[3]["content"]
+    shown = [json.dumps(run.messages[2:]), run.steps.to_json(), json.dumps(records, default=str),
+             run._repr_html_(), repr(run)]
+    assert not [text for text in shown if secret in text]
+
+
 # -- bad input: the caller's own arguments raise ---------------------------------------------------
 @pytest.mark.parametrize(("options", "error", "match"), [
     ({"max_steps": 0}, ValueError, "max_steps is a whole number from 1 to 1,000"),

@@ -32,7 +32,7 @@ from toolbench._bench.models.run import (
     handed_back,
     refusal_message,
 )
-from toolbench._bench.models.specs import ToolSpecs, build_specs
+from toolbench._bench.models.specs import ToolSpecs, secret_free_specs
 from toolbench._core.errors import Refused, ToolError
 from toolbench._core.ids import Provenance
 
@@ -70,8 +70,9 @@ class Runs:
 
     def specs(self, servers: str | Iterable[str] | None = None,
               tools: str | Iterable[str] | None = None) -> ToolSpecs:
-        """The tools a run offers, in the OpenAI format."""
-        return build_specs(offered_tools(self._pegboard, servers, tools), "openai")
+        """The tools a run offers, in the OpenAI format, without any server's secrets."""
+        return secret_free_specs(self._servers, self._pegboard,
+                                 offered_tools(self._pegboard, servers, tools), "openai")
 
     async def arun(self, model: Callable[..., Any], prompt: str | list[dict[str, Any]], *,
                    servers: str | Iterable[str] | None = None,
@@ -144,6 +145,9 @@ class Runs:
         else:
             refusal = None
         if refusal is not None:
+            redact = self._servers.redactor(target.tool.server) if target is not None else None
+            if redact is not None:  # the model may name a tool named after a secret (#37)
+                refusal = redact(refusal)
             record = self._refuse(call, target, refusal, prov)
             run.records.append(record)
             run.rows.append(Step(step, "refused", tool=record.name, arguments=_shown(call),

@@ -9,6 +9,7 @@ raises: a transcript that cannot be drawn falls back to the run's text.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -173,7 +174,10 @@ def _card(tool_call: Any, row: Step | None, result: Result | None, reply: Any) -
         parts.append(f"<div class='tb-error'>{_html.escape(_html.shorten(row.error, MAX_TEXT))}"
                      f"</div>")
     if result is not None:
-        parts.append(f"<div class='tb-result'>{result_html(result, budget=RESULT_BUDGET)}</div>")
+        # The card is headed by the record's name (a secret in a tool's name hidden); the
+        # result's own head would show the tool as the server named it.
+        card = result_html(dataclasses.replace(result, tool=None), budget=RESULT_BUDGET)
+        parts.append(f"<div class='tb-result'>{card}</div>")
     elif isinstance(reply, dict) and not (row is not None and row.error):
         told = _content_text(reply.get("content"))
         parts.append(f"<pre>{_html.escape(_html.shorten(told, MAX_TEXT))}</pre>")
