@@ -27,6 +27,7 @@ MODEL = textwrap.dedent('''
 
     broken = 42
 ''')
+FAILING_IMPORT = "raise RuntimeError('OPENAI_API_KEY is not set')\n"
 CASES = [{"id": f"c{i}", "prompt": f"How far is London from Paris? ({i})",
           "expect": [{"tool": "distance", "arguments": {"from_city": "London"}}]}
          for i in range(3)]
@@ -87,6 +88,10 @@ def test_bad_input_is_a_usage_error_before_anything_runs(project: Path) -> None:
                         ("stand_in:broken", "is a int, not a function")):
         out = run(["eval", "cases.json", "--model", model, "--demo"], project)
         assert out.returncode == 2 and said in out.stderr, (model, out.stderr)
+    (project / "needs_key.py").write_text(FAILING_IMPORT)
+    out = run(["eval", "cases.json", "--model", "needs_key:ask", "--demo"], project)
+    assert out.returncode == 2, out.stderr
+    assert "importing 'needs_key' raised RuntimeError: OPENAI_API_KEY is not set" in out.stderr
     (project / "typo.json").write_text(json.dumps(
         [{"id": "t", "prompt": "p", "expect": ["distnce"]}]))
     out = run(["eval", "typo.json", "--model", "stand_in:answer", "--demo", "--server", "geo"],

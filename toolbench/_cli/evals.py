@@ -100,6 +100,9 @@ def load_model(spec: str) -> Any:
         found: Any = importlib.import_module(module_name)
     except ImportError as exc:
         raise UsageError(f"--model {spec!r}: cannot import {module_name!r}: {exc}") from exc
+    except Exception as exc:  # the user's module failed as it ran (no API key, a typo)
+        raise UsageError(f"--model {spec!r}: importing {module_name!r} raised "
+                         f"{type(exc).__name__}: {exc}") from exc
     for part in attribute.split("."):
         if not hasattr(found, part):
             raise UsageError(f"--model {spec!r}: {module_name!r} has no {attribute!r}")
