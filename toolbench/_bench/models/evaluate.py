@@ -13,7 +13,10 @@ the bench (egress, pins, the argument check, the journal, a record with provenan
 Why workers pulling from one queue: ``concurrency`` asks are in flight at once, never more,
 whatever the number of cases, so 10,000 cases hold 10,000 small rows and ``concurrency``
 conversations, not 10,000 coroutines. Each worker yields to the loop after every row, so a
-model that answers at once (a scripted one, on the loop) never starves a neighbour's call.
+model that answers at once (a scripted one, on the loop) never starves a neighbour's call; and
+the bulk work before and after the rows (checking and hashing the cases, each server's specs,
+the result frame) runs in a worker thread. ``cluster=`` asks on Dask workers instead
+(``eval_cluster.py``, ``steps=1`` only).
 
 Resuming: with ``journal=`` each finished row is appended to that file before the eval moves
 on (``eval_journal.py``); ``resume=True`` takes the finished rows from it and asks the model
