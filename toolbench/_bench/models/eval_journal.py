@@ -11,7 +11,9 @@ with ``O_APPEND``, one JSON line, one ``write(2)``: the kernel holds the bytes f
 a process killed an instant later keeps the row (the same promise as the journal's intent log
 and SQLite's WAL with ``synchronous=NORMAL``; only a power cut could drop the last lines). A
 row costs a few microseconds on the loop and needs no writer thread. Tool calls that a
-``steps>1`` row makes are recorded in the bench's own journal as any call is.
+``steps>1`` row makes are recorded in the bench's own journal as any call is; a ``steps>1``
+row that was in flight when the process died is run again whole on resume (its model asked
+again, its tools called again): only finished rows are kept.
 
 What is found on reopening: the first line names the format, so a file that is not an eval
 journal (the bench's SQLite journal, a cases file) is refused and left untouched. A line cut
