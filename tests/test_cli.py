@@ -343,8 +343,8 @@ def test_every_command_module_adds_its_parsers_with_a_runner() -> None:
     its parser(s), and each command parser names what runs it."""
     parser = _cli._parser()
     (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    assert list(sub.choices) == ["catalog", "call", "compare", "demo", "report", "auth", "lab",
-                                 "serve-recording", "doctor"]
+    assert list(sub.choices) == ["catalog", "call", "compare", "demo", "report", "eval", "auth",
+                                 "lab", "serve-recording", "doctor"]
     for name, command in sub.choices.items():
         assert callable(command.get_default("run")), f"{name} names no runner"
     assert all(callable(getattr(m, "add", None)) for m in _cli.COMMANDS)

@@ -28,8 +28,8 @@ LAYERS: dict[int, tuple[str, ...]] = {
     2: ("_routing",),  # ToolRouter, PegBoard, what a connect target opens
     3: ("_loop",),  # the shared loop
     4: ("_bench",),  # the bench: calls, records, the journal, config, the cluster
-    5: ("_notebook", "_cli", "_child", "__main__", "demo"),  # display, widgets; the command
-    # (and the child it runs JupyterLab as); demos
+    5: ("_notebook", "_cli", "_child", "__main__", "demo", "models"),  # display, widgets; the
+    # command (and the child it runs JupyterLab as); demos; tb.models (a public re-export)
 }
 """Top-level folder or module → layer, bottom-up, as DESIGN.md's "Layers" draws them."""
 

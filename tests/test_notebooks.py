@@ -26,7 +26,7 @@ pytest.importorskip("ipykernel")
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 EXPECTED = ["01_explore", "02_compare", "03_gather", "04_build_your_own", "05_beyond_tools",
-            "06_remote_servers", "07_over_time", "08_apps"]
+            "06_remote_servers", "07_over_time", "08_apps", "09_models"]
 
 pytestmark = pytest.mark.slow
 
@@ -143,6 +143,18 @@ PROBES = {
     "who": who.data,
     "records": len(bench.records), "failed": int((~bench.records["ok"]).sum()),
     "server_exit": server.returncode,
+    "closed": repr(bench).startswith("<Bench closed"),
+}))""",
+    "09_models": PROBE_HEAD + """{
+    "run": [run.stopped, run.text, run.steps["kind"].tolist()],
+    "run_calls": [[r["tool"], bool(r["ok"]), r["provenance"]["run"] == run.id]
+                  for _, r in run.calls.iterrows()],
+    "rows": [[r["case"], r["server"], list(r["called"]), bool(r["passed"])]
+             for _, r in df.iterrows()],
+    "pass_rate": scores["pass_rate"].round(4).to_dict(),
+    "confusion": {f"{e}>{c}": int(n) for (e, c), n in df.tb.confusion().stack().items() if n},
+    "resumed_asks": len(asked) - asked_first, "first_asks": asked_first,
+    "side_by_side": sorted(side_by_side.index),
     "closed": repr(bench).startswith("<Bench closed"),
 }))""",
     "04_build_your_own": PROBE_HEAD + """{
@@ -410,6 +422,30 @@ def test_05_beyond_tools() -> None:
     assert probe["updates"] == ["beyond://note"]
     assert "pack an umbrella" in outputs(nb, 'bench.subscribe("beyond"')
     assert probe["subscriptions_after"] == {}
+
+
+def test_09_models() -> None:
+    import os
+
+    nb, probe = check_clean_run("09_models")
+    assert probe["run"] == ["answered",
+                            "Tokyo is 9,582 km from London; set off at a bearing of 32°.",
+                            ["model", "tool", "tool", "answer"]]
+    assert probe["run_calls"] == [["distance", True, True], ["bearing", True, True]]
+    assert "toolbench" in outputs(nb, "run = bench.run(")  # the transcript's HTML
+    rows = {(case, server): (called, passed) for case, server, called, passed in probe["rows"]}
+    assert len(rows) == 15  # bearing only on geo_precise; nearest and cities only on geo
+    assert rows[("surface", "geo")] == (["world_map"], False)  # the catalogs differ here
+    assert rows[("surface", "geo_precise")] == (["distance"], True)
+    assert rows[("poem", "geo")] == (["distance"], False)
+    assert probe["pass_rate"] == {"geo": 0.625, "geo_precise": 0.7143}
+    assert probe["confusion"]["distance>world_map"] == 1
+    assert probe["confusion"]["(none)>distance"] == 2
+    assert "image/png" in outputs(nb, "df.tb.plot_scores()")
+    assert probe["first_asks"] == 15 and probe["resumed_asks"] == 0
+    assert probe["side_by_side"] == ["geo", "geo_precise"]
+    if not os.environ.get("OPENAI_API_KEY"):
+        assert "Skipped: no OPENAI_API_KEY is set" in outputs(nb, "OPENAI_API_KEY")
 
 
 def test_05_progress_bar_shows_under_its_cell() -> None:

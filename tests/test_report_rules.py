@@ -148,6 +148,30 @@ CASES: dict[str, tuple[list[Declared], list[Declared]]] = {
         [tool(description="Uses the HTTP protocol; zones like Europe/Paris."),
          tool(schema={"type": "object", "properties": {"x": {
              "type": "string", "description": "The x.", "enum": ["https://a.example/"]}}})]),
+    "anthropic-input-schema-not-object": (
+        [tool(schema={"type": "string"}), tool(schema={"properties": {}}), tool(schema=[1])],
+        [tool(), tool(schema={"type": "object"})]),
+    "gemini-unsupported-keyword": (
+        [tool(schema={**params(x="The x."), "additionalProperties": False}),
+         tool(schema={**params(x="The x."), "$defs": {"X": {"type": "string"}}}),
+         tool(schema={"type": "object", "properties": {"x": {
+             "description": "The x.", "anyOf": [{"const": 1}, {"type": "string"}]}}})],
+        [tool(schema={"type": "object", "properties": {"x": {
+            "type": "array", "description": "The x.", "items": {"type": "string",
+                                                               "nullable": True},
+            "minItems": 1}}, "required": ["x"], "propertyOrdering": ["x"]}),
+         tool(schema={"type": "object", "properties": {"const": {
+             "type": "string", "description": "A parameter named like a keyword."}}})]),
+    "gemini-type-list": (
+        [tool(schema={"type": "object", "properties": {"x": {
+            "type": ["string", "null"], "description": "The x."}}})],
+        [tool(schema={"type": "object", "properties": {"x": {
+            "type": "string", "nullable": True, "description": "The x."}}})]),
+    "gemini-enum-not-strings": (
+        [tool(schema={"type": "object", "properties": {"x": {
+            "type": "integer", "enum": [1, 2], "description": "The x."}}})],
+        [tool(schema={"type": "object", "properties": {"x": {
+            "type": "string", "enum": ["1", "2"], "description": "The x."}}})]),
     "not-fully-checked": (
         [tool(schema={**params(x="The x."), "enum": list(range(100_001))})],
         [tool(schema={**params(x="The x."), "enum": list(range(90_000))})]),

@@ -1,8 +1,12 @@
 """toolbench: explore, call, record and compare tools from many MCP servers, in Jupyter."""
 
+from toolbench import models as models  # tb.models.sampler, tb.models.openai, ...
 from toolbench._bench.catalog.handles import ToolHandle
 from toolbench._bench.clients.locations import client_configs
 from toolbench._bench.journal.journal import JournalWarning
+from toolbench._bench.models.cases import load_cases
+from toolbench._bench.models.model import Reply, ScriptedModel
+from toolbench._bench.models.run import Run
 from toolbench._bench.overtime.diff import diff
 from toolbench._bench.overtime.pins import PinWarning
 from toolbench._bench.overtime.snapshot_store import load_snapshot
@@ -57,7 +61,10 @@ __all__ = [
     "Provenance",
     "ReadResult",
     "Refused",
+    "Reply",
     "Result",
+    "Run",
+    "ScriptedModel",
     "TimedOut",
     "ToolBox",
     "ToolClient",
@@ -72,6 +79,7 @@ __all__ = [
     "Unreachable",
     "client_configs",
     "diff",
+    "load_cases",
     "load_snapshot",
     "report_rules",
     "serve_recording",

@@ -20,6 +20,11 @@ collaborator            owns                                 may call
 ``batches``,            nothing                              calls, fetches, store (a cluster
 ``fetch_batches``                                            through ``cluster.Driver``)
 ``replays``             nothing                              batches, store
+``runs``                nothing                              connections, pegboard, calls,
+                                                             store, views.attach (a result's
+                                                             MCP Apps view)
+``evals``               nothing                              connections, runs (a cluster
+                                                             through ``eval_cluster``)
 ======================  ===================================  ==================================
 
 Hooks: ``pegboard.on_listing(history.on_listing)`` (each tool listing is fingerprinted,
@@ -66,6 +71,11 @@ from toolbench._bench.journal.store import RecordStore
 from toolbench._bench.many.faces import ManyFaces
 from toolbench._bench.many.fetch_many import FetchBatches
 from toolbench._bench.many.many_calls import Batches
+from toolbench._bench.models.eval_faces import EvalFaces
+from toolbench._bench.models.evaluate import Evals
+from toolbench._bench.models.run_faces import RunFaces
+from toolbench._bench.models.runs import Runs
+from toolbench._bench.models.spec_faces import SpecFaces
 from toolbench._bench.overtime.faces import HistoryFaces
 from toolbench._bench.overtime.guard import PinGuard
 from toolbench._bench.overtime.history import History
@@ -86,8 +96,7 @@ from toolbench._transports.server_requests import Handler, ServerRequests
 
 
 class BaseBench(ServerFaces, ClientFaces, DoctorFaces, CatalogFaces, CallFaces, ManyFaces,
-                HistoryFaces, ReplayFaces,
-                AppFaces, Tables):
+                HistoryFaces, ReplayFaces, AppFaces, RunFaces, SpecFaces, EvalFaces, Tables):
     """Connect many servers, browse their tools, call, compare and map them, keep records.
 
     A bench owns its connections (stdio children end when it closes) and one record of every
@@ -130,6 +139,8 @@ class BaseBench(ServerFaces, ClientFaces, DoctorFaces, CatalogFaces, CallFaces, 
                 returning a str (the reply's text) or a ``CreateMessageResult``; or
                 ``"ask"``, a notebook widget where a person writes the reply. ``None``
                 (default): sampling is not advertised, so servers do not ask.
+                ``tb.models.sampler(model)`` answers with a model function, as
+                ``bench.run`` takes it, and tells servers it takes tools in a request.
             elicitation (callable | "ask" | None): answers a server's request for input: a
                 function of ``ElicitRequestParams`` returning ``{"action": "accept" |
                 "decline" | "cancel", "content": {...}}`` or an ``ElicitResult``; or
@@ -195,6 +206,9 @@ class BaseBench(ServerFaces, ClientFaces, DoctorFaces, CatalogFaces, CallFaces, 
         self.pegboard.on_listing(self.views.on_listing)  # before history's: a fresh cache
         self.history.hash_views_with(self.views)  # fingerprints cover the views' HTML
         self.calls.on_result(self.views.attach)
+        self.runs = Runs(self.connections, self.pegboard, self.calls, self.store,
+                         self.views.attach)  # after batches; a result gets its view
+        self.evals = Evals(self.connections, self.runs)  # an eval's steps>1 rows are runs
         self.pegboard.on_listing(self.history.on_listing)
         self.connections.on_connected(self.follower.adopt)
         self.connections.on_connected(Warmer(self.pegboard))  # the checker, off the loop

@@ -17,7 +17,17 @@ import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
-from toolbench._cli import auth, calls, catalog, demo, doctor, lab, report, serve_recording
+from toolbench._cli import (
+    auth,
+    calls,
+    catalog,
+    demo,
+    doctor,
+    evals,
+    lab,
+    report,
+    serve_recording,
+)
 from toolbench._cli.command import (
     EXIT_BUG,
     EXIT_FAILED,
@@ -30,7 +40,7 @@ from toolbench._cli.command import (
 from toolbench._cli.servers import add_options
 from toolbench._cli.terminal import err
 
-COMMANDS: tuple[CommandModule, ...] = (catalog, calls, demo, report, auth, lab,
+COMMANDS: tuple[CommandModule, ...] = (catalog, calls, demo, report, evals, auth, lab,
                                        serve_recording, doctor)
 """The command modules, in the order ``toolbench --help`` lists their commands. Each has
 ``add(sub, servers)``, which adds its parser(s) and names its runner with

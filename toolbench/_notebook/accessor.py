@@ -239,6 +239,28 @@ class TableAccessor:
 
         return report(self._df, by=by, tokenizer=tokenizer)
 
+    def scores(self, by: str = "server") -> pd.DataFrame:
+        """For an eval frame (``bench.evaluate``): per server (or ``by="case"``), the pass rate
+        with its 95 % Wilson interval, tool-choice precision, recall and F1, argument accuracy,
+        errors, tokens and model time. See ``toolbench._bench.models.scores``."""
+        from toolbench._bench.models.scores import scores
+
+        return scores(self._df, by=by)
+
+    def confusion(self, server: str | None = None) -> pd.DataFrame:
+        """For an eval frame: expected tools (rows) against the tools the model chose
+        (columns), counted; ``(none)`` for no tool. ``server`` keeps one server's rows."""
+        from toolbench._bench.models.scores import confusion
+
+        return confusion(self._df, server=server)
+
+    def plot_scores(self, by: str = "server", ax: Any = None) -> Any:
+        """For an eval frame: a bar per server (or case), its pass rate with the 95 % Wilson
+        interval; returns the matplotlib Axes (matplotlib is in the ``lab`` extra)."""
+        from toolbench._bench.models.scores import plot_scores
+
+        return plot_scores(self._df, by=by, ax=ax)
+
     def json_ready(self) -> pd.DataFrame:
         """A copy fit for a file: a column holding dicts or lists becomes JSON text (every
         value in it, so it reads back with ``json.loads``), as does a column of mixed types."""

@@ -275,6 +275,7 @@ class ServerRequests:
                 return await self.answer_sampling(server, params)
 
             found["sampling_callback"] = sampling
+            found["sampling_capabilities"] = getattr(self.sampling, "sampling_capabilities", None)
         if self.elicitation is not None:
             async def elicitation(context: Any, params: types.ElicitRequestParams) -> Any:
                 return await self.answer_elicitation(server, params)
@@ -367,8 +368,7 @@ def sampling_result(reply: Any, model: str) -> SamplingReply:
     if isinstance(reply, str):
         return types.CreateMessageResult(
             role="assistant", content=types.TextContent(type="text", text=reply),
-            model=f"toolbench-{model}", stop_reason="endTurn",
-        )
+            model=f"toolbench-{model}", stop_reason="endTurn")
     if isinstance(reply, Mapping):
         try:
             return types.CreateMessageResult.model_validate(dict(reply))

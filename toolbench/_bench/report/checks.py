@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from toolbench._bench.report import poisoning, rules
+from toolbench._bench.report import poisoning, portability, rules
 from toolbench._bench.report.quote import visible
 from toolbench._bench.report.rules import Rule, finding
 from toolbench._bench.report.tokens import TokenCounter
@@ -126,6 +126,7 @@ def check(tool: Declared, counter: TokenCounter, twins: Twins | None = None) -> 
         ((None, "description"), description, True),
         *walked.texts, *others_walked[0].texts, *others_walked[1].texts]
     found.extend(_poisoning(texts))
+    found.extend(finding(rule, message) for rule, message in portability.problems(schema))
     for label, each in (("input schema", walked), ("output schema", others_walked[0]),
                         ("annotations", others_walked[1])):
         if each.cut:

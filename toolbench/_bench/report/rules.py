@@ -73,10 +73,33 @@ NOT_FULLY_CHECKED = Rule("not-fully-checked", "warning",
                          "a schema is larger than the report's bound: the rest of it was not "
                          "checked")
 
+# Portability: what one provider documents it rejects (``portability.py`` checks them and
+# ``bench.tool_specs`` warns of them; ``portability.SOURCES`` quotes each one's documentation).
+# Gemini's are ``info``: its Schema is a subset most JSON Schema generators overstep (zod's
+# ``$schema``, ``additionalProperties``), and many clients convert for it, so they must not fail
+# a ``--fail-on warning`` gate that passed before; a non-object input schema breaks MCP's own
+# rule too, so Anthropic's is an ``error``.
+ANTHROPIC_NOT_OBJECT = Rule(
+    "anthropic-input-schema-not-object", "error",
+    "the input schema's type is not \"object\", which Anthropic's Messages API requires of "
+    "tools[].input_schema")
+GEMINI_KEYWORD = Rule(
+    "gemini-unsupported-keyword", "info",
+    "a schema keyword outside the Gemini API's Schema, a select subset of OpenAPI 3.0 (such as "
+    "$ref, oneOf, const, additionalProperties)")
+GEMINI_TYPE_LIST = Rule(
+    "gemini-type-list", "info",
+    "a schema's type is a list (such as [\"string\", \"null\"]); the Gemini API's Schema.type "
+    "is one type, with nullable for null")
+GEMINI_ENUM = Rule(
+    "gemini-enum-not-strings", "info",
+    "an enum holds values that are not strings; the Gemini API's Schema.enum is a list of "
+    "strings")
+
 RULES: tuple[Rule, ...] = (
     NO_DESCRIPTION, PARAMETER_NO_DESCRIPTION, REQUIRED_NOT_IN_PROPERTIES, LONG, DEEP_SCHEMA,
     SINGLE_ENUM, NAME_NOT_MODEL_SAFE, DUPLICATE_DESCRIPTION, INVISIBLE, INSTRUCTIONS, BASE64,
-    URL, NOT_FULLY_CHECKED,
+    URL, NOT_FULLY_CHECKED, ANTHROPIC_NOT_OBJECT, GEMINI_KEYWORD, GEMINI_TYPE_LIST, GEMINI_ENUM,
 )
 BY_ID = {rule.id: rule for rule in RULES}
 RULE_COLUMNS = ("rule", "severity", "reason")

@@ -178,6 +178,8 @@ def kind_of(df: pd.DataFrame) -> str:
         return "diff"
     if {"parameter", "differs", "present_on"} <= columns:
         return "schema_diff"
+    if {"case", "server", "expected", "called", "passed"} <= columns:
+        return "eval"
     return "table"
 
 
@@ -202,6 +204,8 @@ def frame_html(df: pd.DataFrame, *, max_rows: int = MAX_ROWS) -> str:
 
         return (diff_view.diff_html if kind == "diff" else diff_view.schema_diff_html)(
             df, max_rows=max_rows)
+    if kind == "eval":
+        return html_table(df, max_rows=max_rows, caption="eval")
     return html_table(df, max_rows=max_rows)
 
 

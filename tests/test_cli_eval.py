@@ -1,0 +1,103 @@
+"""``toolbench eval`` (``toolbench._cli.evals``), run as a real process against the demo
+servers: ``--fail-under`` exits 1 for a server under the bar and 0 when all clear it;
+``--json``; a model that cannot be imported and a case no server can run are usage errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+MODEL = textwrap.dedent('''
+    """A stand-in model: right on geo_precise, a wrong tool on geo."""
+    import json
+
+    def answer(messages, tools):
+        names = [t["function"]["name"] for t in tools]
+        name = "geo_precise-distance" if "geo_precise-distance" in names else "geo-city"
+        return {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "1", "type": "function", "function": {
+                "name": name, "arguments": json.dumps({"from_city": "London",
+                                                       "to_city": "Paris"})}}]}
+
+    broken = 42
+''')
+FAILING_IMPORT = "raise RuntimeError('OPENAI_API_KEY is not set')\n"
+CASES = [{"id": f"c{i}", "prompt": f"How far is London from Paris? ({i})",
+          "expect": [{"tool": "distance", "arguments": {"from_city": "London"}}]}
+         for i in range(3)]
+
+
+def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "toolbench", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=180, env=dict(os.environ))
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "stand_in.py").write_text(MODEL)
+    (tmp_path / "cases.json").write_text(json.dumps(CASES))
+    return tmp_path
+
+
+@pytest.mark.slow
+def test_fail_under_exits_1_for_a_server_under_the_bar_and_0_when_all_clear_it(
+        project: Path) -> None:
+    both = ["eval", "cases.json", "--model", "stand_in:answer", "--demo",
+            "--server", "geo", "--server", "geo_precise", "--fail-under", "0.9"]
+    bad = run(both, project)
+    assert bad.returncode == 1, bad.stderr
+    assert "1 server under --fail-under 0.9: geo" in bad.stderr
+    assert "geo: 0/3 passed" in bad.stdout and "geo_precise: 3/3 passed" in bad.stdout
+    assert "c0 on geo (repeat 0): expected ['distance'], called ['city']: tool choice" \
+        in bad.stdout
+    good = run(["eval", "cases.json", "--model", "stand_in:answer", "--demo",
+                "--server", "geo_precise", "--fail-under", "0.9", "--repeats", "2"], project)
+    assert good.returncode == 0, good.stderr
+    assert "geo_precise: 6/6 passed (100%; 95 % interval 61% to 100%)" in good.stdout
+    assert "geo:" not in good.stdout  # only the named server was started
+    no_bar = run(both[:-2], project)  # without --fail-under nothing fails
+    assert no_bar.returncode == 0, no_bar.stderr
+
+
+@pytest.mark.slow
+def test_json_holds_scores_and_every_row(project: Path) -> None:
+    out = run(["eval", "cases.json", "--model", "stand_in:answer", "--demo", "--server", "geo",
+               "--server", "geo_precise", "--fail-under", "0.5", "--json"], project)
+    assert out.returncode == 1, out.stderr
+    payload = json.loads(out.stdout)
+    assert out.stdout.isascii()
+    servers = {s["server"]: s for s in payload["servers"]}
+    assert servers["geo"]["pass_rate"] == 0.0 and servers["geo_precise"]["pass_rate"] == 1.0
+    assert servers["geo"]["pass_high"] < 0.6 and servers["geo_precise"]["pass_low"] > 0.4
+    assert payload["under"] == ["geo"] and payload["fail_under"] == 0.5
+    assert len(payload["rows"]) == 6
+    assert {r["server"] for r in payload["rows"] if not r["passed"]} == {"geo"}
+
+
+@pytest.mark.slow
+def test_bad_input_is_a_usage_error_before_anything_runs(project: Path) -> None:
+    for model, said in (("stand_in", "write MODULE:FUNCTION"),
+                        ("no_such_module:answer", "cannot import 'no_such_module'"),
+                        ("stand_in:missing", "'stand_in' has no 'missing'"),
+                        ("stand_in:broken", "is a int, not a function")):
+        out = run(["eval", "cases.json", "--model", model, "--demo"], project)
+        assert out.returncode == 2 and said in out.stderr, (model, out.stderr)
+    (project / "needs_key.py").write_text(FAILING_IMPORT)
+    out = run(["eval", "cases.json", "--model", "needs_key:ask", "--demo"], project)
+    assert out.returncode == 2, out.stderr
+    assert "importing 'needs_key' raised RuntimeError: OPENAI_API_KEY is not set" in out.stderr
+    (project / "typo.json").write_text(json.dumps(
+        [{"id": "t", "prompt": "p", "expect": ["distnce"]}]))
+    out = run(["eval", "typo.json", "--model", "stand_in:answer", "--demo", "--server", "geo"],
+              project)
+    assert out.returncode == 2
+    assert "case 't': key 'expect[0]': no server (geo) has a tool named 'distnce'" in out.stderr
+    out = run(["eval", "cases.json", "--model", "stand_in:answer", "--fail-under", "90"],
+              project)
+    assert out.returncode == 2 and "a pass rate from 0 to 1" in out.stderr
