@@ -335,7 +335,7 @@ class JournalWriter:
         return (r.call_id, r.batch, started, r.server, r.tool, r.name,
                 args_json, int(r.ok), r.disposition, r.error_type, sqlite_text(r.error),
                 r.latency_ms, sqlite_text(r.text), dump_json(r.structured),
-                dump_json(r.content), prov_json, r.kind)
+                dump_json(r.content), prov_json, r.kind, r.attempts, r.queued_ms)
 
     def _check_linked(self) -> None:
         """Refuse to commit into a file that was deleted while open: SQLite would go on
