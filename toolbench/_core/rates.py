@@ -37,7 +37,7 @@ def parse_rate(value: object, what: str = "rate") -> Rate | None:
         return value
     found = _RATE_RE.match(value.lower()) if isinstance(value, str) else None
     unit = _UNITS.get(found.group(2).rstrip("s") or "s") if found else None
-    if found is None or unit is None:
+    if not isinstance(value, str) or found is None or unit is None:
         raise ValueError(f"invalid {what} {value!r}: {RATE_RULE}")
     count = float(found.group(1))
     per_second = count / unit
