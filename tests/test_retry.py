@@ -253,3 +253,19 @@ def test_a_rate_never_holds_the_loop_or_a_neighbours_calls() -> None:
 
     # The paced map needs 1.5 s of turns; the neighbour's three calls do not wait for them.
     assert asyncio.run(main()) == ["neighbour", "paced map"]
+
+
+def test_a_journal_keeps_every_attempt_with_its_wait_and_the_last_ones_history(
+        tmp_path: Any) -> None:
+    path = tmp_path / "calls.sqlite"
+    with tb.Bench(journal=path) as bench:
+        bench.connect("s", Scripted("s", [busy(), busy(0.02), None]))
+        bench.call("s-work", n=1, retries=3)
+        before = bench.records
+    with tb.Bench(journal=path) as again:
+        after = again.records
+    assert list(after["call_id"]) == list(before["call_id"])
+    assert list(after["attempts"]) == [1, 2, 3]
+    assert [p.get("retry_wait_ms") for p in after["provenance"]] == [10.0, 20.0, None]
+    assert [r["wait_ms"] for r in after.iloc[-1]["provenance"]["retried"]] == [10.0, 20.0]
+    assert after["queued_ms"].isna().all()
