@@ -269,3 +269,15 @@ def test_a_journal_keeps_every_attempt_with_its_wait_and_the_last_ones_history(
     assert [p.get("retry_wait_ms") for p in after["provenance"]] == [10.0, 20.0, None]
     assert [r["wait_ms"] for r in after.iloc[-1]["provenance"]["retried"]] == [10.0, 20.0]
     assert after["queued_ms"].isna().all()
+
+
+def test_a_cluster_map_refuses_retries_and_rates_it_cannot_keep() -> None:
+    with tb.Bench() as bench:
+        bench.connect("s", Scripted("s", []), rate="5/s")
+        bench.connect("t", Scripted("t", []))
+        cluster: Any = object()  # refused before the cluster is looked at
+        for name, options in (("s-work", {}), ("t-work", {"retries": 1}),
+                              ("t-work", {"rate": "1/s"})):
+            with pytest.raises(ValueError, match=r"map\(cluster=\.\.\.\) takes no retries="):
+                bench.map(name, [{"n": 1}], cluster=cluster, **options)
+        assert len(bench.records) == 0

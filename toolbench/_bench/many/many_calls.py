@@ -174,9 +174,12 @@ class Batches:
         retries, max_retry_wait = check_retries(retries), check_max_retry_wait(max_retry_wait)
         parse_rate(rate)
         target = self._calls.resolve(name)
-        if cluster is not None and (retries or rate is not None):
-            raise ValueError("map(cluster=...) takes no retries= or rate= yet: each worker "
-                             "would pace and retry on its own; run it without the cluster")
+        row = self._servers.row(target.tool.server)
+        paced = row is not None and row.given is not None and row.given[1].get("rate")
+        if cluster is not None and (retries or rate is not None or paced):
+            raise ValueError("map(cluster=...) takes no retries= or rate=, nor a server "
+                             "connected with a rate, yet: each worker would pace and retry "
+                             "on its own; run it without the cluster")
         if cluster is not None:  # checked before anything runs or ships
             from toolbench._bench.many import cluster as _cluster
 
