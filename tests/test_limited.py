@@ -172,3 +172,14 @@ def test_the_demo_server_emits_cache_hints_for_its_lists() -> None:
     server = build_server(Limits(), Stats(), list_ttl_ms=5000, cache_scope="private")
     hints = server._lowlevel_server.cache_hints
     assert hints["tools/list"].ttl_ms == 5000 and hints["tools/list"].scope == "private"
+
+
+def test_a_rate_from_the_configs_toolbench_key_paces_an_http_server() -> None:
+    with limited_server("--rate", "20", "--burst", "5") as url, tb.Bench() as bench:
+        bench.load_config({"mcpServers": {"lim": {"url": url,
+                                                  "toolbench": {"rate": "20/s"}}}})
+        df = bench.map("lim-lookup", [{"n": i} for i in range(30)], retries=5,
+                       progress=False)
+        stats = limited_stats(url)
+    assert bool(df["ok"].all()) and stats["served"] == 30 and stats["repeated"] == 0
+    assert df["queued_ms"].notna().all() and df["queued_ms"].max() > 0  # paced by the config
