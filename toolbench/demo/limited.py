@@ -131,19 +131,18 @@ def limiter(app: App, limits: Limits, stats: Stats) -> App:
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != "/mcp":
             await app(scope, receive, send)
             return
-        chunks: list[bytes] = []
+        messages: list[Message] = []
         size, more = 0, True
-        while more:
+        while more and size <= MAX_BODY:  # a bigger body passes on unread (no tool call)
             message = await receive()
             if message["type"] != "http.request":
                 return  # the client went away
-            body = message.get("body", b"")
-            chunks.append(body)
-            size += len(body)
-            more = bool(message.get("more_body")) and size <= MAX_BODY
-        body = b"".join(chunks)
+            messages.append(message)
+            size += len(message.get("body", b""))
+            more = bool(message.get("more_body"))
         try:
-            method = json.loads(body).get("method")
+            method = None if more else json.loads(
+                b"".join(m.get("body", b"") for m in messages)).get("method")
         except (ValueError, AttributeError):
             method = None
         if method == "tools/call":
@@ -159,14 +158,8 @@ def limiter(app: App, limits: Limits, stats: Stats) -> App:
                 stats.unavailable += 1
                 await busy(send, 503, 1.0)
                 return
-        sent = False
-
         async def replay() -> Message:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
+            return messages.pop(0) if messages else await receive()
 
         await app(scope, replay, send)
 
