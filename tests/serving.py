@@ -36,3 +36,40 @@ def served_url(script: Path, *args: str) -> Iterator[str]:
             proc.wait(5)
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+@contextlib.contextmanager
+def limited_server(*args: str) -> Iterator[str]:
+    """``python -m toolbench.demo.limited --port 0 *args``; yields its MCP URL (the server
+    counts what it served at ``/stats``, see :func:`limited_stats`)."""
+    proc = subprocess.Popen([sys.executable, "-m", "toolbench.demo.limited", "--port", "0",
+                             *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True)
+    killer = threading.Timer(START_S, proc.kill)  # bounds the readline below
+    killer.start()
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        killer.cancel()
+        assert line.startswith("READY http://127.0.0.1:"), f"limited printed {line!r}"
+        yield line.split()[1]
+    finally:
+        killer.cancel()
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def limited_stats(url: str) -> dict[str, int]:
+    """What the limited demo server received, served, limited and repeated."""
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(url.removesuffix("/mcp") + "/stats", timeout=10) as answer:
+        found: dict[str, int] = json.load(answer)
+    return found

@@ -25,7 +25,7 @@ from toolbench._core.schema import preload as _preload
 
 RECORD_COLUMNS = ["call_id", "batch", "started", "server", "tool", "name", "arguments", "ok",
                   "disposition", "error_type", "error", "latency_ms", "text", "structured",
-                  "content", "provenance", "kind"]
+                  "content", "provenance", "kind", "attempts", "queued_ms"]
 
 
 def make_server(label: str, delay: float = 0.0) -> MCPServer:

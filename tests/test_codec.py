@@ -28,7 +28,7 @@ def _row(**changes: Any) -> list[Any]:
         "tool": "t", "name": "s-t", "arguments": '{"n": 1}', "ok": 1,
         "disposition": "landed", "error_type": None, "error": None, "latency_ms": 2.5,
         "text": "hi", "structured": '{"a": 1}', "content": '[{"type": "text", "text": "hi"}]',
-        "provenance": None, "kind": "resource"}
+        "provenance": None, "kind": "resource", "attempts": 1, "queued_ms": None}
     values.update(changes)
     return [values[c] for c in COLUMNS]
 
@@ -46,8 +46,19 @@ def test_a_row_from_before_kind_is_a_tool_call() -> None:
     assert codec.decode_row(_row(kind=None)).kind == "tool"  # schema 3, column added: NULL
 
 
+def test_a_row_from_before_retries_made_one_attempt_and_waited_for_no_rate() -> None:
+    old = codec.decode_row(_row()[:17])  # schema 3: 17 columns
+    assert (old.attempts, old.queued_ms) == (1, None)
+    assert codec.decode_row(_row(attempts=None)).attempts == 1  # schema 4, column added
+    new = codec.decode_row(_row(attempts=3, queued_ms=12))
+    assert (new.attempts, new.queued_ms) == (3, 12.0)
+
+
 @pytest.mark.parametrize(("changes", "why"), [
     ({"kind": "shell"}, "bad kind"),
+    ({"attempts": 0}, "bad attempts"),
+    ({"attempts": "2"}, "bad attempts"),
+    ({"queued_ms": "soon"}, "bad queued_ms"),
     ({"server": ""}, "identity columns must be text"),
     ({"ok": 2}, "bad outcome"),
     ({"disposition": "maybe"}, "bad outcome"),

@@ -107,6 +107,14 @@ PROBES = {
     "routes": len(km), "sphere_worst": float(km["error %"].abs().max()),
     "workdir_exists": workdir.exists(),
     "closed": repr(bench).startswith("<Bench closed"),
+    "limited": {"refused": sorted(set(rushed.loc[~rushed["ok"], "error_type"])),
+                "refused_as": sorted(set(rushed.loc[~rushed["ok"], "disposition"])),
+                "gathered": [int(rushed["ok"].sum()), int(retried["ok"].sum()),
+                             int(paced["ok"].sum())],
+                "retried": int(retried["attempts"].max()),
+                "repeated": [after_retries["repeated"], after_pacing["repeated"]],
+                "batches": len(limited_records.tb.latency(by="batch")),
+                "server_gone": limited.poll() is not None},
 }))""",
     "05_beyond_tools": PROBE_HEAD + """{
     "kinds": bench.records["kind"].value_counts().to_dict(),
@@ -322,6 +330,15 @@ def test_03_gather() -> None:
     left = outputs(nb, "result, rounds = first, 0")
     assert "Did you mean 'London'?" in left and "furlongs" in left  # whole messages
     assert "image/png" in outputs(nb, "def answers(server)")
+    # Issue 47: a rate-limited HTTP server; refusals are did_not_happen, retries and a rate
+    # gather every case, and the server ran none twice.
+    limited = probe["limited"]
+    assert limited["refused"] == ["Unreachable"] and limited["refused_as"] == ["did_not_happen"]
+    assert limited["gathered"][0] < 60 and limited["gathered"][1:] == [60, 60]
+    assert limited["retried"] >= 2 and limited["repeated"] == [0, 0]
+    assert limited["batches"] == 3 and limited["server_gone"]
+    assert "HTTP 429 Too Many Requests" in outputs(nb, "rushed = bench.map(")
+    assert "image/png" in outputs(nb, "limited_records.tb.timeline(")
 
 
 def test_04_build_your_own() -> None:

@@ -41,6 +41,9 @@ class ToolError(Exception):
     """Root of every call failure; the class says whether the call reached the far side."""
 
     disposition: ClassVar[Disposition] = Disposition.IN_DOUBT
+    retry_after: float | None = None
+    """Seconds the server asked the caller to wait (an HTTP ``Retry-After``), if it did:
+    set on the ``Unreachable`` of a 429 or 503; a retry honours it (capped)."""
 
     def __init__(self, detail: str, *, tool: ToolId | None = None) -> None:
         self.detail = str(detail)

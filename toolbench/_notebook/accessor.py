@@ -261,6 +261,23 @@ class TableAccessor:
 
         return plot_scores(self._df, by=by, ax=ax)
 
+    def latency(self, by: str | None = "server") -> pd.DataFrame:
+        """For records (``bench.records``, a ``map``): the load per ``by`` (``server``,
+        ``tool``, ``name``, ``batch``; None: all): calls, attempts, retries, calls/s, error
+        rate by disposition, and p50/p95/p99 latency with the wait for a rate's turn apart.
+        See ``toolbench._notebook.views.load``."""
+        from toolbench._notebook.views.load import latency
+
+        return latency(self._df, by=by)
+
+    def timeline(self, *, ax: Any = None, title: str | None = None) -> Any:
+        """For records: a matplotlib figure of the calls over time, per server and lane,
+        each call's wait for a turn apart from its flight, failures marked (needs
+        matplotlib, in the ``lab`` extra). See ``toolbench._notebook.views.load``."""
+        from toolbench._notebook.views.load import timeline
+
+        return timeline(self._df, ax=ax, title=title)
+
     def json_ready(self) -> pd.DataFrame:
         """A copy fit for a file: a column holding dicts or lists becomes JSON text (every
         value in it, so it reads back with ``json.loads``), as does a column of mixed types."""

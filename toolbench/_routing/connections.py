@@ -13,6 +13,7 @@ from typing import Any, TypedDict
 
 from toolbench._core.client import Result, ToolClient, ToolSpec
 from toolbench._core.ids import Destination, Provenance, ToolId
+from toolbench._core.rates import parse_rate
 from toolbench._routing.router import call_client
 from toolbench._transports.auth.state import AuthOption
 from toolbench._transports.mcp.client import ProtocolMode, TransportName
@@ -55,6 +56,10 @@ class ConnectOptions(TypedDict, total=False):
     auth: AuthOption | str
     """An http(s) server's sign-in: ``"oauth"``, ``tb.OAuth(...)``,
     ``tb.ClientCredentials(...)`` or an ``httpx2.Auth``; see toolbench/_transports/auth/state.py."""
+    rate: str | None
+    """At most this many calls to this server: ``"10/s"``, ``"600/min"`` (a token bucket on
+    the loop; a call waits its turn within its timeout, recorded as ``queued_ms``). Applies
+    to every target."""
     roots: Iterable[str | os.PathLike[str]]
     """This server's own roots (paths or ``file://`` URIs); the bench's ``roots`` is only the
     default for servers without their own. No server ever sees another server's roots."""
@@ -169,8 +174,10 @@ def open_connection(name: str, target: Any, options: Mapping[str, Any],
     from toolbench._transports.toolbox import ToolBox
     from toolbench._transports.toolset.toolset import Toolset
 
-    # ``secrets`` only hides text; a client that shows no target has nothing to hide.
-    given = {k for k in options if k not in ("timeout", "connect_timeout", "secrets")}
+    # ``secrets`` only hides text; a client that shows no target has nothing to hide. A
+    # ``rate`` is the bench's to keep (calls/retry.py), checked here with the rest.
+    parse_rate(options.get("rate"))
+    given = {k for k in options if k not in ("timeout", "connect_timeout", "secrets", "rate")}
     if isinstance(target, McpClient):
         _no_options(name, given, set(), "an McpClient")
         return Connection(name, target, target.transport, owned=True, mcp=target)
@@ -182,6 +189,7 @@ def open_connection(name: str, target: Any, options: Mapping[str, Any],
         target = list(target) if isinstance(target, tuple) else target
         kwargs = dict(options)
         kwargs["secrets"] = tuple(kwargs.get("secrets", ()))
+        kwargs.pop("rate", None)
         own_roots = kwargs.pop("roots", None)
         if own_roots is not None:
             if requests is None:

@@ -11,7 +11,8 @@ teaches something:
   and failing some calls on purpose; also ``city``, ``status`` and ``wait``.
 
 Apart from these three (and not started by :func:`config`): ``beyond`` (resources, prompts,
-logs, progress, requests back to the client), ``protected`` (OAuth sign-in) and ``atlas`` (an
+logs, progress, requests back to the client), ``protected`` (OAuth sign-in), ``limited`` (over
+streamable HTTP, a server that answers 429 and 503 beyond its rate) and ``atlas`` (an
 MCP App: ``show_map`` brings its own HTML view, the cities on a map, with a button that calls
 ``distance`` back through the host).
 

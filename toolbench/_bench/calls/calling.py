@@ -12,6 +12,7 @@ It may import ``toolbench._bench.servers``, ``toolbench._bench.overtime``,
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 import time
@@ -21,6 +22,15 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from toolbench._bench.calls.attempt import attempt
+from toolbench._bench.calls.retry import (
+    MAX_RETRY_WAIT_S,
+    Pacing,
+    check_max_retry_wait,
+    check_retries,
+    retry_wait,
+    retryable,
+    wait_turn,
+)
 from toolbench._bench.journal.journal import warn_not_durable
 from toolbench._bench.journal.record import Record, make_record, new_call_id, utcnow
 from toolbench._bench.progress.progress import Progress, ProgressBar, ProgressShown, progress_shown
@@ -32,6 +42,7 @@ from toolbench._core.checks import seconds
 from toolbench._core.client import Result
 from toolbench._core.errors import TimedOut, ToolError, Unreachable, mark_unsent
 from toolbench._core.ids import Provenance
+from toolbench._core.rates import TokenBucket
 from toolbench._core.schema import preload as _preload
 from toolbench._core.schema.validate import unchecked, validate_arguments
 from toolbench._transports.mcp.methods.tasks import task_of
@@ -76,6 +87,7 @@ class Calls:
         self._pegboard = pegboard
         self._schema_checker_ready = False
         self._result_hooks: list[ResultHook] = []
+        self._pacing = Pacing(servers)
 
     def on_result(self, hook: ResultHook) -> None:
         """Await ``hook(entry, record, result)`` after each successful single ``call`` (MCP
@@ -117,13 +129,57 @@ class Calls:
     async def invoke(self, target: Target, arguments: Any, *, batch: str | None,
                       timeout: float | None, provenance: Provenance,
                       progress: ProgressShown | None = None, check: bool = True,
+                      retries: int = 0, max_retry_wait: float = MAX_RETRY_WAIT_S,
+                      rate: TokenBucket | None = None,
                       ) -> tuple[Record, Result | None, ToolError | None]:
         """Make one call and record it; a failure comes back as data, never raised.
 
         The server's progress updates always reach ``bench.logs`` under this call's id;
-        ``progress`` (a bar, or the user's function) sees them too."""
-        call_id, started = new_call_id(), utcnow()
+        ``progress`` (a bar, or the user's function) sees them too. With ``retries``, a
+        failure that did not happen is tried again (``calls/retry.py``), each attempt its
+        own journaled call, all of them within the call's one timeout; the last attempt's
+        record and outcome come back. ``rate`` is the batch's own bucket for this server (the
+        server's own, from ``connect(..., rate=)``, applies too); the wait is ``queued_ms``.
+        """
         limit = self._servers.limit(target.tool.server, timeout)
+        own = self._pacing.bucket(target.tool.server)
+        buckets = [b for b in (own, rate) if b is not None]
+        if not retries:
+            return await self._once(target, arguments, batch, limit, provenance, progress,
+                                    check, buckets)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + limit
+        retried: list[dict[str, Any]] = []
+
+        def again(error: ToolError) -> float | None:  # the wait before the next try, if any
+            if len(retried) >= retries or not retryable(error):
+                return None
+            wait = retry_wait(error, len(retried) + 1, max_retry_wait)
+            return wait if loop.time() + wait < deadline else None
+
+        while True:
+            record, result, error = await self._once(
+                target, arguments, batch, deadline - loop.time(), provenance, progress,
+                check, buckets, retried=retried, again=again)
+            if error is None or record.provenance is None or (
+                    "retry_wait_ms" not in record.provenance):
+                return record, result, error
+            wait_s = record.provenance["retry_wait_ms"] / 1000.0
+            retried.append({"call_id": record.call_id, "error_type": record.error_type,
+                            "error": record.error, "wait_ms": record.provenance["retry_wait_ms"]})
+            await asyncio.sleep(wait_s)
+
+    async def _once(self, target: Target, arguments: Any, batch: str | None, limit: float,
+                    provenance: Provenance, progress: ProgressShown | None, check: bool,
+                    buckets: list[TokenBucket], *, retried: list[dict[str, Any]] | None = None,
+                    again: Callable[[ToolError], float | None] | None = None,
+                    ) -> tuple[Record, Result | None, ToolError | None]:
+        """One attempt: its own call id, intent and record. ``again`` decides, before the
+        record is kept, whether a failure will be retried (its record then says after what
+        wait: ``provenance["retry_wait_ms"]``); ``retried`` lists the attempts before it."""
+        call_id, started = new_call_id(), utcnow()
+        attempts = 1 + len(retried) if retried else 1
+        queued_ms: float | None = None
         redact = self._servers.redactor(target.tool.server)
         # What the record, the journal and the intent log say: a tool named after one of
         # its server's secrets is recorded without it (the call itself uses the real name).
@@ -134,6 +190,8 @@ class Calls:
         recorded_args = arguments if isinstance(arguments, Mapping) else {"_invalid": arguments}
         tag = call_id if batch is None else batch  # what the journal's count is kept by
         prov = provenance.as_dict()
+        if retried:  # a retry: its intent says which attempt
+            prov = {**prov, "attempt": attempts}
         durable = True
         if not self._schema_checker_ready:  # off the loop, before this call's timeout starts
             if not _preload.ready():
@@ -145,7 +203,8 @@ class Calls:
             return make_record(
                 call_id=call_id, batch=batch, started=started, server=target.tool.server,
                 tool=tool_shown, name=name_shown, arguments=recorded_args,
-                latency_s=time.perf_counter() - t0, provenance=prov, error=exc)
+                latency_s=time.perf_counter() - t0, provenance=prov, error=exc,
+                attempts=attempts, queued_ms=queued_ms)
 
         try:
             if self._guard.active:
@@ -159,6 +218,11 @@ class Calls:
                                    args)
             else:  # sent anyway; the record says so, and why it would have been refused
                 prov = {**prov, **unchecked(target.tool, target.spec, args)}
+            if buckets:  # a rate: wait for the turn (before the intent: nothing is unknown)
+                left = limit - (time.perf_counter() - begun)
+                waited = await wait_turn(buckets, asyncio.get_running_loop().time() + left,
+                                         target.tool.server, target.tool)
+                queued_ms = waited * 1000.0
             # Journaled: the intent is committed before a byte is sent (on the journal's
             # thread; this only awaits it, bounded), so a crash from here on leaves a trace.
             durable = await self._store.intent(call_id, batch, started, target.tool.server,
@@ -210,11 +274,20 @@ class Calls:
             result, error)
         if task_id is not None:
             prov = {**prov, "task_id": task_id}
+        if error is not None and again is not None:
+            wait = again(error)
+            if wait is not None:  # retried: this attempt's record says after what wait
+                prov = {**prov, "retry_wait_ms": round(wait * 1000.0, 3)}
+            elif retried:  # the last of several attempts: its error counts them
+                error.detail = f"{error.detail} (after {attempts} attempts)"
+                error.args = (error.detail,)
+        if retried and "retry_wait_ms" not in prov:  # the last: what came before, and why
+            prov = {**prov, "retried": list(retried)}
         record = make_record(
             call_id=call_id, batch=batch, started=started, server=target.tool.server,
             tool=tool_shown, name=name_shown, arguments=recorded_args,
             latency_s=time.perf_counter() - t0, provenance=prov,
-            result=result, error=error,
+            result=result, error=error, attempts=attempts, queued_ms=queued_ms,
         )
         if redact is not None:  # a failure's text is the server's words
             record = redacted_failure(record, redact)
@@ -234,11 +307,14 @@ class Calls:
     async def call(self, name: str, arguments: Mapping[str, Any] | None = None, /, *,
                     timeout: float | None = None,
                     provenance: Provenance | Mapping[str, Any] | None = None,
-                    progress: Progress = None, check: bool = True, **kwargs: Any) -> Result:
+                    progress: Progress = None, check: bool = True, retries: int = 0,
+                    max_retry_wait: float = MAX_RETRY_WAIT_S, **kwargs: Any) -> Result:
         """The failed call is recorded before its error is raised: nothing is lost."""
         self._servers.check_open()
         if not isinstance(check, bool):
             raise TypeError(f"check is True or False, not {check!r}")
+        retries = check_retries(retries)
+        max_retry_wait = check_max_retry_wait(max_retry_wait)
         if arguments is not None and kwargs:
             raise TypeError("pass arguments as one mapping or as keywords, not both")
         if timeout is not None:
@@ -249,7 +325,7 @@ class Calls:
             record, result, error = await self.invoke(
                 target, kwargs if arguments is None else arguments, batch=None,
                 timeout=timeout, provenance=provenance_of(provenance), progress=shown,
-                check=check,
+                check=check, retries=retries, max_retry_wait=max_retry_wait,
             )
         finally:
             if isinstance(shown, ProgressBar):

@@ -31,7 +31,8 @@ class CallFaces:
     def call(self, name: str, arguments: Mapping[str, Any] | None = None, /, *,
              timeout: float | None = None,
              provenance: Provenance | Mapping[str, Any] | None = None,
-             progress: Progress = None, check: bool = True, **kwargs: Any) -> Result:
+             progress: Progress = None, check: bool = True, retries: int = 0,
+             max_retry_wait: float = 60.0, **kwargs: Any) -> Result:
         """Call one tool by pegboard name or ``tool://`` reference.
 
         Args:
@@ -51,6 +52,12 @@ class CallFaces:
                 non-JSON values are refused). The record's ``provenance`` says so:
                 ``"check": False``, and ``"schema_error"`` with the local refusal, if any.
                 A tool parameter named ``check`` goes in the ``arguments`` mapping.
+            retries: how many times to try again a call that did not happen because the
+                server was busy or away (``Unreachable``: an HTTP 429 or 503, a refused
+                connection): never one that may have run. Each waits the server's
+                ``Retry-After`` (at most ``max_retry_wait`` seconds), else a jittered
+                backoff from 0.5 s, all within ``timeout``. Every attempt is a record.
+            max_retry_wait: the longest wait before a retry, in seconds.
             **kwargs: the tool's arguments, as keywords (not together with ``arguments``).
 
         Returns:
@@ -67,15 +74,18 @@ class CallFaces:
             {'result': 343.557}
         """
         return get_loop().run(self.calls.call, name, arguments, timeout=timeout,
-                              provenance=provenance, progress=progress, check=check, **kwargs)
+                              provenance=provenance, progress=progress, check=check,
+                              retries=retries, max_retry_wait=max_retry_wait, **kwargs)
 
     async def acall(self, name: str, arguments: Mapping[str, Any] | None = None, /, *,
                     timeout: float | None = None,
                     provenance: Provenance | Mapping[str, Any] | None = None,
-                    progress: Progress = None, check: bool = True, **kwargs: Any) -> Result:
+                    progress: Progress = None, check: bool = True, retries: int = 0,
+                    max_retry_wait: float = 60.0, **kwargs: Any) -> Result:
         """Awaitable :meth:`call`: the same arguments, result and errors."""
         return await get_loop().arun(self.calls.call, name, arguments, timeout=timeout,
                                      provenance=provenance, progress=progress, check=check,
+                                     retries=retries, max_retry_wait=max_retry_wait,
                                      **kwargs)
 
     def read(self, target: str | Mapping[str, Any], uri: str | None = None, /, *,

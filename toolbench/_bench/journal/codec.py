@@ -22,12 +22,13 @@ from toolbench._bench.journal.record import COLUMNS, Record
 
 APPLICATION_ID = 0x74624A4C
 """``PRAGMA application_id`` of a toolbench journal ("tbJL"): how a journal is recognised."""
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """``PRAGMA user_version``. 1 was the unversioned ``calls``-only file (migrated on open);
 2 adds the ``intents`` table; 3 adds ``calls.kind`` (tool, resource, prompt; added to an
-older file on open, its old rows read as ``tool``). A later toolbench migrates from here;
-this one refuses newer."""
-ADDED_COLUMNS = ("kind",)
+older file on open, its old rows read as ``tool``); 4 adds ``calls.attempts`` and
+``calls.queued_ms`` (retries and rates; old rows read 1 and NULL). A later toolbench
+migrates from here; this one refuses newer."""
+ADDED_COLUMNS = ("kind", "attempts", "queued_ms")
 """``calls`` columns a file from an older schema may lack (always last, in this order)."""
 
 LEGACY_TABLES = frozenset({"calls", "sqlite_sequence"})
@@ -38,10 +39,17 @@ _DISPOSITIONS = frozenset({"landed", "in_doubt", "did_not_happen"})
 _KINDS = frozenset({"tool", "resource", "prompt"})
 INTENT_COLUMNS = ("call_id", "session", "pid", "proc", "batch", "started", "server", "tool",
                   "name", "arguments", "provenance")
+
+
+def column_type(column: str) -> str:
+    """The SQLite type of a ``calls`` column (an added one too: TEXT would store 2 as '2')."""
+    return ("INTEGER" if column in ("ok", "attempts")
+            else "REAL" if column in ("latency_ms", "queued_ms") else "TEXT")
+
+
 CALLS_DDL = (
     "CREATE TABLE IF NOT EXISTS calls (seq INTEGER PRIMARY KEY, "
-    + ", ".join(f"{c} {'INTEGER' if c == 'ok' else 'REAL' if c == 'latency_ms' else 'TEXT'}"
-                for c in COLUMNS)
+    + ", ".join(f"{c} {column_type(c)}" for c in COLUMNS)
     + ")"
 )
 INTENTS_DDL = (  # only calls in flight live here: tiny, keyed by call, no rowid
@@ -110,8 +118,15 @@ def decode_row(row: Sequence[Any]) -> Record:
     (call_id, batch, started, server, tool, name, arguments, ok, disposition, error_type,
      error, latency_ms, text, structured, content, provenance) = row[:16]
     kind = row[16] if len(row) > 16 and row[16] is not None else "tool"
-    if len(row) > 17 or kind not in _KINDS:
+    if len(row) > 19 or kind not in _KINDS:
         raise ValueError("bad kind")
+    attempts = row[17] if len(row) > 17 and row[17] is not None else 1
+    queued_ms = row[18] if len(row) > 18 else None
+    if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+        raise ValueError("bad attempts")
+    if queued_ms is not None and (isinstance(queued_ms, bool)
+                                  or not isinstance(queued_ms, (int, float))):
+        raise ValueError("bad queued_ms")
     if not all(isinstance(v, str) and v for v in (call_id, server, tool, name)):
         raise ValueError("identity columns must be text")
     if ok not in (0, 1) or disposition not in _DISPOSITIONS:
@@ -129,7 +144,8 @@ def decode_row(row: Sequence[Any]) -> Record:
         disposition=disposition, error_type=text_or_none(error_type),
         error=text_or_none(error), latency_ms=None if latency_ms is None else float(latency_ms),
         text=text_or_none(text), structured=_object(structured, dict), content=blocks,
-        provenance=_object(provenance, dict), kind=kind,
+        provenance=_object(provenance, dict), kind=kind, attempts=attempts,
+        queued_ms=None if queued_ms is None else float(queued_ms),
     )
 
 
@@ -162,7 +178,8 @@ def log_orphan(row: Sequence[Any], pid: int) -> Record:
 def log_outcome(row: Sequence[Any]) -> Record:
     """A finished call from a dead session's log (its outcome line), as its record."""
     (call_id, batch, started, server, tool, name, args, ok, disposition, error_type, error,
-     latency_ms, text, structured, content, prov, kind) = row
+     latency_ms, text, structured, content, prov, kind, *more) = row
     return decode_row((call_id, batch, started_text(started), server, tool, name,
                        dump_json(args), ok, disposition, error_type, error, latency_ms, text,
-                       dump_json(structured), dump_json(content), dump_json(prov), kind))
+                       dump_json(structured), dump_json(content), dump_json(prov), kind,
+                       *more))

@@ -33,6 +33,7 @@ from toolbench._bench.journal.codec import (
     LEGACY_TABLES,
     SCHEMA_VERSION,
     TABLES,
+    column_type,
     decode_all,
     decode_row,
     log_orphan,
@@ -254,7 +255,7 @@ def open_for_writing(path: str) -> tuple[sqlite3.Connection | None, str | None]:
             present = {c[1] for c in db.execute("PRAGMA table_info(calls)")}
             for column in ADDED_COLUMNS:  # an older file: old rows read NULL (a tool call)
                 if column not in present:
-                    db.execute(f"ALTER TABLE calls ADD COLUMN {column} TEXT")
+                    db.execute(f"ALTER TABLE calls ADD COLUMN {column} {column_type(column)}")
             db.execute(INTENTS_DDL)
             db.execute(f"PRAGMA application_id={APPLICATION_ID}")
             db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
@@ -327,7 +328,8 @@ def _next_readable(db: sqlite3.Connection, table: str, select: str, after: int) 
 def _load_calls(db: sqlite3.Connection, path: str, max_bytes: int | None = None,
                 ) -> tuple[list[Record], int, str | None]:
     present = {c[1] for c in db.execute("PRAGMA table_info(calls)")}
-    columns = [c for c in COLUMNS if c in present]  # an older file lacks ADDED_COLUMNS
+    # An older file lacks some of ADDED_COLUMNS: read as NULL, each in its own place.
+    columns = [c if c in present else "NULL" for c in COLUMNS]
     rows, damage = _scan(db, "calls", columns, path, max_bytes)
     if damage is not None:
         # The B-tree is broken (a truncated file loses the pages that lead to its rows):

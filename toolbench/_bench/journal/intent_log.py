@@ -177,10 +177,11 @@ def outcome_line(record: Any) -> bytes:
     tail = [int(r.ok), r.disposition, r.error_type, r.error, r.latency_ms, r.text]
     try:
         text = _encode([*head, r.arguments, *tail, r.structured, r.content, r.provenance,
-                        r.kind])
+                        r.kind, r.attempts, r.queued_ms])
     except (ValueError, TypeError, RecursionError):
         text = _encode([*head, _plain(r.arguments), *tail, _plain(r.structured),
-                        _plain(r.content), _plain(r.provenance), r.kind])
+                        _plain(r.content), _plain(r.provenance), r.kind, r.attempts,
+                        r.queued_ms])
     return text.encode("ascii") + b"\n"
 
 
@@ -250,7 +251,8 @@ def dead_logs(journal_path: str, live_sessions: Sequence[str] | set[str]) -> lis
         for line in lines[1:-1]:  # the last piece is empty, or a line torn by a full disk
             try:
                 row = json.loads(line)
-                if isinstance(row, list) and len(row) == 18 and row[0] == OUTCOME:
+                # 18 values before retries and rates (schema 3), 20 since
+                if isinstance(row, list) and len(row) in (18, 20) and row[0] == OUTCOME:
                     outcomes.append(tuple(row[1:]))
                     continue
                 if not isinstance(row, list) or len(row) != 8:

@@ -153,7 +153,7 @@ class Journal(JournalWriter):
         self._final: dict[str | None, int] | None = None
         self._after_close: list[tuple[str | None, Any]] = []
         # Writer-thread state (only that thread touches these).
-        self._inflight: dict[str, tuple[str, str | None, str | None]] = {}
+        self._inflight: dict[str, tuple[str, str | None, str | None, Any]] = {}
         self._deferred_intents: dict[str, _Intent] = {}
         self._deferred: dict[str, _Outcome] = {}
         self._broken: dict[str, _Outcome] = {}

@@ -49,6 +49,13 @@ class Record:
     Last, so a journal written before it existed gains it as a column (NULL reads as tool).
     A read or a prompt fetch is idempotent: ``in_doubt`` there only means no answer came,
     and asking again is always safe."""
+    attempts: int = 1
+    """Which attempt this row is (1: the first). A call made with ``retries=`` leaves a row
+    per attempt, each journaled as a call of its own; the row of its last attempt counts
+    them all, and its provenance's ``"retried"`` lists the earlier ones (error and wait)."""
+    queued_ms: float | None = None
+    """How long the call waited for its turn under a ``rate`` before it was sent (None:
+    no rate applied); ``latency_ms`` counts from the send, so queueing stays apart."""
 
     def as_dict(self) -> dict[str, Any]:
         return {f: getattr(self, f) for f in COLUMNS}
@@ -93,6 +100,8 @@ def make_record(
     result: Result | None = None,
     error: BaseException | None = None,
     kind: str = "tool",
+    attempts: int = 1,
+    queued_ms: float | None = None,
 ) -> Record:
     """Fold a result or an error into a row; an error's attached result keeps its text."""
     shown = result
@@ -114,7 +123,7 @@ def make_record(
         shown.text if shown is not None else None,
         shown.structured if shown is not None else None,
         list(shown.content) if shown is not None else [],
-        dict(provenance) if provenance else None, kind,
+        dict(provenance) if provenance else None, kind, attempts, queued_ms,
     )
 
 
@@ -148,4 +157,6 @@ def frame(records: Iterable[Record]) -> pd.DataFrame:
     df["started"] = pd.to_datetime(df["started"], utc=True)
     df["ok"] = df["ok"].astype(bool)
     df["latency_ms"] = df["latency_ms"].astype(float)
+    df["attempts"] = df["attempts"].astype(int)
+    df["queued_ms"] = df["queued_ms"].astype(float)
     return df

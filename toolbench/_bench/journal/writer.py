@@ -102,7 +102,7 @@ class JournalWriter:
         _unqueued: dict[str | None, int]
         _final: dict[str | None, int] | None
         _after_close: list[tuple[str | None, Any]]
-        _inflight: dict[str, tuple[str, str | None, str | None]]
+        _inflight: dict[str, tuple[str, str | None, str | None, Any]]
         _deferred_intents: dict[str, _Intent]
         _deferred: dict[str, _Outcome]
         _broken: dict[str, _Outcome]
@@ -319,8 +319,8 @@ class JournalWriter:
         with self._lock:  # outcome() reads these to count the calls still running
             for outcome in outcomes:
                 inflight.pop(outcome.record.call_id, None)
-            for row in intent_rows:
-                inflight[row[0]] = (row[5], row[9], row[10])
+            for intent, row in zip(intents, intent_rows, strict=True):
+                inflight[row[0]] = (row[5], row[9], row[10], intent.row[10])
             self._running = len(inflight) - sum(1 for o in self._outs
                                                 if o.record.call_id in inflight)
         return True
@@ -328,14 +328,16 @@ class JournalWriter:
     def _outcome_row(self, r: Record) -> tuple[Any, ...]:
         known = self._inflight.get(r.call_id)
         if known is not None:  # written with its intent already: reuse the text
-            started, args_json, prov_json = known
+            started, args_json, prov_json, prov = known
+            if r.provenance != prov and (r.provenance or prov):  # added to since (a retry)
+                prov_json = dump_json(r.provenance)
         else:
             started = r.started.isoformat()
             args_json, prov_json = dump_json(r.arguments), dump_json(r.provenance)
         return (r.call_id, r.batch, started, r.server, r.tool, r.name,
                 args_json, int(r.ok), r.disposition, r.error_type, sqlite_text(r.error),
                 r.latency_ms, sqlite_text(r.text), dump_json(r.structured),
-                dump_json(r.content), prov_json, r.kind)
+                dump_json(r.content), prov_json, r.kind, r.attempts, r.queued_ms)
 
     def _check_linked(self) -> None:
         """Refuse to commit into a file that was deleted while open: SQLite would go on

@@ -32,6 +32,7 @@ class ManyFaces:
                 /, servers: Iterable[str] | None = None, *, concurrency: int = 4,
                 timeout: float | None = None, progress: bool | None = None,
                 provenance: Provenance | Mapping[str, Any] | None = None,
+                retries: int = 0, max_retry_wait: float = 60.0, rate: str | None = None,
                 **kwargs: Any) -> pd.DataFrame:
         """Run the same tool name on every server that offers it; failures are rows.
 
@@ -43,6 +44,11 @@ class ManyFaces:
             timeout: seconds per call (default: each server's, else the bench's).
             progress: a progress bar (``None``: only in a notebook).
             provenance: fields recorded with every call.
+            retries: tries again each call that did not happen (as for ``call``).
+            max_retry_wait: the longest wait before a retry, in seconds.
+            rate: ``"10/s"``, ``"600/min"``: each server's calls of this compare at most
+                so often (its record's ``queued_ms`` is the wait), besides any rate the
+                server was connected with.
             **kwargs: one case's arguments, as keywords (not together with ``cases``).
 
         Returns:
@@ -57,24 +63,29 @@ class ManyFaces:
             >>> bench.compare("distance", from_city="London", to_city="Paris")  # doctest: +SKIP
         """
         return get_loop().run(self.batches.compare, name, cases, servers, concurrency=concurrency,
-                              timeout=timeout, progress=progress, provenance=provenance, **kwargs)
+                              timeout=timeout, progress=progress, provenance=provenance,
+                              retries=retries, max_retry_wait=max_retry_wait, rate=rate,
+                              **kwargs)
 
     async def acompare(self, name: str,
                        cases: Mapping[str, Any] | Sequence[Any] | None = None, /,
                        servers: Iterable[str] | None = None, *, concurrency: int = 4,
                        timeout: float | None = None, progress: bool | None = None,
                        provenance: Provenance | Mapping[str, Any] | None = None,
-                       **kwargs: Any) -> pd.DataFrame:
+                       retries: int = 0, max_retry_wait: float = 60.0,
+                       rate: str | None = None, **kwargs: Any) -> pd.DataFrame:
         """Awaitable :meth:`compare`: the same arguments, result and errors."""
         return await get_loop().arun(self.batches.compare, name, cases, servers,
                                      concurrency=concurrency, timeout=timeout, progress=progress,
-                                     provenance=provenance, **kwargs)
+                                     provenance=provenance, retries=retries,
+                                     max_retry_wait=max_retry_wait, rate=rate, **kwargs)
 
     def map(self, name: str, cases: Iterable[Mapping[str, Any]], /, *,
             concurrency: int = 8, progress: bool = True, resume: bool = False,
             retry_in_doubt: bool = False, timeout: float | None = None,
             provenance: Provenance | Mapping[str, Any] | None = None,
-            cluster: DaskClient | None = None) -> pd.DataFrame:
+            cluster: DaskClient | None = None, retries: int = 0,
+            max_retry_wait: float = 60.0, rate: str | None = None) -> pd.DataFrame:
         """Call one tool once per argument set, ``concurrency`` at a time; failures are rows.
 
         Failures are rows, never raised. With ``resume=True`` an argument set that already
@@ -103,6 +114,12 @@ class ManyFaces:
             timeout: seconds per call (default: each server's, else the bench's).
             provenance: fields recorded with every call.
             cluster: a ``dask.distributed.Client`` to run the calls on its workers.
+            retries: tries again each call that did not happen (as for ``call``): a 429
+                or 503 costs a wait, not a row. Each attempt is a record of its own; the
+                row returned is the last attempt's (``attempts`` counts them).
+            max_retry_wait: the longest wait before a retry, in seconds.
+            rate: ``"10/s"``, ``"600/min"``: at most this many calls of this map (its
+                record's ``queued_ms`` is the wait), besides the server's own ``rate``.
 
         Returns:
             A records frame, one row per argument set, in the order given.
@@ -117,18 +134,21 @@ class ManyFaces:
         """
         return get_loop().run(self.batches.map, name, cases, concurrency=concurrency,
                               progress=progress, resume=resume, retry_in_doubt=retry_in_doubt,
-                              timeout=timeout, provenance=provenance, cluster=cluster)
+                              timeout=timeout, provenance=provenance, cluster=cluster,
+                              retries=retries, max_retry_wait=max_retry_wait, rate=rate)
 
     async def amap(self, name: str, cases: Iterable[Mapping[str, Any]], /, *,
                    concurrency: int = 8, progress: bool = True, resume: bool = False,
                    retry_in_doubt: bool = False, timeout: float | None = None,
                    provenance: Provenance | Mapping[str, Any] | None = None,
-                   cluster: DaskClient | None = None) -> pd.DataFrame:
+                   cluster: DaskClient | None = None, retries: int = 0,
+                   max_retry_wait: float = 60.0, rate: str | None = None) -> pd.DataFrame:
         """Awaitable :meth:`map`: the same arguments, result and errors."""
         return await get_loop().arun(self.batches.map, name, cases, concurrency=concurrency,
                                      progress=progress, resume=resume,
                                      retry_in_doubt=retry_in_doubt, timeout=timeout,
-                                     provenance=provenance, cluster=cluster)
+                                     provenance=provenance, cluster=cluster, retries=retries,
+                                     max_retry_wait=max_retry_wait, rate=rate)
 
     def compare_prompt(self, name: str,
                        cases: Mapping[str, str] | Sequence[Mapping[str, str]] | None = None,

@@ -16,6 +16,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolbench._bench.calls.calling import provenance_of
+from toolbench._bench.calls.retry import (
+    MAX_RETRY_WAIT_S,
+    batch_buckets,
+    check_max_retry_wait,
+    check_retries,
+)
 from toolbench._bench.journal.journal import warn_not_durable
 from toolbench._bench.journal.record import Record, frame
 from toolbench._bench.many.batch import Job, as_cases, bind, compare_frame, run_jobs
@@ -25,6 +31,7 @@ from toolbench._bench.servers.naming import Target
 from toolbench._core.checks import whole
 from toolbench._core.errors import Unreachable
 from toolbench._core.ids import Provenance, did_you_mean
+from toolbench._core.rates import parse_rate
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -79,13 +86,19 @@ class Batches:
     async def batch(self, calls: Sequence[tuple[int, Target, Any]], label: str,
                      provenance: Provenance | Mapping[str, Any] | None, *,
                      timeout: float | None, progress: bool | None, overall: int | None,
-                     per_server: int | None) -> list[Record]:
-        """Make ``(case, target, arguments)`` calls as one batch; records in call order."""
+                     per_server: int | None, retries: int = 0,
+                     max_retry_wait: float = MAX_RETRY_WAIT_S,
+                     rate: str | None = None) -> list[Record]:
+        """Make ``(case, target, arguments)`` calls as one batch; records in call order.
+        ``rate`` paces each server of the batch on its own (``calls/retry.py``)."""
         batch = uuid.uuid4().hex
         base = provenance_of(provenance)
+        buckets = batch_buckets(rate, {target.tool.server for _, target, _ in calls})
         jobs = [Job(target.tool.server, bind(self._calls.invoke, target, args, batch=batch,
                                               timeout=timeout,
-                                              provenance=base.with_fields(case=index)))
+                                              provenance=base.with_fields(case=index),
+                                              retries=retries, max_retry_wait=max_retry_wait,
+                                              rate=buckets.get(target.tool.server)))
                 for index, target, args in calls]
         bar = progress_bar(len(jobs), label, progress)
         try:
@@ -101,10 +114,13 @@ class Batches:
                        /, servers: Iterable[str] | None = None, *, concurrency: int = 4,
                        timeout: float | None = None, progress: bool | None = None,
                        provenance: Provenance | Mapping[str, Any] | None = None,
-                       **kwargs: Any) -> pd.DataFrame:
+                       retries: int = 0, max_retry_wait: float = MAX_RETRY_WAIT_S,
+                       rate: str | None = None, **kwargs: Any) -> pd.DataFrame:
         """Each server is its own lane, so a slow server never holds up the others."""
         self._servers.check_open()
         whole(concurrency, "concurrency")
+        retries, max_retry_wait = check_retries(retries), check_max_retry_wait(max_retry_wait)
+        parse_rate(rate)
         targets = self.same_named(name, servers)
         calls = [(index, target, args) for index, args in enumerate(as_cases(cases, kwargs))
                  for target in targets]
@@ -113,7 +129,8 @@ class Batches:
                        if (r := self._servers.redactor(t.tool.server)) is not None}.values():
             label = redact(label)
         records = await self.batch(calls, f"compare {label}", provenance, timeout=timeout,
-                                    progress=progress, overall=None, per_server=concurrency)
+                                    progress=progress, overall=None, per_server=concurrency,
+                                    retries=retries, max_retry_wait=max_retry_wait, rate=rate)
         return compare_frame([(index, r) for (index, _, _), r in zip(calls, records,
                                                                         strict=True)])
 
@@ -147,12 +164,22 @@ class Batches:
                    concurrency: int = 8, progress: bool = True, resume: bool = False,
                    retry_in_doubt: bool = False, timeout: float | None = None,
                    provenance: Provenance | Mapping[str, Any] | None = None,
-                   cluster: DaskClient | None = None) -> pd.DataFrame:
+                   cluster: DaskClient | None = None, retries: int = 0,
+                   max_retry_wait: float = MAX_RETRY_WAIT_S,
+                   rate: str | None = None) -> pd.DataFrame:
         """Resumed cases are looked up before anything is sent, so a resumed map never
         calls a case twice, on one machine or on a cluster."""
         self._servers.check_open()
         whole(concurrency, "concurrency")
+        retries, max_retry_wait = check_retries(retries), check_max_retry_wait(max_retry_wait)
+        parse_rate(rate)
         target = self._calls.resolve(name)
+        row = self._servers.row(target.tool.server)
+        paced = row is not None and row.given is not None and row.given[1].get("rate")
+        if cluster is not None and (retries or rate is not None or paced):
+            raise ValueError("map(cluster=...) takes no retries= or rate=, nor a server "
+                             "connected with a rate, yet: each worker would pace and retry "
+                             "on its own; run it without the cluster")
         if cluster is not None:  # checked before anything runs or ships
             from toolbench._bench.many import cluster as _cluster
 
@@ -179,7 +206,8 @@ class Batches:
         else:
             records = await self.batch(calls, f"map {self._calls.shown(target)[1]}", provenance,
                                         timeout=timeout, progress=progress,
-                                        overall=concurrency, per_server=None)
+                                        overall=concurrency, per_server=None, retries=retries,
+                                        max_retry_wait=max_retry_wait, rate=rate)
         for (index, _, _), record in zip(calls, records, strict=True):
             slots[index] = record
         return frame(r for r in slots if r is not None)

@@ -43,7 +43,7 @@ _VAR_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 SERVER_KEYS = frozenset({"type", "transport", "command", "args", "env", "cwd", "url", "headers",
                          "timeout", "connect_timeout", "max_concurrent", "namespace",
                          "disabled", "max_message_bytes", "max_tools", "protocol_mode",
-                         "auth", "roots"})
+                         "auth", "roots", "toolbench"})
 _STDIO_ONLY = ("command", "args", "env", "cwd")
 _HTTP_ONLY = ("url", "headers", "auth")
 
@@ -447,6 +447,8 @@ def _server(name: str, entry: dict[str, Any], source: str, path: str,
         except ValueError as exc:
             raise ConfigError(source, f"{path}.roots", str(exc)) from None
         options["roots"] = roots
+    if "toolbench" in entry:  # toolbench's own settings; the entry stays what others read
+        options.update(_toolbench_key(entry["toolbench"], source, f"{path}.toolbench"))
     if "namespace" in entry:
         namespace = entry["namespace"]
         if namespace is not None and namespace != "" and not is_server_name(namespace):
@@ -456,3 +458,21 @@ def _server(name: str, entry: dict[str, Any], source: str, path: str,
         options["namespace"] = namespace
     secrets |= expander.secrets
     return ServerConfig(name, target, kind, options, frozenset(s for s in secrets if s))
+
+
+def _toolbench_key(value: Any, source: str, path: str) -> dict[str, Any]:
+    """A server entry's ``"toolbench": {"rate": "10/s"}``: settings other clients ignore."""
+    from toolbench._core.rates import parse_rate
+
+    if not isinstance(value, dict):
+        raise ConfigError(source, path, f"invalid toolbench settings {_describe(value)}: an "
+                          'object such as {"rate": "10/s"}')
+    unknown = sorted(k for k in value if k != "rate")
+    if unknown:
+        raise ConfigError(source, f"{path}.{unknown[0]}", f"unknown toolbench setting "
+                          f"{unknown[0]!r}: the settings are ['rate']")
+    try:
+        parse_rate(value.get("rate"))
+    except ValueError as exc:
+        raise ConfigError(source, f"{path}.rate", str(exc)) from None
+    return {"rate": value["rate"]} if value.get("rate") is not None else {}

@@ -49,8 +49,9 @@ class ServerFaces:
                 ``max_concurrent``, ``secrets``, ``max_message_bytes``, ``max_tools``,
                 ``protocol_mode``, ``auth`` (``"oauth"``, ``tb.OAuth(...)``,
                 ``tb.ClientCredentials(...)`` or an ``httpx2.Auth``: an http(s) server's
-                sign-in). A ``ToolClient`` takes only ``timeout`` and
-                ``connect_timeout``.
+                sign-in), ``rate`` (``"10/s"``, ``"600/min"``: at most that many calls to
+                this server; a call waits its turn within its timeout). A ``ToolClient``
+                takes only ``timeout``, ``connect_timeout`` and ``rate``.
 
         Returns:
             How many tools the server added to the catalog: an ``int`` whose repr says what

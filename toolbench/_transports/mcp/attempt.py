@@ -25,6 +25,7 @@ import anyio.abc
 from toolbench._core import html as _html
 from toolbench._transports.mcp.session import SEND_CHECK
 from toolbench._transports.mcp.tracking import Tracker
+from toolbench._transports.wire.busy import BusyAnswers
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -65,6 +66,7 @@ class Conn:
         self.garbage: str | None = None
         self.first_output = bytearray()  # a stdio server's first bytes on stdout
         self.tracker = Tracker()  # what each call's request went through
+        self.busy = BusyAnswers()  # HTTP 429/503 answers, by request id (wire/busy.py)
         self.task: asyncio.Task[None] | None = None  # the owner task
         self.listening: Listening | None = None  # a 2026 subscriptions/listen stream
         self.settling: anyio.Event | None = None  # set once settled (None: nothing to wait for)

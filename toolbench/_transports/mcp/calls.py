@@ -290,6 +290,14 @@ class Requests:
         conn = conn if conn is not None else self._conn
         up = (conn is not None and conn is self._conn and self._status is Status.CONNECTED
               and not conn.done.is_set())
+        busy = (conn.busy.pop(ticket.request_id) if conn is not None and ticket is not None
+                and not isinstance(exc, ToolError) else None)
+        if busy is not None:  # the SDK's -32603 stand-in for a 429/503: nothing ran
+            where = f"server {self.name!r}"
+            error = Unreachable(f"{where} answered the {action} with {busy.describe()}; "
+                                "it ran nothing", tool=tool)
+            error.retry_after = busy.retry_after
+            return error
         if self._auth is not None and not isinstance(exc, ToolError):
             denied = self._auth.explain(ticket.request_id if ticket is not None else None,
                                         action, tool, action)

@@ -29,6 +29,7 @@ from mcp.shared.message import SessionMessage
 
 from toolbench._transports.auth.state import LocalAnswers
 from toolbench._transports.mcp.tracking import ReadWrapper
+from toolbench._transports.wire.busy import BusyAnswers
 from toolbench._transports.wire.limits import CappedTransport, oversize_text
 from toolbench._transports.wire.sse import EventGuard, capped_sse_client
 from toolbench._transports.wire.stdio import bounded_stdio_client
@@ -128,7 +129,7 @@ async def transport_object(mcp: Endpoint, stack: AsyncExitStack, conn: Conn) -> 
         def factory(headers: dict[str, str] | None = None,
                     timeout: httpx2.Timeout | None = None,
                     auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
-            return http_client(mcp, headers, timeout, auth, guard)
+            return http_client(mcp, headers, timeout, auth, guard, busy=conn.busy)
 
         # Not the SDK's sse_client: it caps every event at 1 MiB and answers no one when an
         # event is too large (see toolbench/_transports/wire/sse.py).
@@ -139,7 +140,8 @@ async def transport_object(mcp: Endpoint, stack: AsyncExitStack, conn: Conn) -> 
                               on_dropped=conn.lose),
             conn, guard,
         )
-    http = http_client(mcp, dict(mcp._headers) or None, None, auth, on_dropped=conn.lose)
+    http = http_client(mcp, dict(mcp._headers) or None, None, auth, on_dropped=conn.lose,
+                       busy=conn.busy)
     await stack.enter_async_context(http)
     return _watched(streamable_http_client(mcp._url, http_client=http,
                                            max_sse_event_size=mcp._max_message_bytes), conn)
@@ -149,11 +151,15 @@ def http_client(mcp: Endpoint, headers: dict[str, str] | None = None,
                 timeout: httpx2.Timeout | None = None,
                 auth: httpx2.Auth | None = None,
                 guard: EventGuard | None = None,
-                on_dropped: Callable[[str], None] | None = None) -> httpx2.AsyncClient:
-    """The SDK's HTTP client, but every response body capped at max_message_bytes."""
+                on_dropped: Callable[[str], None] | None = None,
+                busy: BusyAnswers | None = None) -> httpx2.AsyncClient:
+    """The SDK's HTTP client, but every response body capped at max_message_bytes, and
+    a 429 or 503 remembered for the error mapping (``busy``; the SDK forgets the status)."""
     if timeout is None:
         timeout = httpx2.Timeout(HTTP_TIMEOUT_S, read=HTTP_READ_TIMEOUT_S)
-    hooks = {"response": [mcp._auth.on_response]} if mcp._auth is not None else None
+    on_response = [*([mcp._auth.on_response] if mcp._auth is not None else []),
+                   *([busy.note] if busy is not None else [])]
+    hooks = {"response": on_response} if on_response else None
     return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth, event_hooks=hooks,
                               transport=LocalAnswers(CappedTransport(
                                   mcp._max_message_bytes, max_tools=mcp._max_tools, guard=guard,
