@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 CATALOG_COLUMNS = ("name", "server", "tool", "title", "description", "parameters", "required",
                    "input_schema", "output_schema", "annotations", "icons", "meta",
-                   "destination", "warnings", "pin", "ui", "visibility")
+                   "destination", "warnings", "pin", "ui", "visibility", "fresh_until")
 
 def _schema_warnings(schema: Any) -> list[str]:
     """Why local argument checking is skipped for a tool (``_validate.schema_problems``)."""
@@ -38,6 +38,15 @@ def _schema_warnings(schema: Any) -> list[str]:
 
 
 
+def _fresh_until(servers: Servers, server: str) -> Any:
+    """When ``server``'s tool list goes stale by its cache hints (UTC), or None: nothing
+    fresh is kept (no hints, ``ttlMs: 0``, expired, or not an MCP connection)."""
+    row = servers.row(server)
+    mcp = getattr(row.connection, "mcp", None) if row is not None else None
+    responses = getattr(mcp, "responses", None)
+    return responses.fresh_until("tools/list") if responses is not None else None
+
+
 def catalog_frame(servers: Servers, guard: PinGuard, server: str | None,
                   search: str | None) -> pd.DataFrame:
     """``bench.catalog()``: one row per tool, with its pin state."""
@@ -45,6 +54,7 @@ def catalog_frame(servers: Servers, guard: PinGuard, server: str | None,
 
     needle = search.lower() if isinstance(search, str) and search else None
     rows = []
+    fresh: dict[str, Any] = {}
     for entry in servers.pegboard.entries(server):
         spec = entry.spec
         if needle and not any(needle in (v or "").lower()
@@ -63,6 +73,8 @@ def catalog_frame(servers: Servers, guard: PinGuard, server: str | None,
             ] + list(ui.warnings) if spec.output_schema is not None
             else _schema_warnings(spec.input_schema) + list(ui.warnings),
             "pin": guard.state(entry.tool_id), "ui": ui.uri, "visibility": ui.visibility,
+            "fresh_until": (fresh[entry.server] if entry.server in fresh else
+                            fresh.setdefault(entry.server, _fresh_until(servers, entry.server))),
         })
     return pd.DataFrame(rows, columns=list(CATALOG_COLUMNS))
 
