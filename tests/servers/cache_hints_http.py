@@ -4,9 +4,10 @@
 its ``url``, ``hints`` (per method, the ``{"ttlMs": ..., "cacheScope": ...}`` added to each
 answer, which a test may change at any time, bad values included: the SDK's own server would
 refuse to send them) and ``seen`` (every method received, in order: the wire calls counted
-at the server). It serves ``server/discover``, ``tools/list``, ``tools/call`` (``echo``),
-``resources/list``, ``resources/templates/list``, ``resources/read`` and ``prompts/list``
-as plain JSON answers; every other request is "Method not found".
+at the server; ``keys``, the ``X-Key`` header of each call). It serves ``server/discover``,
+``tools/list``, ``tools/call`` (``echo``), ``resources/list``, ``resources/templates/list``,
+``resources/read`` and ``prompts/list`` as plain JSON answers; any other request is
+"Method not found".
 
 ``python cache_hints_http.py PORT TTL_MS [SCOPE]`` serves the same with one hint for every
 method (the benchmarks and the Dask workers' server).
@@ -37,6 +38,8 @@ class HintServer:
     hints: dict[str, dict[str, Any]] = field(default_factory=dict)
     seen: list[str] = field(default_factory=list)
     reads: int = 0
+    keys: list[str | None] = field(default_factory=list)
+    """The ``X-Key`` header of every ``tools/call`` (a client's own header, as it arrived)."""
 
     def count(self, method: str) -> int:
         return self.seen.count(method)
@@ -106,6 +109,8 @@ def handler_for(state: HintServer) -> type[BaseHTTPRequestHandler]:
                                            "message": "Missing MCP-Protocol-Version header"}})
                 return
             state.seen.append(str(msg.get("method")))
+            if msg.get("method") == "tools/call":
+                state.keys.append(self.headers.get("X-Key"))
             self._send(200, {"jsonrpc": "2.0", "id": msg["id"], **answer(state, msg)})
 
     return Handler

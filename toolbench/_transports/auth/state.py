@@ -240,6 +240,13 @@ class AuthState:
         self.signins += 1
         self.hide([v for v in (tokens.access_token, tokens.refresh_token) if v])
 
+    def access_token(self) -> str | None:
+        """The access token held now (never the refresh token), or None: what
+        ``share_credentials=True`` sends Dask workers. Shown nowhere."""
+        record = self.storage.current() if self.storage is not None else None
+        token = (record.tokens or {}).get("access_token") if record is not None else None
+        return token if isinstance(token, str) and token else None
+
     # -- what the table shows ---------------------------------------------------------------
     @property
     def issuer(self) -> str | None:

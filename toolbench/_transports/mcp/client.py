@@ -238,9 +238,11 @@ class McpClient(Lifecycle, Requests):
     @property
     def auth_text(self) -> str:
         """The ``auth`` column: ``none``, ``headers``, ``oauth (expires in 12 min)``..."""
-        if self._auth is None:
-            return "none"
-        return self._auth.describe()
+        return "none" if self._auth is None else self._auth.describe()
+
+    def access_token(self) -> str | None:
+        """The sign-in's access token, for ``map(cluster=, share_credentials=True)`` only."""
+        return None if self._auth is None else self._auth.access_token()
 
     @property
     def target_text(self) -> str:
