@@ -66,6 +66,7 @@ class BenchOptions(TypedDict, total=False):
     log_level: LogLevel | None
     pins: str | os.PathLike[str] | None
     apps: bool
+    trace_payloads: bool
 
 
 class Bench(BaseBench):

@@ -51,11 +51,12 @@ it ``Unreachable`` (``cluster_worker.TOKEN_REFUSED``: nothing ran). The driver t
 request through its own connection, whose sign-in refreshes an expired token (or signs in
 again), and sends those calls once more in a job of their own; both attempts are records.
 
-**Secrets.** env and header values (a shared token too) travel only inside Dask's messages (the task's
-arguments, pickled), never in a task key, a queue or topic name, an event, or a log line:
-:class:`ServerSpec`'s repr (which Dask logs when a task fails) names the server only. A tool
-named after a secret travels by its real name in the task's arguments (the worker calls it);
-its key, and the driver's intents and records, use the name redacted (``Calls.shown``).
+**Secrets.** env and header values (a shared token too) travel only inside Dask's messages
+(the task's arguments, pickled), never in a task key, a queue or topic name, an event, or a
+log line: :class:`ServerSpec`'s repr (which Dask logs when a task fails) names the server
+only. A tool named after a secret travels by its real name in the task's arguments (the
+worker calls it); its key, and the driver's intents and records, use the name redacted
+(``Calls.shown``).
 """
 
 from __future__ import annotations
