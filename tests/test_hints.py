@@ -212,6 +212,9 @@ def test_an_entry_is_kept_apart_by_era_and_a_private_one_by_sign_in() -> None:
     assert cache.fresh_until("resources/read", "memo://a") is not None
     cache.updated("memo://a")
     assert cache.get("resources/read", "memo://a") is None
+    cache.put("tools/list", "", ["y"], _hints.Hint(60_000, "public"))
+    cache.changed("connected")  # a reconnect: the server may have restarted
+    assert cache.get("tools/list", "") is None
     cache.put("tools/list", "", ["x"], _hints.NEVER)
     assert cache.get("tools/list", "") is None and cache.fresh_until("tools/list") is None
 

@@ -76,8 +76,18 @@ def answer(state: HintServer, msg: dict[str, Any]) -> dict[str, Any]:
     return {"result": {**result, **hint, "resultType": "complete"}}
 
 
+class Server(ThreadingHTTPServer):
+    """Keeps up with a sweep: a deep accept queue (socketserver's default is 5, which a map
+    of 16 in flight overflows into reset connections), and threads that never hold exit."""
+
+    request_queue_size = 128
+    daemon_threads = True
+
+
 def handler_for(state: HintServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive: a sweep reuses its connections
+
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
@@ -120,7 +130,7 @@ def handler_for(state: HintServer) -> type[BaseHTTPRequestHandler]:
 def serve_in_thread(hints: dict[str, dict[str, Any]] | None = None) -> Iterator[HintServer]:
     """Serve on a free loopback port in a thread (see the module)."""
     state = HintServer(hints=dict(hints or {}))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler_for(state))
+    server = Server(("127.0.0.1", 0), handler_for(state))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     state.url = f"http://127.0.0.1:{server.server_address[1]}/mcp"
@@ -135,5 +145,4 @@ def serve_in_thread(hints: dict[str, dict[str, Any]] | None = None) -> Iterator[
 if __name__ == "__main__":
     scope = sys.argv[3] if len(sys.argv) > 3 else "public"
     main_state = HintServer(hints={"*": {"ttlMs": int(sys.argv[2]), "cacheScope": scope}})
-    ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])),
-                        handler_for(main_state)).serve_forever()
+    Server(("127.0.0.1", int(sys.argv[1])), handler_for(main_state)).serve_forever()

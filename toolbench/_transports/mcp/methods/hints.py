@@ -21,8 +21,8 @@ a handshake-era session are outside its contract (the SDK drops them too) and ar
 **Kept apart by context.** An entry remembers the protocol version and the sign-in it was
 fetched under (``ResponseCache(context=...)``); a ``private`` one is served only in the same
 pair, a ``public`` one in the same protocol version. ``ttlMs: 0`` (or no hint) is never
-cached. A ``list_changed`` forgets that kind's listing at once (``Events``' hook), and a
-``resources/updated`` forgets that URI's read.
+cached. A ``list_changed`` forgets that kind's listing at once (``Events``' hook), a
+reconnect forgets everything, and a ``resources/updated`` forgets that URI's read.
 """
 
 from __future__ import annotations
@@ -188,7 +188,12 @@ class ResponseCache:
             datetime.now(UTC) + timedelta(seconds=seconds), hint.scope, self.context())
 
     def changed(self, kind: str) -> None:
-        """A ``list_changed`` of ``kind`` (or a reconnect): that kind's listings go at once."""
+        """A ``list_changed`` of ``kind``: that kind's listings go at once. A (re)connect
+        (``"connected"``) forgets everything: the server may have restarted with other
+        lists, and the bench re-lists after a reconnect as after a ``list_changed``."""
+        if kind == "connected":
+            self._entries.clear()
+            return
         for method in KIND_METHODS.get(kind, ()):
             self._entries.pop((method, ""), None)
 
