@@ -9,12 +9,15 @@ on the pair alike). The cluster's first map (workers importing toolbench and sta
 servers) is a warm-up, not measured.
 
 Over HTTP (issue 47): the same pairing against one streamable HTTP server process
-(tests/servers/cache_hints_http.py, stdlib, threaded, an ``echo`` tool), 16 calls in flight
-either way (local: ``concurrency=16``; cluster: 8 per worker). What the cluster splits is the
-client's own work per call (toolbench, the SDK, httpx), which on one process takes turns on
-one core; the records of both maps are compared (same ``ok``, ``text``, ``arguments``).
+(tests/servers/cache_hints_http.py, stdlib, threaded, an ``echo`` tool that takes
+``--server-ms`` of latency, no CPU, as a remote server would), ``IN_FLIGHT`` calls in flight
+either way (local: ``concurrency=IN_FLIGHT``; cluster: half per worker). What the cluster
+splits is the client's own work per call (toolbench, the SDK, httpx), which on one process
+takes turns on one core; the records of both maps are compared (same ``ok``, ``text``,
+``arguments``).
 
-    python -m benchmarks.bench_cluster [--quick] [--cases N] [--rounds R] [--ms MS] [--http-only]
+    python -m benchmarks.bench_cluster [--quick] [--cases N] [--rounds R] [--ms MS]
+                                       [--http-only] [--server-ms MS]
 """
 
 from __future__ import annotations
@@ -40,10 +43,14 @@ W_SPEEDUP = "Bench.map on a LocalCluster of 2 workers / local (same round, paire
 LOCAL = "toolbench, local (one server)"
 CLUSTER = "toolbench, LocalCluster 2 worker processes (a server each)"
 HTTP_SERVER = common.REPO / "tests" / "servers" / "cache_hints_http.py"
-W_HTTP_RATE = "Bench.map of an echo tool over streamable HTTP, 16 in flight, calls/s"
+IN_FLIGHT = 32
+SERVER_MS = 20.0
+W_HTTP_RATE = ("Bench.map of an echo tool over streamable HTTP ({ms:g} ms latency), "
+               f"{IN_FLIGHT} in flight, calls/s")
 W_HTTP_SPEEDUP = "Bench.map over HTTP on a LocalCluster of 2 workers / local (paired)"
-HTTP_LOCAL = "toolbench, local (one process, concurrency 16)"
-HTTP_CLUSTER = "toolbench, LocalCluster 2 worker processes (8 each), one HTTP server"
+HTTP_LOCAL = f"toolbench, local (one process, concurrency {IN_FLIGHT})"
+HTTP_CLUSTER = (f"toolbench, LocalCluster 2 worker processes ({IN_FLIGHT // 2} each), "
+                "one HTTP server")
 
 
 def _rate(bench: Bench, cases: list[dict[str, Any]], cluster: Any) -> float:
@@ -62,18 +69,21 @@ def _free_port() -> int:
 
 def _http_map(bench: Bench, cases: list[dict[str, Any]], cluster: Any) -> tuple[float, Any]:
     started = time.perf_counter()
-    df = bench.map("h-echo", cases, concurrency=8 if cluster is not None else 16,
+    df = bench.map("h-echo", cases,
+                   concurrency=IN_FLIGHT // 2 if cluster is not None else IN_FLIGHT,
                    progress=False, cluster=cluster)
     elapsed = time.perf_counter() - started
     assert len(df) == len(cases) and bool(df["ok"].all()), df[~df["ok"]]["error"].head()
     return len(cases) / elapsed, df
 
 
-def run_http(figures: common.Figures, client: Any, count: int, rounds: int) -> None:
+def run_http(figures: common.Figures, client: Any, count: int, rounds: int,
+             server_ms: float = SERVER_MS) -> None:
     """Over HTTP: local vs the cluster, paired per round, records compared."""
     port = _free_port()
-    server = subprocess.Popen([sys.executable, str(HTTP_SERVER), str(port), "0"],
-                              stderr=subprocess.DEVNULL)
+    server = subprocess.Popen([sys.executable, str(HTTP_SERVER), str(port), "0", "public",
+                               str(server_ms)], stderr=subprocess.DEVNULL)
+    w_rate = W_HTTP_RATE.format(ms=server_ms)
     bench = Bench()
     try:
         deadline = time.monotonic() + 30
@@ -88,7 +98,7 @@ def run_http(figures: common.Figures, client: Any, count: int, rounds: int) -> N
         work = [{"text": f"case {i}"} for i in range(count)]
         _http_map(bench, work[:40], client)  # warm-up: workers connect
         _http_map(bench, work[:40], None)
-        common.progress(f"{W_HTTP_RATE}: {rounds} rounds x {count} cases")
+        common.progress(f"{w_rate}: {rounds} rounds x {count} cases")
         for n in range(rounds):
             pair: dict[str, float] = {}
             frames: dict[str, Any] = {}
@@ -96,7 +106,7 @@ def run_http(figures: common.Figures, client: Any, count: int, rounds: int) -> N
                             else (HTTP_CLUSTER, HTTP_LOCAL)):
                 pair[subject], frames[subject] = _http_map(
                     bench, work, client if subject == HTTP_CLUSTER else None)
-                figures.add(W_HTTP_RATE, subject, "calls/s", pair[subject])
+                figures.add(w_rate, subject, "calls/s", pair[subject])
             for column in ("ok", "text", "arguments"):  # the same records either way
                 assert list(frames[HTTP_LOCAL][column]) == list(frames[HTTP_CLUSTER][column])
             figures.add(W_HTTP_SPEEDUP, HTTP_CLUSTER, "x local",
@@ -116,7 +126,8 @@ def run_http(figures: common.Figures, client: Any, count: int, rounds: int) -> N
 
 
 def run(quick: bool = False, cases: int | None = None, rounds: int | None = None,
-        ms: float = CPU_MS, http_only: bool = False) -> dict[str, Any]:
+        ms: float = CPU_MS, http_only: bool = False,
+        server_ms: float = SERVER_MS) -> dict[str, Any]:
     figures = common.Figures()
     try:
         from distributed import Client, LocalCluster
@@ -129,7 +140,7 @@ def run(quick: bool = False, cases: int | None = None, rounds: int | None = None
         client = Client(cluster)
         try:
             run_http(figures, client, cases or (100 if quick else 2000),
-                     rounds or common.rounds_for(quick, full=3, small=2))
+                     rounds or common.rounds_for(quick, full=3, small=2), server_ms)
         finally:
             client.close()
             cluster.close()
@@ -178,6 +189,8 @@ if __name__ == "__main__":
                         help="CPU per call (default 20; 0 measures the cluster's own overhead)")
     parser.add_argument("--http-only", action="store_true",
                         help="only the HTTP pairing (issue 47)")
+    parser.add_argument("--server-ms", type=float, default=SERVER_MS,
+                        help="the HTTP server's latency per call (default 20)")
     args = parser.parse_args()
-    print(json.dumps(run(args.quick, args.cases, args.rounds, args.ms, args.http_only),
-                     indent=1, default=str))
+    print(json.dumps(run(args.quick, args.cases, args.rounds, args.ms, args.http_only,
+                         args.server_ms), indent=1, default=str))

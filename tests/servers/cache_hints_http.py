@@ -9,8 +9,8 @@ at the server; ``keys``, the ``X-Key`` header of each call). It serves ``server/
 ``resources/read`` and ``prompts/list`` as plain JSON answers; any other request is
 "Method not found".
 
-``python cache_hints_http.py PORT TTL_MS [SCOPE]`` serves the same with one hint for every
-method (the benchmarks and the Dask workers' server).
+``python cache_hints_http.py PORT TTL_MS [SCOPE] [DELAY_MS]`` serves the same with one hint
+for every method, each call taking DELAY_MS (the benchmarks' server).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import contextlib
 import json
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -38,6 +39,8 @@ class HintServer:
     hints: dict[str, dict[str, Any]] = field(default_factory=dict)
     seen: list[str] = field(default_factory=list)
     reads: int = 0
+    delay_s: float = 0.0
+    """How long each ``tools/call`` takes (a remote server's latency, no CPU)."""
     keys: list[str | None] = field(default_factory=list)
     """The ``X-Key`` header of every ``tools/call`` (a client's own header, as it arrived)."""
 
@@ -54,6 +57,8 @@ def answer(state: HintServer, msg: dict[str, Any]) -> dict[str, Any]:
                            "serverInfo": {"name": "cache-hints", "version": "1.0"},
                            "resultType": "complete"}}
     if method == "tools/call":
+        if state.delay_s:
+            time.sleep(state.delay_s)
         text = str((params.get("arguments") or {}).get("text"))
         return {"result": {"content": [{"type": "text", "text": text}], "isError": False,
                            "resultType": "complete"}}
@@ -144,5 +149,6 @@ def serve_in_thread(hints: dict[str, dict[str, Any]] | None = None) -> Iterator[
 
 if __name__ == "__main__":
     scope = sys.argv[3] if len(sys.argv) > 3 else "public"
-    main_state = HintServer(hints={"*": {"ttlMs": int(sys.argv[2]), "cacheScope": scope}})
+    main_state = HintServer(hints={"*": {"ttlMs": int(sys.argv[2]), "cacheScope": scope}},
+                            delay_s=float(sys.argv[4]) / 1000 if len(sys.argv) > 4 else 0.0)
     Server(("127.0.0.1", int(sys.argv[1])), handler_for(main_state)).serve_forever()

@@ -75,7 +75,8 @@ def _before(servers: Servers, target: Target, tool_shown: str) -> dict[str, Any]
     return attributes
 
 
-def _after(record: Record, payloads: bool) -> dict[str, Any]:
+def _after(record: Record, payloads: bool, redact: Callable[[str], str] | None
+           ) -> dict[str, Any]:
     prov = record.provenance or {}
     attempts = getattr(record, "attempts", None)  # retries keep every attempt (issue 47)
     count = len(attempts) if isinstance(attempts, list | tuple) else (
@@ -89,11 +90,12 @@ def _after(record: Record, payloads: bool) -> dict[str, Any]:
         attributes["toolbench.cell"] = prov["cell"]
     if record.error_type is not None:
         attributes["error.type"] = record.error_type
-    if payloads:
-        attributes["gen_ai.tool.call.arguments"] = _capped(record.arguments)
+    if payloads:  # the server's secrets (env, header values) hidden, as everywhere
+        shown = redact or (lambda text: text)
+        attributes["gen_ai.tool.call.arguments"] = shown(_capped(record.arguments))
         result = record.structured if record.structured is not None else record.text
         if result is not None:
-            attributes["gen_ai.tool.call.result"] = _capped(result)
+            attributes["gen_ai.tool.call.result"] = shown(_capped(result))
     return attributes
 
 
@@ -115,7 +117,8 @@ def traced(invoke: F) -> F:
                 record_exception=False) as span:
             outcome = await invoke(calls, target, *args, **kwargs)
             record = outcome[0]
-            span.set_attributes(_after(record, calls.trace_payloads))
+            span.set_attributes(_after(record, calls.trace_payloads,
+                                       calls.servers.redactor(target.tool.server)))
             if not record.ok:
                 span.set_status(Status(StatusCode.ERROR, record.error_type or "error"))
             return outcome

@@ -96,6 +96,7 @@ class BenchPlugin(WorkerPlugin):
     def setup(self, worker: Worker) -> None:
         self._lock = threading.Lock()
         self._benches: dict[str, WorkerBench] = {}
+        self._token_keys: dict[str, str] = {}  # server -> the spec key of its newest token
         self.limiters: dict[str, anyio.CapacityLimiter] = {}  # touched on the loop only
 
     async def teardown(self, worker: Worker) -> None:
@@ -129,8 +130,10 @@ class BenchPlugin(WorkerPlugin):
 
 
     def _close_other_tokens(self, spec: ServerSpec) -> None:
-        old = getattr(self, "_token_keys", {}).get(spec.name)
-        self._token_keys = {**getattr(self, "_token_keys", {}), spec.name: spec.key}
+        """A newer shared token for a server: the bench of its older one is closed (under
+        the lock), so a worker holds one connection per signed-in server."""
+        old = self._token_keys.get(spec.name)
+        self._token_keys[spec.name] = spec.key
         stale = self._benches.pop(old, None) if old is not None else None
         if stale is not None:
             with contextlib.suppress(Exception):
