@@ -167,3 +167,22 @@ def test_a_map_s_calls_each_have_a_span_under_the_caller_s(
         assert len(ours) == 5
         assert {s.parent.span_id for s in ours if s.parent} == {cell.get_span_context().span_id}
         assert len({dict(s.attributes)["toolbench.batch"] for s in ours}) == 1
+
+
+def test_an_awaited_call_nests_under_the_awaiting_task_s_span(
+        spans: InMemorySpanExporter) -> None:
+    import asyncio
+
+    tracer = trace.get_tracer("the-notebook")
+    with tb.Bench() as bench:
+        bench.connect("mem", _in_process())
+
+        async def cell() -> Any:
+            with tracer.start_as_current_span("async cell") as span:
+                await bench.acall("mem-echo", text="awaited")
+                return span
+
+        parent = asyncio.run(cell())
+        ours = _by_name(spans)["tools/call echo"]
+        assert ours.parent is not None
+        assert ours.parent.span_id == parent.get_span_context().span_id
