@@ -15,8 +15,8 @@ wrapped once, by ``toolbench._transports.mcp.compat``). A bad hint from a server
 neither scope) is not the listing's failure: the SDK would reject the whole answer (or floor
 a negative TTL silently), so the hint is replaced by "never cache" (``ttlMs: 0``, private),
 and a note says why (:attr:`ResponseCache.notes`, shown in ``bench.servers``' ``warnings``,
-and the ``toolbench.cache`` log). Hints on
-a handshake-era session are outside its contract (the SDK drops them too) and are not used.
+and the ``toolbench.cache`` log). Hints on a handshake-era session are outside its contract
+(the SDK drops them too) and are not used.
 
 **Kept apart by context.** An entry remembers the protocol version and the sign-in it was
 fetched under (``ResponseCache(context=...)``); a ``private`` one is served only in the same
