@@ -79,7 +79,7 @@ def test_connect_in_process_and_toolbox(bench: tb.Bench) -> None:
     assert list(catalog.columns) == ["name", "server", "tool", "title", "description",
                                      "parameters", "required", "input_schema", "output_schema",
                                      "annotations", "icons", "meta", "destination", "warnings",
-                                     "pin", "ui", "visibility"]
+                                     "pin", "ui", "visibility", "fresh_until"]
     assert sorted(catalog["name"]) == ["ledger-echo", "mem-add", "mem-echo", "mem-fail"]
     add_row = catalog.set_index("name").loc["mem-add"]
     assert add_row["parameters"] == ["a", "b"] and add_row["required"] == ["a"]

@@ -13,6 +13,12 @@ about twice ``run_coroutine_threadsafe``'s, and the lock 0.59 of that (BENCHMARK
 "Per-call cost"); a call's overhead is mostly this hop. On the loop itself, hot paths use
 asyncio's primitives directly (``asyncio.timeout``: a few µs cheaper per call than anyio's
 backend lookup); everything else uses anyio.
+
+**The caller's OpenTelemetry context travels along** (:func:`carried`): a call made while a
+span is current in the cell runs on the loop under that span, so the SDK's request spans
+and the bench's own (``toolbench._bench.calls.tracing``) nest under it instead of starting
+traces of their own. Only OpenTelemetry's context is carried, never the caller's whole
+``contextvars`` context (a notebook's asyncio and anyio state must not reach the loop).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import atexit
 import concurrent.futures
 import contextlib
 import functools
+import sys
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine
@@ -102,6 +109,7 @@ class SharedLoop:
             )
         self._check_alive()
         hop = _Hop(functools.partial(fn, *args, **kwargs))
+        hop.context = carried()
         loop = self._asyncio_loop
         try:  # from the hand-off on: an interrupt that lands anywhere here cancels the hop
             loop.call_soon_threadsafe(hop.start, loop)
@@ -128,7 +136,7 @@ class SharedLoop:
         """Await ``fn`` on the loop from any event loop (Jupyter's own included)."""
         if self.in_loop_thread():
             return await fn(*args, **kwargs)
-        future = self._schedule(_awaited(functools.partial(fn, *args, **kwargs)))
+        future = self._schedule(_awaited(functools.partial(fn, *args, **kwargs), carried()))
         try:
             return await asyncio.wrap_future(future)
         except asyncio.CancelledError:
@@ -174,7 +182,7 @@ class _Hop:
     waits in slices (:func:`wait_in_slices`), so the notebook's interrupt always gets through.
     """
 
-    __slots__ = ("_task", "cancelled", "done", "error", "fn", "started", "value")
+    __slots__ = ("_task", "cancelled", "context", "done", "error", "fn", "started", "value")
 
     def __init__(self, fn: Callable[[], Awaitable[Any]]) -> None:
         self.fn = fn
@@ -185,6 +193,7 @@ class _Hop:
         self.value: Any = None
         self.error: BaseException | None = None
         self._task: asyncio.Task[None] | None = None
+        self.context: Any = None  # the caller's OpenTelemetry context (:func:`carried`)
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         if not self.cancelled:
@@ -199,11 +208,14 @@ class _Hop:
     # no never-awaited coroutine behind.
     async def _run(self) -> None:
         self.started = True
+        token = _attach(self.context) if self.context is not None else None
         try:
             self.value = await self.fn()
         except BaseException as exc:  # handed to the caller's thread, re-raised there
             self.error = exc
         finally:
+            if token is not None:
+                _detach(token)
             self.fn = _gone
             self.done.release()
 
@@ -212,8 +224,34 @@ async def _gone() -> None:
     """What a finished hop holds instead of its call (so the call's objects can go)."""
 
 
-async def _awaited(fn: Callable[[], Awaitable[R]]) -> R:
-    return await fn()
+def carried() -> Any:
+    """The caller's OpenTelemetry context when it holds anything (a current span), else
+    None: a lookup only, and nothing at all when OpenTelemetry was never imported."""
+    context = sys.modules.get("opentelemetry.context")
+    if context is None:
+        return None
+    current = context.get_current()
+    return current if current else None
+
+
+def _attach(context: Any) -> Any:
+    """Make ``context`` current in this task (each hop is a task of its own)."""
+    return sys.modules["opentelemetry.context"].attach(context)
+
+
+def _detach(token: Any) -> None:
+    with contextlib.suppress(Exception):  # a context that cannot be left is the SDK's log
+        sys.modules["opentelemetry.context"].detach(token)
+
+
+async def _awaited(fn: Callable[[], Awaitable[R]], context: Any = None) -> R:
+    if context is None:
+        return await fn()
+    token = _attach(context)
+    try:
+        return await fn()
+    finally:
+        _detach(token)
 
 
 async def _close_all(closables: list[Closable]) -> None:

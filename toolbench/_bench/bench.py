@@ -109,7 +109,8 @@ class BaseBench(ServerFaces, ClientFaces, DoctorFaces, CatalogFaces, CallFaces, 
                  connect_timeout: float = 30.0, *, sampling: Handler = None,
                  elicitation: Handler = None, roots: Iterable[Any] | None = None,
                  log_level: LogLevel | None = "info",
-                 pins: str | os.PathLike[str] | None = None, apps: bool = True) -> None:
+                 pins: str | os.PathLike[str] | None = None, apps: bool = True,
+                 trace_payloads: bool = False) -> None:
         """Make an empty bench; connect servers with ``connect``, ``add`` or ``load_config``.
 
         Args:
@@ -170,6 +171,10 @@ class BaseBench(ServerFaces, ClientFaces, DoctorFaces, CatalogFaces, CallFaces, 
                 ``text/html;profile=mcp-app`` views, and a call to a tool with a view gets a
                 live ``result.app``. ``False`` advertises nothing and renders nothing.
                 Example: ``Bench(apps=False)``.
+            trace_payloads (bool): with OpenTelemetry tracing on (a tracer provider set),
+                each call's span also carries its arguments and result (redacted, capped);
+                off by default, so no payload leaves in a trace. Example:
+                ``Bench(trace_payloads=True)``.
 
         Example:
             >>> bench = tb.Bench(journal="calls.sqlite", timeout=10)   # doctest: +SKIP
@@ -194,7 +199,10 @@ class BaseBench(ServerFaces, ClientFaces, DoctorFaces, CatalogFaces, CallFaces, 
         self.follower = Follower(self.connections, self.pegboard, self.history, self.guard,
                                  self.listings, stored=journal is not None)
         self.completions = Completions(self.connections, self.listings)
-        self.calls = Calls(self.connections, self.guard, self.store, self.router, self.pegboard)
+        if not isinstance(trace_payloads, bool):
+            raise TypeError(f"trace_payloads is True or False, not {trace_payloads!r}")
+        self.calls = Calls(self.connections, self.guard, self.store, self.router, self.pegboard,
+                           trace_payloads=trace_payloads)
         self.fetches = Fetches(self.connections, self.history, self.listings, self.store)
         self.batches = Batches(self.connections, self.calls, self.store, type(self))
         self.fetch_batches = FetchBatches(self.connections, self.fetches, self.listings,

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 CATALOG_COLUMNS = ("name", "server", "tool", "title", "description", "parameters", "required",
                    "input_schema", "output_schema", "annotations", "icons", "meta",
-                   "destination", "warnings", "pin", "ui", "visibility")
+                   "destination", "warnings", "pin", "ui", "visibility", "fresh_until")
 
 def _schema_warnings(schema: Any) -> list[str]:
     """Why local argument checking is skipped for a tool (``_validate.schema_problems``)."""
@@ -36,6 +36,15 @@ def _schema_warnings(schema: Any) -> list[str]:
     except Exception as exc:  # a catalog must render even if one schema upsets the checker
         return [f"the schema could not be examined: {type(exc).__name__}: {exc}"]
 
+
+
+def _fresh_until(servers: Servers, server: str) -> Any:
+    """When ``server``'s tool list goes stale by its cache hints (UTC), or None: nothing
+    fresh is kept (no hints, ``ttlMs: 0``, expired, or not an MCP connection)."""
+    row = servers.row(server)
+    mcp = getattr(row.connection, "mcp", None) if row is not None else None
+    responses = getattr(mcp, "responses", None)
+    return responses.fresh_until("tools/list") if responses is not None else None
 
 
 def catalog_frame(servers: Servers, guard: PinGuard, server: str | None,
@@ -50,6 +59,7 @@ def catalog_frame(servers: Servers, guard: PinGuard, server: str | None,
     columns: dict[str, list[Any]] = {name: [] for name in CATALOG_COLUMNS}
     add = [columns[name].append for name in CATALOG_COLUMNS]
     destination = servers.router.destination
+    fresh: dict[str, Any] = {}
     for entry in servers.pegboard.entries(server):
         spec = entry.spec
         if needle and not any(needle in (v or "").lower()
@@ -64,7 +74,9 @@ def catalog_frame(servers: Servers, guard: PinGuard, server: str | None,
         values = (entry.name, entry.server, entry.tool, spec.title, spec.description,
                   spec.parameters, spec.required, spec.input_schema, spec.output_schema,
                   spec.annotations, spec.icons, spec.meta, str(destination(entry.tool_id)),
-                  warnings, guard.state(entry.tool_id), ui.uri, ui.visibility)
+                  warnings, guard.state(entry.tool_id), ui.uri, ui.visibility,
+                  fresh[entry.server] if entry.server in fresh else
+                  fresh.setdefault(entry.server, _fresh_until(servers, entry.server)))
         for append, value in zip(add, values, strict=True):
             append(value)
     return pd.DataFrame(columns, columns=list(CATALOG_COLUMNS))

@@ -69,6 +69,7 @@ class BenchOptions(TypedDict, total=False):
     log_level: LogLevel | None
     pins: str | os.PathLike[str] | None
     apps: bool
+    trace_payloads: bool
 
 
 class Bench(BaseBench):

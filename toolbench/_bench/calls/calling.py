@@ -31,6 +31,7 @@ from toolbench._bench.calls.retry import (
     retryable,
     wait_turn,
 )
+from toolbench._bench.calls.tracing import traced
 from toolbench._bench.journal.journal import warn_not_durable
 from toolbench._bench.journal.record import Record, make_record, new_call_id, utcnow
 from toolbench._bench.progress.progress import Progress, ProgressBar, ProgressShown, progress_shown
@@ -79,8 +80,11 @@ class Calls:
     """``call``/``acall`` and the one path of every tool call."""
 
     def __init__(self, servers: Servers, guard: PinGuard, store: RecordStore,
-                 router: ToolRouter, pegboard: PegBoard) -> None:
+                 router: ToolRouter, pegboard: PegBoard, *, trace_payloads: bool = False
+                 ) -> None:
         self._servers = servers
+        self.servers = servers  # read by the call's span (calls/tracing.py)
+        self.trace_payloads = trace_payloads  # arguments and results as span attributes
         self._guard = guard
         self._store = store
         self._router = router
@@ -126,6 +130,7 @@ class Calls:
             return target.tool.tool, target.name
         return redact(target.tool.tool), redact(target.name)
 
+    @traced  # an OpenTelemetry span around the call, when tracing is on (calls/tracing.py)
     async def invoke(self, target: Target, arguments: Any, *, batch: str | None,
                       timeout: float | None, provenance: Provenance,
                       progress: ProgressShown | None = None, check: bool = True,

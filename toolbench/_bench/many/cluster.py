@@ -44,11 +44,19 @@ at most once, ever. So:
 - *A grant that does not come* within the call's timeout (bounded by ``GRANT_WAIT_S``): the
   call is not sent (``Unreachable``).
 
-**Secrets.** env and header values travel only inside Dask's messages (the task's
-arguments, pickled), never in a task key, a queue or topic name, an event, or a log line:
-:class:`ServerSpec`'s repr (which Dask logs when a task fails) names the server only. A tool
-named after a secret travels by its real name in the task's arguments (the worker calls it);
-its key, and the driver's intents and records, use the name redacted (``Calls.shown``).
+**Signed-in servers** travel only with ``share_credentials=True``: the spec carries the
+sign-in's access token as an ``Authorization`` header (never the refresh token, which stays
+in the driver's store), and a worker whose call the server turns away with HTTP 401 records
+it ``Unreachable`` (``cluster_worker.TOKEN_REFUSED``: nothing ran). The driver then makes one
+request through its own connection, whose sign-in refreshes an expired token (or signs in
+again), and sends those calls once more in a job of their own; both attempts are records.
+
+**Secrets.** env and header values (a shared token too) travel only inside Dask's messages
+(the task's arguments, pickled), never in a task key, a queue or topic name, an event, or a
+log line: :class:`ServerSpec`'s repr (which Dask logs when a task fails) names the server
+only. A tool named after a secret travels by its real name in the task's arguments (the
+worker calls it); its key, and the driver's intents and records, use the name redacted
+(``Calls.shown``).
 """
 
 from __future__ import annotations
@@ -56,6 +64,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import math
 import pickle
@@ -72,6 +81,7 @@ from distributed import Client, Queue, as_completed
 from toolbench._bench.journal.journal import warn_not_durable
 from toolbench._bench.journal.record import Record, make_record, new_call_id, utcnow
 from toolbench._bench.many.cluster_worker import (
+    TOKEN_REFUSED,
     TOPIC,
     BenchPlugin,
     ServerSpec,
@@ -112,7 +122,7 @@ class Driver:
 
 
 def _spec(servers: Servers, bench_type: Callable[..., WorkerBench], server: str,
-          ) -> ServerSpec:
+          share_credentials: bool = False) -> ServerSpec:
     row = servers.row(server)
     given = row.given if row is not None else None
     if row is None or given is None or not isinstance(given[0], (str, list, tuple)):
@@ -123,16 +133,20 @@ def _spec(servers: Servers, bench_type: Callable[..., WorkerBench], server: str,
             "ToolBox, a Toolset or a client object cannot travel; call map() without "
             "cluster= for it")
     target, options, namespace = given
-    if options.get("auth") is not None:
+    shared = options.get("auth") is not None
+    if shared and not share_credentials:
         raise ValueError(
             f"server {server!r} signs in (auth={type(options['auth']).__name__}): its sign-in "
             "and tokens stay in this process and cannot travel to Dask workers; only static "
-            "headers can. Call map() without cluster= for it")
+            "headers can. Call map() without cluster= for it, or with share_credentials=True "
+            "to send the workers its access token (never the refresh token)")
+    if shared:
+        options = _with_token(servers, server, options)
     bench_options = {"timeout": servers.timeout, "connect_timeout": servers.connect_timeout,
                      "separator": servers.pegboard.separator,
                      "egress": None if servers.egress is None else sorted(servers.egress.hosts)}
     spec = ServerSpec(server, list(target) if isinstance(target, tuple) else target,
-                      dict(options), namespace, bench_options, bench_type)
+                      dict(options), namespace, bench_options, bench_type, shared=shared)
     kind = getattr(spec.bench_type, "__qualname__", "")
     digest = hashlib.sha256(pickle.dumps((spec.name, spec.target, sorted(
         (k, repr(v)) for k, v in spec.options.items()), spec.namespace,
@@ -140,8 +154,35 @@ def _spec(servers: Servers, bench_type: Callable[..., WorkerBench], server: str,
     return dataclasses.replace(spec, key=digest)
 
 
+def _with_token(servers: Servers, server: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` with the sign-in replaced by its access token, as a static header: all a
+    worker gets of it (``share_credentials=True``). The token is a secret of the worker's
+    connection like any header value, so its messages and records never show it."""
+    token = servers.mcp(server).access_token()
+    if token is None:
+        raise ValueError(
+            f"server {server!r} has no access token to share with Dask workers: sign in first "
+            "(connect, or a call), with tb.OAuth or tb.ClientCredentials (a custom httpx2.Auth "
+            "has no token toolbench can read)")
+    headers = {**(options.get("headers") or {}), "Authorization": f"Bearer {token}"}
+    return {**{k: v for k, v in options.items() if k != "auth"}, "headers": headers}
+
+
+async def _renewed(driver: Driver, spec: ServerSpec) -> ServerSpec | None:
+    """After workers got a 401: one request through the driver's own connection, whose
+    sign-in refreshes an expired token (or signs in again); the spec with the new token, or
+    None when the token did not change (the refused calls stay ``Unreachable``)."""
+    mcp = driver.servers.mcp(spec.name)
+    before = mcp.access_token()
+    with contextlib.suppress(ToolError):  # a listing: ``ping`` is gone from 2026-07-28
+        await mcp.request("tools/list", lambda sdk: sdk.list_tools())
+    if mcp.access_token() in (None, before):
+        return None
+    return _spec(driver.servers, driver.bench_type, spec.name, share_credentials=True)
+
+
 def check_cluster(servers: Servers, bench_type: Callable[..., WorkerBench], cluster: Any,
-                  server: str) -> None:
+                  server: str, share_credentials: bool = False) -> None:
     """Refuse, before anything runs, what cannot work: not a Client, or a server that
     cannot travel."""
     if not isinstance(cluster, Client):
@@ -152,7 +193,7 @@ def check_cluster(servers: Servers, bench_type: Callable[..., WorkerBench], clus
                          "made with asynchronous=True)")
     if cluster.status != "running":
         raise ValueError(f"the dask.distributed.Client is {cluster.status}, not running")
-    _spec(servers, bench_type, server)
+    _spec(servers, bench_type, server, share_credentials)
 
 
 @dataclass
@@ -337,11 +378,31 @@ def _result(future: Future[Any]) -> list[tuple[int, Record]] | BaseException:
 async def map_on_cluster(driver: Driver, client: Client, target: Target,
                          calls: list[tuple[int, Any]], *, concurrency: int,
                          progress: bool | None, timeout: float | None,
-                         provenance: Provenance) -> list[Record]:
-    """Run ``calls`` (case index, arguments) on the cluster; records in ``calls`` order."""
+                         provenance: Provenance, share_credentials: bool = False
+                         ) -> list[Record]:
+    """Run ``calls`` (case index, arguments) on the cluster; records in ``calls`` order.
+
+    With shared credentials, the calls a server turned away for the token (a 401: nothing
+    ran) are sent once more, in a job of their own, after the driver's sign-in renewed it;
+    both attempts are in the records."""
     if not calls:
         return []
-    spec = _spec(driver.servers, driver.bench_type, target.tool.server)
+    spec = _spec(driver.servers, driver.bench_type, target.tool.server, share_credentials)
+    job = functools.partial(_job, driver, client, target=target, concurrency=concurrency,
+                            progress=progress, timeout=timeout, provenance=provenance)
+    records = await job(spec, calls)
+    refused = [(index, args) for index, args in calls
+               if spec.shared and records[index].error == TOKEN_REFUSED]
+    renewed = await _renewed(driver, spec) if refused else None
+    if renewed is not None:
+        records.update(await job(renewed, refused))
+    return [records[index] for index, _ in calls]
+
+
+async def _job(driver: Driver, client: Client, spec: ServerSpec, calls: list[tuple[int, Any]],
+               *, target: Target, concurrency: int, progress: bool | None,
+               timeout: float | None, provenance: Provenance) -> dict[int, Record]:
+    """One job on the cluster: its partitions, grants and records, by case index."""
     job, batch = uuid.uuid4().hex, uuid.uuid4().hex
     tool_shown, name_shown = driver.calls.shown(target)
     label = f"map {name_shown} on the cluster"
@@ -388,4 +449,4 @@ async def map_on_cluster(driver: Driver, client: Client, target: Target,
     journal = driver.store.journal
     if journal is not None:
         warn_not_durable(journal, await driver.store.settle(batch), len(calls), label)
-    return [ledger.records[index] for index, _ in calls]
+    return ledger.records

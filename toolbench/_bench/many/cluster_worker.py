@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -43,6 +44,10 @@ TOPIC = "toolbench-grants"
 """The Dask event topic on which workers ask the driver for grants (ids only, no data)."""
 GRANT_WAIT_S = 60.0
 """The most a worker waits for a grant (and never longer than the call's own timeout)."""
+TOKEN_REFUSED = ("not sent: the server refused the access token the driver shared (HTTP 401); "
+                 "the driver refreshes its sign-in and sends the call again")
+"""A shared-credentials call the server turned away before running anything: the driver
+finds its records by this text (``toolbench._bench.many.cluster``)."""
 
 
 class WorkerBench(Protocol):
@@ -74,6 +79,9 @@ class ServerSpec:
     without this module importing the class (the bench layer imports this one)."""
     key: str = field(default="")
     """A digest of everything above: the worker's cache key (not secret-bearing text)."""
+    shared: bool = False
+    """The driver's access token travels in ``options["headers"]`` (``share_credentials``):
+    a 401 is :data:`TOKEN_REFUSED`, and a newer token replaces this server's bench."""
 
     def __repr__(self) -> str:
         return f"ServerSpec({self.name!r})"
@@ -88,6 +96,7 @@ class BenchPlugin(WorkerPlugin):
     def setup(self, worker: Worker) -> None:
         self._lock = threading.Lock()
         self._benches: dict[str, WorkerBench] = {}
+        self._token_keys: dict[str, str] = {}  # server -> the spec key of its newest token
         self.limiters: dict[str, anyio.CapacityLimiter] = {}  # touched on the loop only
 
     async def teardown(self, worker: Worker) -> None:
@@ -104,6 +113,8 @@ class BenchPlugin(WorkerPlugin):
         """This worker's bench for ``spec``, connected (again, if its server failed)."""
         with self._lock:  # one connect at a time per worker: tasks share what it makes
             bench = self._benches.get(spec.key)
+            if bench is None and spec.shared:  # a newer token: the old one's bench goes
+                self._close_other_tokens(spec)
             if bench is None:
                 opts = spec.bench_options
                 bench = spec.bench_type(timeout=opts["timeout"],
@@ -116,6 +127,30 @@ class BenchPlugin(WorkerPlugin):
                 get_loop().run(bench.connections.connect, spec.name, spec.target,
                                spec.namespace, cast("ConnectOptions", dict(spec.options)))
             return bench
+
+
+    def _close_other_tokens(self, spec: ServerSpec) -> None:
+        """A newer shared token for a server: the bench of its older one is closed (under
+        the lock), so a worker holds one connection per signed-in server."""
+        old = self._token_keys.get(spec.name)
+        self._token_keys[spec.name] = spec.key
+        stale = self._benches.pop(old, None) if old is not None else None
+        if stale is not None:
+            with contextlib.suppress(Exception):
+                stale.close()
+
+
+def _refused_token(spec: ServerSpec, error: str | None) -> bool:
+    """Whether a shared-credentials failure is the server turning the token away (401)."""
+    return spec.shared and error is not None and "HTTP 401" in error
+
+
+def _token_refused(record: Record) -> Record:
+    """The record of a call the server turned away for its token: not sent, as a 401 means
+    the server ran nothing; the driver refreshes and sends it again."""
+    return dataclasses.replace(record, ok=False, disposition=Unreachable.disposition.value,
+                               error_type="Unreachable", error=TOKEN_REFUSED, text=None,
+                               structured=None, content=[])
 
 
 class _Granter:
@@ -213,6 +248,8 @@ def run_partition(spec: ServerSpec, job: str, part: int, tool: str, batch: str,
     try:
         bench = plugin.bench(spec)
     except ToolError as exc:  # the server did not start here: nothing was sent
+        if _refused_token(spec, str(exc)):
+            exc = Unreachable(TOKEN_REFUSED)
         return _failed_all(cases, spec, tool, batch, provenance, exc)
     wait = min(bench.connections.timeout if timeout is None else timeout, GRANT_WAIT_S)
     granter = _Granter(job, part, uuid.uuid4().hex, wait)
@@ -253,6 +290,8 @@ async def _run_cases(plugin: BenchPlugin, bench: WorkerBench, spec: ServerSpec, 
                 return
             record, _, _ = await bench.calls.invoke(target, args, batch=batch, timeout=timeout,
                                                provenance=base.with_fields(case=index))
+            if _refused_token(spec, record.error):
+                record = _token_refused(record)
             out.append((index, record))
 
     async with anyio.create_task_group() as tg:

@@ -85,7 +85,8 @@ class ManyFaces:
             retry_in_doubt: bool = False, timeout: float | None = None,
             provenance: Provenance | Mapping[str, Any] | None = None,
             cluster: DaskClient | None = None, retries: int = 0,
-            max_retry_wait: float = 60.0, rate: str | None = None) -> pd.DataFrame:
+            max_retry_wait: float = 60.0, rate: str | None = None,
+            share_credentials: bool = False) -> pd.DataFrame:
         """Call one tool once per argument set, ``concurrency`` at a time; failures are rows.
 
         Failures are rows, never raised. With ``resume=True`` an argument set that already
@@ -102,7 +103,11 @@ class ManyFaces:
         then applies per worker, so up to ``concurrency`` x workers calls are in flight.
         Records, journal, ``resume`` and the progress bar work as on one machine; a worker
         lost mid-job leaves only the calls it may have sent ``in_doubt`` (see
-        ``toolbench._bench.many.cluster``).
+        ``toolbench._bench.many.cluster``). A streamable HTTP or SSE server is reached at its
+        URL with the same headers; a signed-in one only with ``share_credentials=True``, which
+        sends the workers its access token (never the refresh token): a call the server turns
+        away with a 401 is ``Unreachable`` (nothing ran), and is sent once more after this
+        bench's sign-in renewed the token.
 
         Args:
             name: the pegboard name or ``tool://`` reference of the tool.
@@ -120,6 +125,8 @@ class ManyFaces:
             max_retry_wait: the longest wait before a retry, in seconds.
             rate: ``"10/s"``, ``"600/min"``: at most this many calls of this map (its
                 record's ``queued_ms`` is the wait), besides the server's own ``rate``.
+            share_credentials: with ``cluster``, send a signed-in server's access token to
+                the workers (without it such a server is a ``ValueError``).
 
         Returns:
             A records frame, one row per argument set, in the order given.
@@ -135,20 +142,23 @@ class ManyFaces:
         return get_loop().run(self.batches.map, name, cases, concurrency=concurrency,
                               progress=progress, resume=resume, retry_in_doubt=retry_in_doubt,
                               timeout=timeout, provenance=provenance, cluster=cluster,
-                              retries=retries, max_retry_wait=max_retry_wait, rate=rate)
+                              retries=retries, max_retry_wait=max_retry_wait, rate=rate,
+                              share_credentials=share_credentials)
 
     async def amap(self, name: str, cases: Iterable[Mapping[str, Any]], /, *,
                    concurrency: int = 8, progress: bool = True, resume: bool = False,
                    retry_in_doubt: bool = False, timeout: float | None = None,
                    provenance: Provenance | Mapping[str, Any] | None = None,
                    cluster: DaskClient | None = None, retries: int = 0,
-                   max_retry_wait: float = 60.0, rate: str | None = None) -> pd.DataFrame:
+                   max_retry_wait: float = 60.0, rate: str | None = None,
+                   share_credentials: bool = False) -> pd.DataFrame:
         """Awaitable :meth:`map`: the same arguments, result and errors."""
         return await get_loop().arun(self.batches.map, name, cases, concurrency=concurrency,
                                      progress=progress, resume=resume,
                                      retry_in_doubt=retry_in_doubt, timeout=timeout,
                                      provenance=provenance, cluster=cluster, retries=retries,
-                                     max_retry_wait=max_retry_wait, rate=rate)
+                                     max_retry_wait=max_retry_wait, rate=rate,
+                                     share_credentials=share_credentials)
 
     def compare_prompt(self, name: str,
                        cases: Mapping[str, str] | Sequence[Mapping[str, str]] | None = None,

@@ -165,14 +165,18 @@ class Batches:
                    retry_in_doubt: bool = False, timeout: float | None = None,
                    provenance: Provenance | Mapping[str, Any] | None = None,
                    cluster: DaskClient | None = None, retries: int = 0,
-                   max_retry_wait: float = MAX_RETRY_WAIT_S,
-                   rate: str | None = None) -> pd.DataFrame:
+                   max_retry_wait: float = MAX_RETRY_WAIT_S, rate: str | None = None,
+                   share_credentials: bool = False) -> pd.DataFrame:
         """Resumed cases are looked up before anything is sent, so a resumed map never
         calls a case twice, on one machine or on a cluster."""
         self._servers.check_open()
         whole(concurrency, "concurrency")
         retries, max_retry_wait = check_retries(retries), check_max_retry_wait(max_retry_wait)
         parse_rate(rate)
+        if share_credentials is not False and (share_credentials is not True or cluster is None):
+            raise ValueError(f"share_credentials={share_credentials!r}: it is True or False, "
+                             "and True only with cluster= (it sends a signed-in server's "
+                             "access token to the Dask workers)")
         target = self._calls.resolve(name)
         row = self._servers.row(target.tool.server)
         paced = row is not None and row.given is not None and row.given[1].get("rate")
@@ -183,7 +187,8 @@ class Batches:
         if cluster is not None:  # checked before anything runs or ships
             from toolbench._bench.many import cluster as _cluster
 
-            _cluster.check_cluster(self._servers, self._bench_type, cluster, target.tool.server)
+            _cluster.check_cluster(self._servers, self._bench_type, cluster, target.tool.server,
+                                   share_credentials)
         arg_sets = as_cases(cases, {})
         recorded_as = self._resume_tool(target) if resume else target.tool.tool
         slots: list[Record | None] = [None] * len(arg_sets)
@@ -202,7 +207,7 @@ class Batches:
                 cluster, target,
                 [(index, args) for index, _, args in calls],
                 concurrency=concurrency, progress=progress, timeout=timeout,
-                provenance=provenance_of(provenance))
+                provenance=provenance_of(provenance), share_credentials=share_credentials)
         else:
             records = await self.batch(calls, f"map {self._calls.shown(target)[1]}", provenance,
                                         timeout=timeout, progress=progress,

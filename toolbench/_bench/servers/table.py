@@ -56,12 +56,16 @@ def servers_frame(servers: Servers) -> pd.DataFrame:
 
 def _server_warnings(servers: Servers, name: str) -> list[str]:
     """What was skipped or went wrong quietly for one server: tools left out, and a
-    refresh after ``tools/list_changed`` that failed (the old tools stay)."""
+    refresh after ``tools/list_changed`` that failed (the old tools stay), and cache
+    hints that were ignored (``toolbench._transports.mcp.methods.hints``)."""
     found = describe_skipped(servers.pegboard.skipped(name))
     row = servers.row(name)
     mcp = getattr(row.connection, "mcp", None) if row is not None else None
     for tool, why in (mcp.skipped_tools if mcp is not None else []):
         found.append(f"tool {tool!r} skipped: {why}")
+    responses = getattr(mcp, "responses", None)
+    if responses is not None:  # cache hints the server got wrong (ignored, never a stall)
+        found.extend(responses.notes)
     failed = servers.pegboard.refresh_errors.get(name)
     if failed is not None:
         found.append(f"refreshing the tool list failed, the old list stays: {failed}")

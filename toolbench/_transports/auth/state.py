@@ -147,6 +147,9 @@ class AuthState:
         self.closing = False  # stop() ran: a person is not asked (until resume())
         self.outcome: SignInOutcome | None = None  # a redirect came; tokens not yet
         self.failure: str | None = None  # why the last sign-in stopped (until reported)
+        self.signins = 0
+        """Tokens received so far: a ``private`` cached answer is served under the same
+        count only (``toolbench._transports.mcp.methods.hints``), never a token itself."""
         self._rejections: dict[str, tuple[str, int, str]] = {}  # request id -> method, status, why
         # request id -> (method, what it waits for) while its sign-in holds it back; left
         # behind when the request is given up (a timeout), for its error to say why
@@ -234,7 +237,15 @@ class AuthState:
         self._hide(values)
 
     def _tokens(self, tokens: OAuthToken) -> None:
+        self.signins += 1
         self.hide([v for v in (tokens.access_token, tokens.refresh_token) if v])
+
+    def access_token(self) -> str | None:
+        """The access token held now (never the refresh token), or None: what
+        ``share_credentials=True`` sends Dask workers. Shown nowhere."""
+        record = self.storage.current() if self.storage is not None else None
+        token = (record.tokens or {}).get("access_token") if record is not None else None
+        return token if isinstance(token, str) and token else None
 
     # -- what the table shows ---------------------------------------------------------------
     @property

@@ -57,6 +57,7 @@ from toolbench._transports.mcp.methods import completions as _completions
 from toolbench._transports.mcp.methods import listing as _listing
 from toolbench._transports.mcp.methods import resources as _resources
 from toolbench._transports.mcp.methods import subscriptions as _subs
+from toolbench._transports.mcp.methods.hints import ResponseCache
 from toolbench._transports.mcp.recovery import Recovery
 from toolbench._transports.mcp.session import Status, TransportName
 from toolbench._transports.notifications import Notifications, send_log_level
@@ -157,7 +158,9 @@ class McpClient(Lifecycle, Requests):
         self._task_tools: frozenset[str] = frozenset()  # tools that run only as tasks
         self.skipped_tools: list[tuple[str, str]] = []
         """``(name, reason)`` of each tool the last listing skipped as unreadable."""
-        self._events = Events(self.name)  # list changes and reconnects, coalesced
+        self.responses = ResponseCache(self.name, lambda: (  # as the servers' cache hints say
+            self._server_info.get("protocol"), self._auth.signins if self._auth else 0))
+        self._events = Events(self.name, self.responses.changed)  # list changes, reconnects
         self._subscribed: set[str] = set()  # resource URIs, subscribed again on reconnect
         self.connects = 0  # connections that became ready (the "connected" event's count)
         self._env = _string_map("env", env)
@@ -235,9 +238,11 @@ class McpClient(Lifecycle, Requests):
     @property
     def auth_text(self) -> str:
         """The ``auth`` column: ``none``, ``headers``, ``oauth (expires in 12 min)``..."""
-        if self._auth is None:
-            return "none"
-        return self._auth.describe()
+        return "none" if self._auth is None else self._auth.describe()
+
+    def access_token(self) -> str | None:
+        """The sign-in's access token, for ``map(cluster=, share_credentials=True)`` only."""
+        return None if self._auth is None else self._auth.access_token()
 
     @property
     def target_text(self) -> str:

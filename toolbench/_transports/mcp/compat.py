@@ -30,8 +30,11 @@ def complete_by_default(raw: object) -> object:
     return raw
 
 
-def default_result_type(client: Client) -> bool:
-    """Make ``client``'s session read a missing ``resultType`` as the spec says.
+def default_result_type(client: Client,
+                        received: Callable[[str, Any], None] | None = None) -> bool:
+    """Make ``client``'s session read a missing ``resultType`` as the spec says; and hand
+    each result to ``received(method, raw)`` first (the cache hints, read and made safe
+    before the SDK's check: ``toolbench._transports.mcp.methods.hints``).
 
     True when the session was patched (a 2026-07-28 connection whose session sends through a
     dispatcher); False when there is nothing to do.
@@ -45,7 +48,10 @@ def default_result_type(client: Client) -> bool:
 
     async def send_raw_request(method: str, params: Mapping[str, Any] | None,
                                opts: Any = None) -> Any:
-        return complete_by_default(await send(method, params, opts))
+        raw = complete_by_default(await send(method, params, opts))
+        if received is not None:
+            received(method, raw)
+        return raw
 
     # The SDK has no hook between receiving a result and checking it; its session sends every
     # request (calls, listings, input-required retries) through this one method.

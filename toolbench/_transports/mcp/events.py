@@ -41,8 +41,10 @@ Listener = Callable[[str], Awaitable[None]]
 class Events:
     """Listeners per kind, and their coalesced rounds (touched on the loop only)."""
 
-    def __init__(self, server: str) -> None:
+    def __init__(self, server: str,
+                 on_fire: Callable[[EventKind], None] | None = None) -> None:
         self.server = server
+        self._on_fire = on_fire  # told first, even with no listener (the cache forgets)
         self._listeners: dict[EventKind, list[Listener]] = {kind: [] for kind in EVENT_KINDS}
         self._running: set[EventKind] = set()
         self._pending: set[EventKind] = set()
@@ -72,6 +74,8 @@ class Events:
         there is nothing to run): whoever must not go on before the listeners have, waits on
         it (bounded).
         """
+        if self._on_fire is not None:
+            self._on_fire(kind)
         if task_group is None or not self._listeners[kind]:
             return None
         done = anyio.Event()

@@ -65,6 +65,7 @@ from toolbench._transports.mcp.compat import default_result_type
 from toolbench._transports.mcp.errors import handshake_refused
 from toolbench._transports.mcp.events import Events
 from toolbench._transports.mcp.methods import subscriptions as _subs
+from toolbench._transports.mcp.methods.hints import ResponseCache
 from toolbench._transports.mcp.methods.receiver import TaskClient
 from toolbench._transports.mcp.not_mcp import not_an_mcp_server
 from toolbench._transports.mcp.recovery import Recovery
@@ -104,6 +105,7 @@ class Lifecycle:
     _max_message_bytes: int
     _max_tools: int
     _events: Events
+    responses: ResponseCache
     _subscribed: set[str]
     _env: dict[str, str]
     _headers: dict[str, str]
@@ -346,8 +348,7 @@ class Lifecycle:
             message_handler=lambda message: self._on_message(conn, message),
             client_info=types.Implementation(name="toolbench", version=__version__),
             **(self._requests.callbacks(self.name) if self._requests is not None else {}),
-            **(self._notifications.callbacks(self.name)
-               if self._notifications is not None else {}),
+            **(self._notifications.callbacks(self.name) if self._notifications is not None else {}),
         )
         try:
             await stack.enter_async_context(client)
@@ -366,7 +367,7 @@ class Lifecycle:
         # could stall the shared loop there. Our bounded check replaces it on this session
         # (the SDK has no public switch).
         client.session.validate_tool_result = self._check_output  # type: ignore[method-assign]
-        default_result_type(client)
+        default_result_type(client, self.responses.received)
         self._server_info = about(client)
         async with anyio.create_task_group() as task_group:
             conn.task_group = task_group

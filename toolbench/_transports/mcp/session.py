@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from toolbench._core.errors import ToolError
     from toolbench._core.ids import ToolId
     from toolbench._core.redact import Redactor
+    from toolbench._transports.mcp.methods.hints import ResponseCache
 
 T = TypeVar("T")
 
@@ -59,6 +60,8 @@ class McpSession(Protocol):
 
     name: str
     _redact: Redactor
+    responses: ResponseCache
+    """Fresh answers kept as the server's cache hints say (``methods.hints``)."""
 
     @property
     def timeout(self) -> float:

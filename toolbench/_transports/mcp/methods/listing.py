@@ -28,6 +28,7 @@ from toolbench._core.client import ToolSpec
 from toolbench._core.errors import Malformed, Unreachable
 from toolbench._core.offload import off_loop
 from toolbench._transports.mcp import about as mcp_about
+from toolbench._transports.mcp.methods import hints as _hints
 from toolbench._transports.mcp.methods.tasks import requires_task
 from toolbench._transports.wire.limits import oversize
 
@@ -90,9 +91,23 @@ async def paginate(mcp: McpSession, what: str, method: str,
 
 async def list_tools(mcp: McpSession, server: str) -> ToolListing:
     """Every tool of ``server`` (see :meth:`McpClient.list_tools`), never from the SDK's cache,
-    with the output schemas, the task-only tools and what was skipped (the client keeps them)."""
+    with the output schemas, the task-only tools and what was skipped (the client keeps them).
+    Within the freshness the server's cache hints gave the last listing (2026-07-28), that
+    listing is served again and nothing is sent (``methods.hints``)."""
     mcp.check_server(server)
+    kept = mcp.responses.get("tools/list", "")
+    if kept is not None:
+        return cast(ToolListing, kept)
+    with _hints.capture() as got:
+        listing, pages = await _list_tools(mcp)
+    if len(got) == pages:  # a hint per page read, else nothing is known to be fresh
+        mcp.responses.put("tools/list", "", listing, _hints.combined(got))
+    return listing
+
+
+async def _list_tools(mcp: McpSession) -> tuple[ToolListing, int]:
     client = await mcp._client(None)
+    pages = 0
     unreadable: list[tuple[str, str]] = []  # tools the SDK's page validation would reject
 
     async def page(cursor: str | None) -> tuple[list[types.Tool], str | None]:
@@ -105,6 +120,8 @@ async def list_tools(mcp: McpSession, server: str) -> ToolListing:
                 raise Unreachable(f"discovering the tools of {mcp.name!r} failed: "
                                   f"{error.detail}") from mcp._redact.cause(exc)
             raise error from mcp._redact.cause(exc)
+        nonlocal pages
+        pages += 1
         unreadable.extend(skipped)
         return listed.tools, listed.next_cursor
 
@@ -115,7 +132,7 @@ async def list_tools(mcp: McpSession, server: str) -> ToolListing:
         {s.name: s.output_schema for s in specs if s.output_schema is not None},
         frozenset(tool.name for tool in tools if requires_task(tool)),
         unreadable,
-    )
+    ), pages
 
 
 def spec(tool: types.Tool) -> ToolSpec:

@@ -33,6 +33,7 @@ from toolbench._core.contents import PromptResult, ReadResult
 from toolbench._core.errors import Malformed, Refused
 from toolbench._core.ids import Provenance
 from toolbench._transports.mcp import about as mcp_about
+from toolbench._transports.mcp.methods import hints as _hints
 from toolbench._transports.mcp.methods.listing import paginate
 
 if TYPE_CHECKING:
@@ -56,14 +57,25 @@ async def _list_all(mcp: McpSession, server: str, what: str, method: str, field:
                     page: Callable[[Client, str | None], Awaitable[Any]],
                     row: Callable[[Any], dict[str, Any]]) -> list[dict[str, Any]]:
     """Every item of a listing, through the one paginator (``listing.paginate``); each
-    page is one request in the client's envelope."""
+    page is one request in the client's envelope. Within the freshness the server's cache
+    hints gave the last listing, that one is served again and nothing is sent."""
     mcp.check_server(server)
+    kept = mcp.responses.get(method, "")
+    if kept is not None:
+        return cast("list[dict[str, Any]]", kept)
+    pages = 0
 
     async def one(cursor: str | None) -> tuple[list[dict[str, Any]], str | None]:
+        nonlocal pages
         answer = await mcp.request(method, functools.partial(_page, page, cursor), offers=what)
+        pages += 1
         return [row(item) for item in getattr(answer, field) or []], answer.next_cursor
 
-    return await paginate(mcp, what, method, one)
+    with _hints.capture() as got:
+        rows = await paginate(mcp, what, method, one)
+    if len(got) == pages:  # a hint per page read, else nothing is known to be fresh
+        mcp.responses.put(method, "", rows, _hints.combined(got))
+    return rows
 
 
 async def _page(page: Callable[[Client, str | None], Awaitable[Any]], cursor: str | None,
@@ -143,9 +155,13 @@ async def read_resource(mcp: McpSession, server: str, uri: str, *, timeout: floa
         shown = _html.shorten(repr(uri), 80)
         raise Refused(f"a resource URI is a non-empty str of at most {MAX_URI_CHARS:,} "
                       f"characters, not {shown}; nothing was sent")
-    raw, latency = await _fetch(
-        mcp, "resources/read", "resources", timeout, provenance,
-        lambda sdk, meta: sdk.read_resource(uri, meta=meta))
+    kept = mcp.responses.get("resources/read", uri)
+    if kept is not None:  # fresh as the server's hint said: nothing is sent
+        return ReadResult(uri, cast("list[dict[str, Any]]", kept), mcp.name, 0.0)
+    with _hints.capture() as got:
+        raw, latency = await _fetch(
+            mcp, "resources/read", "resources", timeout, provenance,
+            lambda sdk, meta: sdk.read_resource(uri, meta=meta))
     contents = _dumped(raw.contents,
                        f"resources/read answer for {_html.shorten(uri, 200)!r}")
     size = sum(len(str(c.get("text") or c.get("blob") or "")) for c in contents)
@@ -153,6 +169,8 @@ async def read_resource(mcp: McpSession, server: str, uri: str, *, timeout: floa
         raise Malformed(f"resource {_html.shorten(uri, 200)!r} of {mcp.name!r} is {size:,} "
                         f"characters, more than max_message_bytes="
                         f"{mcp.max_message_bytes:,}; it is not kept")
+    if len(got) == 1:  # one answer, and its hint (an input_required round: none kept)
+        mcp.responses.put("resources/read", uri, contents, got[0])
     return ReadResult(uri, contents, mcp.name, latency)
 
 

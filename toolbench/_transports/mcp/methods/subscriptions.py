@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
     from toolbench._core.redact import Redactor
     from toolbench._transports.mcp.events import Events
+    from toolbench._transports.mcp.methods.hints import ResponseCache
     from toolbench._transports.notifications import Notifications
 
 logger = logging.getLogger(__name__)
@@ -67,6 +68,7 @@ class Streams(Protocol):
     name: str
     _subscribed: set[str]
     _events: Events
+    responses: ResponseCache
     _notifications: Notifications | None
     _redact: Redactor
     _timeout: float
@@ -96,7 +98,9 @@ def check_uri(server: str, uri: object) -> str:
 
 
 def resource_updated(mcp: Streams, uri: Any) -> None:
-    """Log one update as a ``bench.logs`` row (kind ``resource_updated``)."""
+    """Log one update as a ``bench.logs`` row (kind ``resource_updated``); a cached read
+    of it is stale at once."""
+    mcp.responses.updated(str(uri))
     if mcp._notifications is None:
         return
     text = _html.shorten(str(uri), 2_000)
