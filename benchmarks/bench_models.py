@@ -29,6 +29,7 @@ import json
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -261,8 +262,9 @@ def run_steps(runs: int = 20, steps: int = 10, rounds: int = 5) -> dict[str, Any
         name="thread")
     refused = tb.ScriptedModel([{"tool": "geo-teleport"}] * steps + ["done"], name="refused")
     found: dict[str, dict[str, list[float]]] = {}
-    targets = {"in process": geo.create, "stdio": lambda: [sys.executable, "-m",
-                                                           "toolbench.demo.geo"]}
+    targets: dict[str, Callable[[], Any]] = {
+        "in process": geo.create,
+        "stdio": lambda: [sys.executable, "-m", "toolbench.demo.geo"]}
     for where, target in targets.items():
         with tb.Bench() as bench:
             bench.connect("geo", target())

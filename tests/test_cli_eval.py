@@ -101,3 +101,39 @@ def test_bad_input_is_a_usage_error_before_anything_runs(project: Path) -> None:
     out = run(["eval", "cases.json", "--model", "stand_in:answer", "--fail-under", "90"],
               project)
     assert out.returncode == 2 and "a pass rate from 0 to 1" in out.stderr
+
+
+LOOKUP = textwrap.dedent('''
+    """Looks up the number at the end of the prompt on the limited server, then answers."""
+    def ask(messages, tools):
+        if messages[-1]["role"] == "tool":
+            return {"role": "assistant", "content": "done"}
+        n = int(messages[-1]["content"].split()[-1])
+        return {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "1", "type": "function",
+             "function": {"name": "lim-lookup", "arguments": {"n": n}}}]}
+''')
+
+
+@pytest.mark.slow
+def test_retries_and_rate_reach_the_tool_calls_of_an_eval(project: Path) -> None:
+    from tests.serving import limited_server, limited_stats
+
+    (project / "lookup.py").write_text(LOOKUP)
+    (project / "lim.json").write_text(json.dumps([
+        {"id": f"c{n}", "prompt": f"look up {n}",
+         "expect": [{"tool": "lookup", "arguments": {"n": n}}]} for n in range(3)]))
+    with limited_server("--rate", "4", "--burst", "1", "--retry-after", "0.05") as url:
+        (project / "mcp.json").write_text(json.dumps({"mcpServers": {"lim": {"url": url}}}))
+        out = run(["eval", "lim.json", "--model", "lookup:ask", "--config", "mcp.json",
+                   "--steps", "2", "--retries", "50", "--fail-under", "1", "--json"], project)
+        stats = limited_stats(url)
+    assert out.returncode == 0, out.stderr
+    assert [r["passed"] for r in json.loads(out.stdout)["rows"]] == [True] * 3
+    # Three rows at once on a server with room for one: 429s, retried, none run twice.
+    assert stats["served"] == 3 and stats["repeated"] == 0 and stats["limited"] >= 1
+    for bad, said in ((["--retries", "-1"], "--retries -1: a whole number, 0 or more"),
+                      (["--rate", "fast"], "--rate 'fast': a rate is a text")):
+        out = run(["eval", "lim.json", "--model", "lookup:ask", "--config", "mcp.json", *bad],
+                  project)
+        assert out.returncode == 2 and said in out.stderr, out.stderr

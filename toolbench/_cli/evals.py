@@ -41,6 +41,7 @@ examples:
   toolbench eval cases.yaml --model mymodels:gpt4o
   toolbench eval cases.json --model mymodels:gpt4o --server mine --fail-under 0.9
   toolbench eval cases.json --model mymodels:gpt4o --repeats 3 --json > eval.json
+  toolbench eval cases.json --model mymodels:gpt4o --steps 4 --retries 5 --rate 10/s
 
 exit status:
   0  every server's pass rate is at least --fail-under (or no --fail-under)
@@ -68,6 +69,12 @@ def add(sub: Commands, servers: argparse.ArgumentParser) -> None:
                         "no tool")
     p.add_argument("--concurrency", type=int, default=4, metavar="N",
                    help="model requests in flight at once (default 4)")
+    p.add_argument("--retries", type=int, default=0, metavar="N",
+                   help="with --steps > 1: try a tool call again up to N times when the "
+                        "server was busy (HTTP 429/503 before it ran anything; default 0)")
+    p.add_argument("--rate", default=None, metavar="R",
+                   help="with --steps > 1: at most R tool calls per server, e.g. 10/s or "
+                        "600/min (default: no limit)")
     p.add_argument("--journal", default=None, metavar="FILE",
                    help="append each finished row to FILE (e.g. eval.jsonl)")
     p.add_argument("--resume", action="store_true",
@@ -115,10 +122,17 @@ def load_model(spec: str) -> Any:
 
 def evaluate(args: argparse.Namespace) -> int:
     """Start the servers, evaluate, print; the exit status says whether to fail CI."""
+    from toolbench._bench.calls.retry import check_retries
     from toolbench._bench.models.cases import read_cases
+    from toolbench._core.rates import parse_rate
 
     if args.resume and args.journal is None:
         raise UsageError("--resume needs --journal FILE")
+    try:  # before a server starts; evaluate checks them again by the same rules
+        check_retries(args.retries)
+        parse_rate(args.rate)
+    except ValueError as exc:
+        raise UsageError(f"--{str(exc).removeprefix('invalid ')}") from exc
     source = source_of(args)
     names: list[str] = list(dict.fromkeys(args.server))
     for name in names:
@@ -137,7 +151,8 @@ def evaluate(args: argparse.Namespace) -> int:
             return EXIT_FAILED
         rows = bench.evaluate(model, cases, servers=up, repeats=args.repeats,
                               steps=args.steps, concurrency=args.concurrency,
-                              journal=args.journal, resume=args.resume, progress=False)
+                              journal=args.journal, resume=args.resume, progress=False,
+                              retries=args.retries, rate=args.rate)
     scores = rows.tb.scores()
     under = [] if args.fail_under is None else [
         str(s) for s, rate in zip(scores.index, scores["pass_rate"], strict=True)

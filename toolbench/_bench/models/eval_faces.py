@@ -29,7 +29,8 @@ class EvalFaces:
                  repeats: int = 1, steps: int = 1, concurrency: int = 4,
                  journal: str | os.PathLike[str] | None = None, resume: bool = False,
                  model_timeout: float = 120.0, progress: bool | None = None,
-                 cluster: DaskClient | None = None) -> pd.DataFrame:
+                 cluster: DaskClient | None = None, retries: int = 0,
+                 max_retry_wait: float = 60.0, rate: str | None = None) -> pd.DataFrame:
         """Run every case against every server that has its tools; one row per case x server
         x repeat, scored.
 
@@ -60,6 +61,15 @@ class EvalFaces:
                 journal and the result as on one machine. ``steps=1`` only: a step-1 row needs
                 no connection; tool calls on the workers are not supported. The model travels
                 pickled (a notebook's function by value, a module's by reference).
+            retries: with ``steps>1``, how many times to try again a tool call that did not
+                happen because the server was busy or away (HTTP 429/503 before it ran
+                anything), as ``map`` does; a call that may have run is never retried.
+                Tool calls only: a model's own failure is the row's ``error`` (a resumed
+                eval asks again), and ``steps=1`` sends nothing, so it has no effect there.
+            max_retry_wait: the longest wait before a retry, in seconds.
+            rate: with ``steps>1``, at most this many tool calls per server (``"10/s"``,
+                ``"600/min"``), one bucket per server shared by every row of the eval;
+                each record's ``queued_ms`` says how long its call waited. Tool calls only.
 
         Returns:
             An eval frame: ``case``, ``server``, ``repeat``, ``expected``, ``called``,
@@ -72,7 +82,9 @@ class EvalFaces:
             CaseError: a case with an unknown key, no prompt, or a tool no server has (a
                 ValueError naming the case and the key).
             ValueError: an unknown server, a bad number, ``resume`` without ``journal``, a
-                journal file that is not an eval journal, or ``cluster`` with ``steps>1``.
+                journal file that is not an eval journal, ``cluster`` with ``steps>1`` or
+                with ``retries``/``rate``, or a bad ``retries``, ``max_retry_wait`` or
+                ``rate`` (the rules of ``map``).
 
         Example:
             >>> model = tb.ScriptedModel([{"tool": "geo-distance",
@@ -84,17 +96,21 @@ class EvalFaces:
         return get_loop().run(self.evals.evaluate, model, cases, servers, repeats=repeats,
                               steps=steps, concurrency=concurrency, journal=journal,
                               resume=resume, model_timeout=model_timeout, progress=progress,
-                              cluster=cluster)
+                              cluster=cluster, retries=retries,
+                              max_retry_wait=max_retry_wait, rate=rate)
 
     async def aevaluate(self, model: Any, cases: Any,
                         servers: Iterable[str] | str | None = None, *, repeats: int = 1,
                         steps: int = 1, concurrency: int = 4,
                         journal: str | os.PathLike[str] | None = None, resume: bool = False,
                         model_timeout: float = 120.0, progress: bool | None = None,
-                        cluster: DaskClient | None = None) -> pd.DataFrame:
+                        cluster: DaskClient | None = None, retries: int = 0,
+                        max_retry_wait: float = 60.0,
+                        rate: str | None = None) -> pd.DataFrame:
         """Awaitable :meth:`evaluate`: the same arguments, result and errors."""
         return await get_loop().arun(self.evals.evaluate, model, cases, servers,
                                      repeats=repeats, steps=steps, concurrency=concurrency,
                                      journal=journal, resume=resume,
                                      model_timeout=model_timeout, progress=progress,
-                                     cluster=cluster)
+                                     cluster=cluster, retries=retries,
+                                     max_retry_wait=max_retry_wait, rate=rate)

@@ -8,7 +8,9 @@ comparison as ``compare``, with a model choosing), ``repeats`` times. Each run i
 them, names mapped back), scores its first reply and executes nothing: the cheap, safe eval of
 tool choice and arguments. ``steps>1`` is a real run (``Runs.arun``): every call goes through
 the bench (egress, pins, the argument check, the journal, a record with provenance ``case``,
-``eval``, ``repeat``), and every call the model made in the run is scored.
+``eval``, ``repeat``), and every call the model made in the run is scored. ``retries`` and
+``rate`` apply to those calls (``steps=1`` sends none): one bucket per server for the whole
+eval, shared by its rows, so ``concurrency`` runs together keep to the rate.
 
 Why workers pulling from one queue: ``concurrency`` asks are in flight at once, never more,
 whatever the number of cases, so 10,000 cases hold 10,000 small rows and ``concurrency``
@@ -33,6 +35,12 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from toolbench._bench.calls.retry import (
+    MAX_RETRY_WAIT_S,
+    batch_buckets,
+    check_max_retry_wait,
+    check_retries,
+)
 from toolbench._bench.models.cases import Case, CaseError, as_cases
 from toolbench._bench.models.eval_journal import EvalJournal, Key, fingerprint, key_of
 from toolbench._bench.models.model import ModelFailed, ask, model_name
@@ -69,7 +77,9 @@ class RunsLike(Protocol):
                    servers: Iterable[str] | None = ..., max_steps: int = ...,
                    model_timeout: float = ...,
                    provenance: Mapping[str, Any] | None = ...,
-                   specs: ToolSpecs | None = ...) -> Run: ...
+                   specs: ToolSpecs | None = ..., retries: int = ...,
+                   max_retry_wait: float = ..., buckets: Mapping[str, Any] | None = ...,
+                   ) -> Run: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +148,9 @@ class Evals:
                        *, repeats: int = 1, steps: int = 1, concurrency: int = 4,
                        journal: str | os.PathLike[str] | None = None, resume: bool = False,
                        model_timeout: float = 120.0, progress: bool | None = None,
-                       cluster: DaskClient | None = None) -> pd.DataFrame:
+                       cluster: DaskClient | None = None, retries: int = 0,
+                       max_retry_wait: float = MAX_RETRY_WAIT_S,
+                       rate: str | None = None) -> pd.DataFrame:
         """One row per case x server x repeat, in that order (see the module's docstring)."""
         self._servers.check_open()
         if not callable(model):
@@ -148,6 +160,13 @@ class Evals:
         whole(steps, "steps")
         whole(concurrency, "concurrency")
         timeout = seconds(model_timeout, "model_timeout")
+        retries, max_retry_wait = check_retries(retries), check_max_retry_wait(max_retry_wait)
+        buckets = batch_buckets(rate, self._servers.names())  # checks the rate
+        if cluster is not None and (retries or rate is not None):
+            raise ValueError("evaluate(cluster=...) takes no retries= or rate=: a cluster runs "
+                             "steps=1 only, which sends no tool call to retry or pace; drop "
+                             "them, or run the eval without the cluster")
+        send = {"retries": retries, "max_retry_wait": max_retry_wait, "buckets": buckets}
         if resume and journal is None:
             raise ValueError("resume=True needs journal=: the file the earlier eval wrote its "
                              "rows to")
@@ -165,7 +184,7 @@ class Evals:
             if book is not None:
                 book.warn_damaged()  # on the loop, where the eval's other warnings are
             rows = await self._rows(model, plan, steps, concurrency, timeout, book, progress,
-                                    cluster)
+                                    cluster, send)
         finally:
             if book is not None:
                 book.close()
@@ -175,7 +194,7 @@ class Evals:
 
     async def _rows(self, model: Any, plan: Plan, steps: int, concurrency: int,
                     timeout: float, book: EvalJournal | None, progress: bool | None,
-                    cluster: DaskClient | None) -> list[dict[str, Any]]:
+                    cluster: DaskClient | None, send: dict[str, Any]) -> list[dict[str, Any]]:
         slots: list[dict[str, Any] | None] = [None] * len(plan.units)
         todo: list[tuple[int, Key]] = []
         for index, key in enumerate(plan.keys):
@@ -213,7 +232,7 @@ class Evals:
                         row = await first_reply(model, case, offer, repeat, timeout, counter)
                     else:
                         row = await self._run(model, case, offer, repeat, steps, timeout,
-                                              eval_id, counter)
+                                              eval_id, counter, send)
                     finished(index, row)
 
                 await bounded([index for index, _ in todo], one, concurrency)
@@ -222,12 +241,15 @@ class Evals:
         return [row for row in slots if row is not None]
 
     async def _run(self, model: Any, case: Case, offer: Offer, repeat: int, steps: int,
-                   timeout: float, eval_id: str, counter: Counting) -> dict[str, Any]:
-        """``steps>1``: a real run on this server's tools; every call it made is scored."""
+                   timeout: float, eval_id: str, counter: Counting,
+                   send: dict[str, Any]) -> dict[str, Any]:
+        """``steps>1``: a real run on this server's tools; every call it made is scored.
+        ``send``: the eval's ``retries``, ``max_retry_wait`` and shared ``buckets``."""
         assert self._runs is not None
         run = await self._runs.arun(
             model, case.prompt, servers=[offer.server], max_steps=steps, model_timeout=timeout,
-            provenance={"case": case.id, "eval": eval_id, "repeat": repeat}, specs=offer.specs)
+            provenance={"case": case.id, "eval": eval_id, "repeat": repeat}, specs=offer.specs,
+            **send)
         called = []
         model_ms = tool_ms = 0.0
         replies = 0

@@ -28,7 +28,8 @@ class RunFaces:
             tools: str | Iterable[str] | None = None, system: str | None = None,
             max_steps: int = 8, model_timeout: float = 120.0, max_result_chars: int = 20_000,
             provenance: Mapping[str, Any] | None = None,
-            specs: ToolSpecs | None = None) -> Run:
+            specs: ToolSpecs | None = None, retries: int = 0, max_retry_wait: float = 60.0,
+            rate: str | None = None) -> Run:
         """Hand the bench's tools to ``model`` and let it work on ``prompt``, step by step.
 
         Each step asks the model for its next message, then runs every tool call it made
@@ -62,6 +63,16 @@ class RunFaces:
             provenance: more fields recorded with each call (e.g. ``{"case": "c1"}``).
             specs: the tools to offer, as ``bench.tool_specs(format="openai")`` made them
                 (instead of ``servers``/``tools``).
+            retries: how many times to try again a tool call that did not happen because
+                the server was busy or away (HTTP 429/503 before it ran anything, a refused
+                reconnect), as ``call`` and ``map`` do; a call that may have run is never
+                retried. Each attempt is its own record in ``bench.records``; the run keeps
+                the last (``attempts``, and ``provenance["retried"]``).
+            max_retry_wait: the longest wait before a retry, in seconds (a server's
+                ``Retry-After`` is honoured up to it).
+            rate: at most this many of the run's tool calls per server (``"10/s"``,
+                ``"600/min"``), one bucket per server for the whole run; a call waits its
+                turn within its timeout, and its record's ``queued_ms`` says how long.
 
         Returns:
             A ``Run``: ``messages``, ``steps`` (DataFrame), ``calls`` (its records),
@@ -69,7 +80,8 @@ class RunFaces:
             transcript with a card per tool call.
 
         Raises:
-            TypeError, ValueError: a bad argument (the message names it), or a server or
+            TypeError, ValueError: a bad argument (the message names it: ``retries``,
+                ``max_retry_wait`` and ``rate`` by the rules of ``map``), or a server or
                 tool to offer that is not on the bench.
 
         Example:
@@ -81,7 +93,8 @@ class RunFaces:
         return get_loop().run(self.runs.arun, model, prompt, servers=servers, tools=tools,
                               system=system, max_steps=max_steps, model_timeout=model_timeout,
                               max_result_chars=max_result_chars, provenance=provenance,
-                              specs=specs)
+                              specs=specs, retries=retries, max_retry_wait=max_retry_wait,
+                              rate=rate)
 
     async def arun(self, model: Callable[..., Any], prompt: str | list[dict[str, Any]], *,
                    servers: str | Iterable[str] | None = None,
@@ -89,10 +102,12 @@ class RunFaces:
                    max_steps: int = 8, model_timeout: float = 120.0,
                    max_result_chars: int = 20_000,
                    provenance: Mapping[str, Any] | None = None,
-                   specs: ToolSpecs | None = None) -> Run:
+                   specs: ToolSpecs | None = None, retries: int = 0,
+                   max_retry_wait: float = 60.0, rate: str | None = None) -> Run:
         """Awaitable :meth:`run`: the same arguments, result and errors."""
         return await get_loop().arun(self.runs.arun, model, prompt, servers=servers,
                                      tools=tools, system=system, max_steps=max_steps,
                                      model_timeout=model_timeout,
                                      max_result_chars=max_result_chars, provenance=provenance,
-                                     specs=specs)
+                                     specs=specs, retries=retries,
+                                     max_retry_wait=max_retry_wait, rate=rate)

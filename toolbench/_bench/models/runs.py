@@ -5,7 +5,9 @@ with the offered tools in the OpenAI format (``specs.py``); send each tool call 
 through ``Calls.invoke``, the one path of every call, so egress, pins, the argument check,
 the journal and the record all apply, with provenance ``{"run", "step", "model"}``; hand
 each outcome back as a tool message (``run.py``); stop when the model answers without a tool
-call, at ``max_steps``, or when the model fails. A call the model was not offered, or whose
+call, at ``max_steps``, or when the model fails. ``retries`` and ``rate`` are ``map``'s
+(checked by the same rules, ``calls/retry.py``), with one batch bucket per server made once
+per run, so a run's calls keep to the rate together. A call the model was not offered, or whose
 arguments cannot be used, is refused here: never sent, but recorded (as ``Calls`` records a
 refusal before sending) and told to the model. A model's failure is the run's ``error``;
 nothing raises out of a run but a mistake in its own arguments (or an interrupt).
@@ -23,6 +25,12 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from toolbench._bench.calls.calling import provenance_of
+from toolbench._bench.calls.retry import (
+    MAX_RETRY_WAIT_S,
+    batch_buckets,
+    check_max_retry_wait,
+    check_retries,
+)
 from toolbench._bench.journal.record import Record, make_record, new_call_id, utcnow
 from toolbench._bench.models.model import ModelFailed, ToolCall, ask, model_name
 from toolbench._bench.models.run import (
@@ -42,6 +50,7 @@ if TYPE_CHECKING:
     from toolbench._bench.servers.naming import Target
     from toolbench._bench.servers.servers import Servers
     from toolbench._core.client import Result, ToolSpec
+    from toolbench._core.rates import TokenBucket
     from toolbench._routing.pegboard import PegBoard, PegEntry
 
 __all__ = ["MAX_STEPS_LIMIT", "NO_SERVER", "Runs", "offered_tools"]
@@ -80,8 +89,13 @@ class Runs:
                    max_steps: int = 8, model_timeout: float = 120.0,
                    max_result_chars: int = 20_000,
                    provenance: Mapping[str, Any] | None = None,
-                   specs: ToolSpecs | None = None) -> Run:
-        """Run the loop; the :class:`Run` says how it ended (a model's failure included)."""
+                   specs: ToolSpecs | None = None, retries: int = 0,
+                   max_retry_wait: float = MAX_RETRY_WAIT_S, rate: str | None = None,
+                   buckets: Mapping[str, TokenBucket] | None = None) -> Run:
+        """Run the loop; the :class:`Run` says how it ended (a model's failure included).
+
+        ``buckets`` (an eval's, one per server for all its rows) stands in for ``rate``'s own.
+        """
         self._servers.check_open()
         if not callable(model):
             raise TypeError(f"model is a function(messages, tools), not "
@@ -93,6 +107,11 @@ class Runs:
                 or not math.isfinite(model_timeout) or model_timeout <= 0):
             raise ValueError(f"model_timeout is a positive, finite number of seconds, not "
                              f"{model_timeout!r}")
+        retries, max_retry_wait = check_retries(retries), check_max_retry_wait(max_retry_wait)
+        if buckets is None:  # checks the rate; made once, before anything runs
+            buckets = batch_buckets(rate, self._servers.names())
+        elif rate is not None:
+            raise ValueError("give a run rate= or buckets=, not both")
         extra = Provenance.from_dict(provenance).as_dict()  # checked before anything runs
         if specs is None:
             specs = self.specs(servers, tools)
@@ -120,13 +139,19 @@ class Runs:
             run.rows.append(Step(step, "model", ms=turn.model_ms, tokens=tokens))
             prov = provenance_of({**base, "step": step})
             for call in turn.tool_calls:
-                await self._tool(run, step, call, specs, prov, max_result_chars)
+                await self._tool(run, step, call, specs, prov, max_result_chars,
+                                 retries=retries, max_retry_wait=max_retry_wait,
+                                 buckets=buckets)
         run.stopped = "max_steps"
         return run
 
     async def _tool(self, run: Run, step: int, call: ToolCall, specs: ToolSpecs,
-                    prov: Provenance, max_chars: int) -> None:
-        """One tool call of the model: refused here, or sent through ``Calls.invoke``."""
+                    prov: Provenance, max_chars: int, *, retries: int, max_retry_wait: float,
+                    buckets: Mapping[str, TokenBucket]) -> None:
+        """One tool call of the model: refused here, or sent through ``Calls.invoke`` (with
+        the run's retries, and its bucket for the call's server). With retries, the record
+        kept here is the last attempt's (``attempts``; ``provenance["retried"]`` lists the
+        others, which ``bench.records`` holds like any call's)."""
         name = specs.pegboard_name(call.name)
         wanted = name if name is not None else call.name
         target: Target | None = None
@@ -156,7 +181,8 @@ class Runs:
             return
         assert target is not None and call.arguments is not None
         record, result, error = await self._calls.invoke(
-            target, call.arguments, batch=None, timeout=None, provenance=prov)
+            target, call.arguments, batch=None, timeout=None, provenance=prov, retries=retries,
+            max_retry_wait=max_retry_wait, rate=buckets.get(target.tool.server))
         if result is not None and error is None and self._attach is not None:
             try:
                 await self._attach(self._entry(target), record, result)
