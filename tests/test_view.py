@@ -20,7 +20,8 @@ def test_result_app_is_an_appview_with_the_policy_applied() -> None:
         assert view.sandbox == "allow-scripts" and view.allow == "clipboard-write"
         assert view.border is True and 40 <= view.height <= 4000
         assert (view.uri, view.server, view.tool) == ("ui://clock/view.html", "app", "clock")
-        assert view.html.startswith('<!DOCTYPE html><meta http-equiv="Content-Security-Policy"')
+        assert view.html.startswith(
+            '<!DOCTYPE html><base href="about:srcdoc"><meta http-equiv="Content-Security-Policy"')
         assert "default-src 'none'" in view.csp
         assert any("http://plain.example.com" in w for w in view.warnings)
         assert any("'unsafe-eval'" in w for w in view.warnings)
