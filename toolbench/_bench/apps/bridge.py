@@ -431,6 +431,30 @@ class Bridge:
                                             "frame (this browser cannot keep it alive)")
 
 
+    # -- the front end's own guards (issue 43) ------------------------------------------------
+    def told_navigated(self, how: Any) -> None:
+        """The front end's word that the view left its document (it navigated its frame, or
+        replaced its document): the frame is removed, nothing more is relayed either way,
+        and from now on nothing is answered (:attr:`torn_down`). A row of :attr:`log`."""
+        shown = _html.shorten(str(how), 60)
+        self.torn_down = True
+        self._note("in", {"method": NAVIGATED}, False,
+                   f"the view left its document ({shown}); its frame was removed and "
+                   "nothing more is relayed to or from it")
+
+    def told_refused(self, id_: Any, size: Any, why: Any) -> None:
+        """The front end refused a message the comm must not carry (over
+        ``MAX_MESSAGE_BYTES``, or not JSON) and answered -32600 in the frame itself; the
+        kernel sees only this row of :attr:`log`."""
+        shown = _plain_id(id_)
+        text = why if isinstance(why, str) else f"message of {size!r} bytes refused"
+        self._note("in", {"id": shown}, False, _html.shorten(text, 300))
+
+
+NAVIGATED: Final = "(navigated away)"
+"""``view.log``'s ``method`` for the row that says the view left its document."""
+
+
 _UNANSWERED: Final = (f"the view did not answer {TEARDOWN} within {TEARDOWN_WAIT_S:g} s; "
                       "its frame was removed anyway")
 

@@ -163,16 +163,23 @@ without it ``<a href="#x">`` (or ``location.href = "#x"``) navigates the frame t
 notebook's own URL. Against ``about:srcdoc`` a fragment stays in the document (checked in
 Chromium), and no relative URL resolves at all."""
 FRAME_LEAVING: Final = "toolbench/frame"
-"""The key of the one message the framed document's bootstrap posts: ``{FRAME_LEAVING:
-"beforeunload"}`` as its frame starts to navigate away (the front end takes it, never the
-kernel)."""
+"""The key of the one message the framed document's bootstrap posts, ``{FRAME_LEAVING: how}``
+(``beforeunload``, ``document.open``, ``document.write``): the document is about to be
+replaced (the front end takes it and ends the view; the kernel never sees it)."""
 FRAME_BOOTSTRAP: Final = (
-    '<script>(() => { const host = window.parent; addEventListener("beforeunload", () => {'
-    ' try { host.postMessage({"' + FRAME_LEAVING + '": "beforeunload"}, "*"); }'
-    " catch (e) { /* the page is going anyway */ } }, true); })();</script>")
-"""Runs before any of the server's script: it tells the front end when the frame starts to
-navigate, so the front end stops relaying before the next page can post (that page's first
-messages arrive before the frame's ``load`` event)."""
+    "<script>(() => { const host = window.parent; const say = (how) => { try { "
+    'host.postMessage({"' + FRAME_LEAVING + '": how}, "*"); } catch (e) { /* going anyway */ }'
+    ' }; addEventListener("beforeunload", () => say("beforeunload"), true);'
+    " const guard = (name, always) => { const own = Document.prototype[name];"
+    " Document.prototype[name] = function (...args) {"
+    ' if (always || this.readyState !== "loading") say("document." + name);'
+    " return own.apply(this, args); }; };"
+    ' guard("open", true); guard("write", false); guard("writeln", false); })();</script>')
+"""Runs before any of the server's script. It tells the front end as the frame starts to
+navigate (``beforeunload``: before the request goes out, while the next page's first
+messages arrive before the frame's ``load`` event, and a navigation answered 204 never loads
+at all), and when the view replaces its own document (``document.open`` erases the
+``beforeunload`` listener; a late ``document.write`` opens the document)."""
 
 
 def framed(document: str, csp: str, *, server_base: bool = False) -> str:

@@ -123,7 +123,7 @@ class AppView(anywidget.AnyWidget):  # type: ignore[misc]
             self._post_kind({"kind": "teardown"})
 
     def _on_front(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        if not isinstance(content, dict):
+        if not isinstance(content, dict) or self._front_guard(content):
             return
         if content.get("kind") == "context":
             theme, width = content.get("theme"), content.get("width")
@@ -135,6 +135,18 @@ class AppView(anywidget.AnyWidget):  # type: ignore[misc]
             message = content.get("message")
             future = get_loop().submit(lambda: self.bridge.answer(message))
             future.add_done_callback(self._answered)
+
+    def _front_guard(self, content: dict[str, Any]) -> bool:
+        """The front end's own guards (issue 43): it ended a view that left its document,
+        or refused a message too big for the comm. True when ``content`` was one of those."""
+        if content.get("kind") == "navigated":
+            self.bridge.told_navigated(content.get("how"))
+        elif content.get("kind") == "refused":
+            self.bridge.told_refused(content.get("id"), content.get("bytes"),
+                                     content.get("why"))
+        else:
+            return False
+        return True
 
     def _answered(self, future: Any) -> None:
         try:
