@@ -26,7 +26,7 @@ import pytest
 from listening import Hits, counting_listener
 from test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, kept_on_failure, serve_lab
 
-from toolbench._bench.apps.bridge import NAVIGATED
+from toolbench._bench.apps.guards import NAVIGATED
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow,
               pytest.mark.skipif(not Path(CHROMIUM).exists(),
@@ -53,7 +53,7 @@ def _notebook(names: tuple[str, ...], port: int, final: str) -> Any:
     import nbformat
 
     setup = ("import json\nimport toolbench as tb\n"
-             "from toolbench._bench.apps.bridge import NAVIGATED\n"
+             "from toolbench._bench.apps.guards import NAVIGATED\n"
              "bench = tb.Bench(timeout=60, egress=['example.com'])\n"
              f"bench.connect('hostile', {HOSTILE!r}, env={{'PYTHONPATH': {str(ROOT)!r}, "
              f"'HOSTILE_LEAK_PORT': '{port}'}})\nviews = {{}}")

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from toolbench._bench.apps.guards import Backlog, Guarded, Refusals
 from toolbench._bench.apps.meta import tool_ui
 from toolbench._bench.apps.policy import DEFAULT_HEIGHT, MAX_HEIGHT, View, clamp_height
 from toolbench._core import html as _html
@@ -129,7 +130,7 @@ def _reply(id_: Any, result: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": id_, "result": result}
 
 
-class Bridge:
+class Bridge(Guarded):
     """One live view's host: answers its frame's JSON-RPC messages (DESIGN.md, "MCP Apps")."""
 
     def __init__(self, host: Host, entry: PegEntry, view: View, opened: Opened) -> None:
@@ -160,6 +161,8 @@ class Bridge:
         self._in_flight = 0
         self._teardown_answered: asyncio.Event | None = None
         self._sent_ids = 0
+        self.refusals = Refusals(self._write_refusal)
+        self.backlog = Backlog(self._note)
 
     # -- what the view shows --------------------------------------------------------------
     @property
@@ -322,9 +325,8 @@ class Bridge:
         else:
             why = None
         if why is not None:
-            self._host.refuse(self.server, str(name) if isinstance(name, str) else shown,
-                              arguments if isinstance(arguments, Mapping) else
-                              {"_invalid": arguments}, self.provenance, Refused(why))
+            self.refusals.refuse("unknown" if entry is None else f"hidden {name}",
+                                 str(name) if isinstance(name, str) else shown, arguments, why)
             return _error(id_, INVALID_PARAMS, why)
         assert entry is not None
         result, error = await self._host.call(entry, arguments, self.provenance)
@@ -429,30 +431,6 @@ class Bridge:
         elif state == "gone":
             self._note("out", shown, False, "not sent: the page had already removed the view's "
                                             "frame (this browser cannot keep it alive)")
-
-
-    # -- the front end's own guards (issue 43) ------------------------------------------------
-    def told_navigated(self, how: Any) -> None:
-        """The front end's word that the view left its document (it navigated its frame, or
-        replaced its document): the frame is removed, nothing more is relayed either way,
-        and from now on nothing is answered (:attr:`torn_down`). A row of :attr:`log`."""
-        shown = _html.shorten(str(how), 60)
-        self.torn_down = True
-        self._note("in", {"method": NAVIGATED}, False,
-                   f"the view left its document ({shown}); its frame was removed and "
-                   "nothing more is relayed to or from it")
-
-    def told_refused(self, id_: Any, size: Any, why: Any) -> None:
-        """The front end refused a message the comm must not carry (over
-        ``MAX_MESSAGE_BYTES``, or not JSON) and answered -32600 in the frame itself; the
-        kernel sees only this row of :attr:`log`."""
-        shown = _plain_id(id_)
-        text = why if isinstance(why, str) else f"message of {size!r} bytes refused"
-        self._note("in", {"id": shown}, False, _html.shorten(text, 300))
-
-
-NAVIGATED: Final = "(navigated away)"
-"""``view.log``'s ``method`` for the row that says the view left its document."""
 
 
 _UNANSWERED: Final = (f"the view did not answer {TEARDOWN} within {TEARDOWN_WAIT_S:g} s; "

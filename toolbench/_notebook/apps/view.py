@@ -133,7 +133,9 @@ class AppView(anywidget.AnyWidget):  # type: ignore[misc]
             self.bridge.told_teardown(content.get("state"), content.get("id"))
         elif content.get("kind") == "rpc":
             message = content.get("message")
-            future = get_loop().submit(lambda: self.bridge.answer(message))
+            if not self.bridge.backlog.admit(message):  # too many notifications waiting
+                return
+            future = get_loop().submit(lambda: self.bridge.answer_queued(message))
             future.add_done_callback(self._answered)
 
     def _front_guard(self, content: dict[str, Any]) -> bool:
@@ -142,8 +144,7 @@ class AppView(anywidget.AnyWidget):  # type: ignore[misc]
         if content.get("kind") == "navigated":
             self.bridge.told_navigated(content.get("how"))
         elif content.get("kind") == "refused":
-            self.bridge.told_refused(content.get("id"), content.get("bytes"),
-                                     content.get("why"))
+            self.bridge.told_refused(content.get("id"), content.get("why"))
         else:
             return False
         return True
