@@ -164,22 +164,21 @@ notebook's own URL. Against ``about:srcdoc`` a fragment stays in the document (c
 Chromium), and no relative URL resolves at all."""
 FRAME_LEAVING: Final = "toolbench/frame"
 """The key of the one message the framed document's bootstrap posts, ``{FRAME_LEAVING: how}``
-(``beforeunload``, ``document.open``, ``document.write``): the document is about to be
-replaced (the front end takes it and ends the view; the kernel never sees it)."""
+(``beforeunload``, or ``replaced``): the document is going (the front end takes it and ends
+the view; the kernel never sees it)."""
 FRAME_BOOTSTRAP: Final = (
     "<script>(() => { const host = window.parent; const say = (how) => { try { "
     'host.postMessage({"' + FRAME_LEAVING + '": how}, "*"); } catch (e) { /* going anyway */ }'
     ' }; addEventListener("beforeunload", () => say("beforeunload"), true);'
-    " const guard = (name, always) => { const own = Document.prototype[name];"
-    " Document.prototype[name] = function (...args) {"
-    ' if (always || this.readyState !== "loading") say("document." + name);'
-    " return own.apply(this, args); }; };"
-    ' guard("open", true); guard("write", false); guard("writeln", false); })();</script>')
-"""Runs before any of the server's script. It tells the front end as the frame starts to
-navigate (``beforeunload``: before the request goes out, while the next page's first
-messages arrive before the frame's ``load`` event, and a navigation answered 204 never loads
-at all), and when the view replaces its own document (``document.open`` erases the
-``beforeunload`` listener; a late ``document.write`` opens the document)."""
+    " const root = document.documentElement; new MutationObserver((records) => {"
+    " if (records.some((r) => Array.prototype.includes.call(r.removedNodes, root)))"
+    ' say("replaced"); }).observe(document, { childList: true }); })();</script>')
+"""Runs before any of the server's script, and tells the front end that the document is
+going: at ``beforeunload``, as the frame starts to navigate (before the request leaves;
+the next page's first messages would arrive before the frame's ``load`` event, and a
+navigation answered 204 never loads at all), and when the view replaces its own document
+(``document.open`` erases every event listener, this one too, but not a
+``MutationObserver``: it sees the document's root removed). Checked in Chromium."""
 
 
 def framed(document: str, csp: str, *, server_base: bool = False) -> str:

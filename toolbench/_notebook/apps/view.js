@@ -3,7 +3,9 @@
 // kernel as {kind: "rpc", message}; {kind: "rpc", message} from the kernel is posted into
 // the frame; {kind: "teardown"} from the kernel, or the output being cleared or closed, sends
 // ui/resource-teardown to the live document and removes the frame on its answer, or after 2 s.
-// The kernel is told {kind: "teardown", state: "sent" | "unanswered" | "gone"}.
+// The kernel is told {kind: "teardown", state: "sent" | "unanswered" | "gone"}. A view that
+// leaves its document ends ({kind: "navigated"}), and a message over the kernel's bound is
+// answered here, never sent ({kind: "refused"}): see "The frame's own guards" below.
 //
 // Why "parking": JupyterLab removes an output's DOM *before* the widget's cleanup runs, and
 // removing an iframe discards its document, so a teardown sent from the cleanup would reach

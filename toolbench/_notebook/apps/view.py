@@ -9,6 +9,9 @@ renders ``<iframe sandbox="allow-scripts" srcdoc=...>`` and speaks this comm pro
   "theme": "light" | "dark", "width": <px>}``, and ``{"kind": "teardown", "state": "sent" |
   "unanswered" | "gone", "id": ...}`` as it tears the view down (the view's answer itself
   comes as an ``rpc`` message), so ``view.log`` shows the teardown and its outcome;
+  ``{"kind": "navigated", "how": ...}`` when the view left its document (the front end has
+  removed the frame) and ``{"kind": "refused", "id", "bytes", "why"}`` for a message it
+  answered -32600 itself (over the 4 MB bound: it never reaches the comm);
 * kernel → front: ``{"kind": "rpc", "message": <obj>}``, posted into the frame, and
   ``{"kind": "teardown"}``: the front sends ``ui/resource-teardown`` and removes the frame
   after 2 s (sooner if the view answers).
