@@ -169,3 +169,16 @@ async def _unit() -> None:
     refusals.flush()
     assert written[RECORDS_BURST:] == [(f"h{i}", 1) for i in range(RECORDS_BURST, 20)]
     assert refusals.refused == 120
+
+
+@pytest.mark.slow
+def test_a_fold_still_open_when_the_bench_closes_is_recorded_by_the_close() -> None:
+    with tb.Bench(timeout=30) as bench:
+        bench.connect("hostile", HOSTILE, env=ENV)
+        view = bench.call("hostile-open_view").app
+        assert view is not None
+        view.handle(rpc(0, "ui/initialize", protocolVersion="2026-01-26"))
+        for i in range(50):
+            view.handle(rpc(i + 1, "tools/call", name=f"made_up_{i}"))
+    made_up = _from_view(bench)
+    assert int(_repeats(made_up).clip(lower=1).sum()) == 50, made_up[["tool", "error"]]

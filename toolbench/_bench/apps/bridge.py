@@ -401,6 +401,7 @@ class Bridge(Guarded):
         if self.torn_down:
             return False
         self.torn_down = True
+        self.refusals.flush()  # an open fold is recorded before the bench closes
         if not self.initialized or self.post is not None:  # a front end sends it, and waits
             self._event("teardown", None)
             return False
