@@ -5,6 +5,9 @@ door the widget's comm uses (the front end's own postMessage hop is not in these
   the ``atlas`` demo over stdio (aim: ≤ ×1.2 + 5 ms);
 - a neighbour server's call latency (p50, p99) alone and while a hostile view floods
   ``tools/call`` (tests/servers/hostile_app.py, 3 × the in-flight cap at a time);
+- a neighbour's call latency alone and while a view floods ``tools/call`` to made-up tool
+  names (issue 43 item 6: every one refused; the figure is how many ``Refused`` records the
+  flood left, and what it cost the neighbour);
 - the kernel's memory (RSS) with 20 open views of a 4 MB view.
 
     python -m benchmarks.bench_apps [--quick]
@@ -102,6 +105,54 @@ def neighbour(n: int) -> dict[str, float]:
             "flood_messages": flooded[0]}
 
 
+def refusal_flood(n: int) -> dict[str, float]:
+    """A neighbour's ``atlas-distance`` alone, then while a view sends ``tools/call`` to
+    made-up names as fast as the in-flight cap lets it (waves of ``MAX_IN_FLIGHT``)."""
+    with tb.Bench(timeout=30) as bench:
+        bench.connect("atlas", ATLAS, env=ENV)
+        bench.connect("hostile", HOSTILE, env=ENV)
+        view = bench.call("hostile-open_view").app
+        handshake(view)
+
+        def sample() -> list[float]:
+            out = []
+            for _ in range(n):
+                started = time.perf_counter()
+                bench.call("atlas-distance", **ARGS)
+                out.append((time.perf_counter() - started) * 1000)
+            return out
+
+        alone = sample()
+        stop = threading.Event()
+        sent = [0]
+
+        def flood() -> None:
+            async def waves() -> None:
+                while not stop.is_set():
+                    base = sent[0]
+                    await asyncio.gather(*(view.ahandle({
+                        "jsonrpc": "2.0", "id": base + i, "method": "tools/call",
+                        "params": {"name": f"made_up_{base + i}", "arguments": {}}})
+                        for i in range(MAX_IN_FLIGHT)))
+                    sent[0] += MAX_IN_FLIGHT
+            asyncio.run(waves())
+
+        thread = threading.Thread(target=flood, daemon=True)
+        started = time.perf_counter()
+        thread.start()
+        time.sleep(0.2)
+        during = sample()
+        stop.set()
+        thread.join(30)
+        seconds = time.perf_counter() - started
+        time.sleep(1.5)  # the last fold's window ends: its record is written
+        records = bench.records
+        refused = int(records["tool"].astype(str).str.startswith("made_up_").sum())
+    return {"alone_p50": pct(alone, .5), "alone_p99": pct(alone, .99),
+            "flood_p50": pct(during, .5), "flood_p99": pct(during, .99),
+            "flood_messages": sent[0], "flood_s": seconds, "records": refused}
+
+
 def memory(views: int = 20, size: int = 4_000_000) -> dict[str, float]:
     process = psutil.Process()
     with tb.Bench(timeout=60) as bench:
@@ -128,6 +179,11 @@ def main(argv: list[str] | None = None) -> None:
     print(f"neighbour atlas-distance: alone p50 {near['alone_p50']:.2f} / p99 "
           f"{near['alone_p99']:.2f} ms; during the flood p50 {near['flood_p50']:.2f} / p99 "
           f"{near['flood_p99']:.2f} ms ({near['flood_messages']} flood messages)")
+    ref = refusal_flood(n)
+    print(f"neighbour atlas-distance during a flood of made-up tool calls: alone p50 "
+          f"{ref['alone_p50']:.2f} / p99 {ref['alone_p99']:.2f} ms; during p50 "
+          f"{ref['flood_p50']:.2f} / p99 {ref['flood_p99']:.2f} ms; {ref['flood_messages']:,} "
+          f"refused calls in {ref['flood_s']:.1f} s left {ref['records']} Refused records")
     mem = memory()
     print(f"memory: {mem['views']} open views of a {mem['view_bytes'] / 1e6:.0f} MB view: RSS "
           f"{mem['rss_before_mb']:.0f} -> {mem['rss_after_mb']:.0f} MB "

@@ -128,7 +128,8 @@ async def _answers() -> None:
         await bench.aconnect("app", app_server(), protocol_mode="legacy")
         result = await bench.acall("app-clock", zone="CET")
         bridge = bridge_of(result.app)
-        assert bridge.html.startswith("<!DOCTYPE html><meta http-equiv=\"Content-Security-Policy\"")
+        assert bridge.html.startswith(
+            '<!DOCTYPE html><base href="about:srcdoc"><meta http-equiv="Content-Security-Policy"')
         init = await bridge.ahandle({"jsonrpc": "2.0", "id": 1, "method": "ui/initialize",
                                     "params": {"protocolVersion": "2026-01-26"}})
         assert init is not None

@@ -20,7 +20,8 @@ def test_result_app_is_an_appview_with_the_policy_applied() -> None:
         assert view.sandbox == "allow-scripts" and view.allow == "clipboard-write"
         assert view.border is True and 40 <= view.height <= 4000
         assert (view.uri, view.server, view.tool) == ("ui://clock/view.html", "app", "clock")
-        assert view.html.startswith('<!DOCTYPE html><meta http-equiv="Content-Security-Policy"')
+        assert view.html.startswith(
+            '<!DOCTYPE html><base href="about:srcdoc"><meta http-equiv="Content-Security-Policy"')
         assert "default-src 'none'" in view.csp
         assert any("http://plain.example.com" in w for w in view.warnings)
         assert any("'unsafe-eval'" in w for w in view.warnings)
@@ -119,3 +120,22 @@ def test_the_front_ends_teardown_and_the_views_answer_are_in_the_log() -> None:
         again = view.handle({"jsonrpc": "2.0", "id": 9, "method": "ui/initialize",
                              "params": {}})
         assert again is not None and "result" in again  # another output of it still works
+
+
+def test_the_front_ends_guards_match_the_kernels_constants() -> None:
+    """view.js checks a message's size before the comm with the kernel's own bound, and takes
+    the bootstrap's word by the key policy.py writes into every framed document."""
+    import math
+    import re
+    from pathlib import Path
+
+    import toolbench._notebook.apps as front
+    from toolbench._bench.apps.bridge import MAX_MESSAGE_BYTES
+    from toolbench._bench.apps.policy import FRAME_BOOTSTRAP, FRAME_LEAVING
+
+    js = (Path(front.__file__).parent / "view.js").read_text(encoding="utf-8")
+    size = re.search(r"const MAX_MESSAGE_BYTES = ([0-9* ]+);", js)
+    assert size is not None
+    assert math.prod(int(f) for f in size.group(1).split("*")) == MAX_MESSAGE_BYTES
+    assert f'const FRAME_LEAVING = "{FRAME_LEAVING}";' in js
+    assert f'"{FRAME_LEAVING}": how' in FRAME_BOOTSTRAP

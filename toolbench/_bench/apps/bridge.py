@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from toolbench._bench.apps.guards import Backlog, Guarded, Refusals
 from toolbench._bench.apps.meta import tool_ui
 from toolbench._bench.apps.policy import DEFAULT_HEIGHT, MAX_HEIGHT, View, clamp_height
 from toolbench._core import html as _html
@@ -129,7 +130,7 @@ def _reply(id_: Any, result: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": id_, "result": result}
 
 
-class Bridge:
+class Bridge(Guarded):
     """One live view's host: answers its frame's JSON-RPC messages (DESIGN.md, "MCP Apps")."""
 
     def __init__(self, host: Host, entry: PegEntry, view: View, opened: Opened) -> None:
@@ -160,6 +161,8 @@ class Bridge:
         self._in_flight = 0
         self._teardown_answered: asyncio.Event | None = None
         self._sent_ids = 0
+        self.refusals = Refusals(self._write_refusal)
+        self.backlog = Backlog(self._note)
 
     # -- what the view shows --------------------------------------------------------------
     @property
@@ -322,9 +325,8 @@ class Bridge:
         else:
             why = None
         if why is not None:
-            self._host.refuse(self.server, str(name) if isinstance(name, str) else shown,
-                              arguments if isinstance(arguments, Mapping) else
-                              {"_invalid": arguments}, self.provenance, Refused(why))
+            self.refusals.refuse("unknown" if entry is None else f"hidden {name}",
+                                 str(name) if isinstance(name, str) else shown, arguments, why)
             return _error(id_, INVALID_PARAMS, why)
         assert entry is not None
         result, error = await self._host.call(entry, arguments, self.provenance)
@@ -399,6 +401,7 @@ class Bridge:
         if self.torn_down:
             return False
         self.torn_down = True
+        self.refusals.flush()  # an open fold is recorded before the bench closes
         if not self.initialized or self.post is not None:  # a front end sends it, and waits
             self._event("teardown", None)
             return False

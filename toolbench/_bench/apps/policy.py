@@ -151,20 +151,58 @@ def clamp_height(value: object) -> int | None:
     return int(min(max(value, MIN_HEIGHT), MAX_HEIGHT))
 
 
-_DOCTYPE = re.compile(r"\A\ufeff?\s*<!doctype[^>]*>", re.IGNORECASE)
+HTML_WHITESPACE: Final = "\t\n\f\r "
+"""HTML's own whitespace (TAB, LF, FF, CR, SPACE): the only characters the parser skips
+before a ``<!DOCTYPE>``. Python's ``\\s`` is wider (U+00A0, U+001C-U+001F, U+0085, every
+Unicode space), and each of those, to HTML, is text that opens ``<body>``."""
+_DOCTYPE = re.compile(r"<!doctype[^>]*>", re.IGNORECASE)
+_SERVER_BASE = re.compile(r"<base[\t\n\f\r />]", re.IGNORECASE)
+FRAME_BASE: Final = '<base href="about:srcdoc">'
+"""The framed document's base: a srcdoc frame inherits the notebook page's base URL, so
+without it ``<a href="#x">`` (or ``location.href = "#x"``) navigates the frame to the
+notebook's own URL. Against ``about:srcdoc`` a fragment stays in the document (checked in
+Chromium), and no relative URL resolves at all."""
+FRAME_LEAVING: Final = "toolbench/frame"
+"""The key of the one message the framed document's bootstrap posts, ``{FRAME_LEAVING: how}``
+(``beforeunload``, or ``replaced``): the document is going (the front end takes it and ends
+the view; the kernel never sees it)."""
+FRAME_BOOTSTRAP: Final = (
+    "<script>(() => { const host = window.parent; const say = (how) => { try { "
+    'host.postMessage({"' + FRAME_LEAVING + '": how}, "*"); } catch (e) { /* going anyway */ }'
+    ' }; addEventListener("beforeunload", () => say("beforeunload"), true);'
+    " const root = document.documentElement; new MutationObserver((records) => {"
+    " if (records.some((r) => Array.prototype.includes.call(r.removedNodes, root)))"
+    ' say("replaced"); }).observe(document, { childList: true }); })();</script>')
+"""Runs before any of the server's script, and tells the front end that the document is
+going: at ``beforeunload``, as the frame starts to navigate (before the request leaves;
+the next page's first messages would arrive before the frame's ``load`` event, and a
+navigation answered 204 never loads at all), and when the view replaces its own document
+(``document.open`` erases every event listener, this one too, but not a
+``MutationObserver``: it sees the document's root removed). Checked in Chromium."""
 
 
-def framed(document: str, csp: str) -> str:
-    """The server's document with the CSP ``<meta>`` first, before any of the server's tags.
+def framed(document: str, csp: str, *, server_base: bool = False) -> str:
+    """The server's document with the host's head first, before any of the server's tags:
+    ``<base href="about:srcdoc">``, the CSP ``<meta>`` and the bootstrap ``<script>``.
 
-    Only a ``<!DOCTYPE>`` goes before it. The parser puts a ``<meta>`` it meets there into an
-    implied ``<head>`` and merges the server's own ``<html>``/``<head>`` into it, so no
-    comment, script or attribute of the server's can keep the policy from applying.
+    Only a ``<!DOCTYPE>`` preceded by nothing but HTML's own whitespace goes before them
+    (one leading U+FEFF, an encoding mark, is dropped). A document that starts with anything
+    else gets them at offset 0: the parser puts a ``<meta>`` it meets first into an implied
+    ``<head>`` and merges the server's own ``<html>``/``<head>`` into it, so no leading
+    character, comment, script or attribute of the server's can keep the policy from
+    applying (such a document renders in quirks mode, its doctype then being late).
+
+    The ``<base>`` goes before the ``<meta>`` so that the policy's ``base-uri 'none'`` does
+    not refuse it (a policy binds only what follows it); with ``server_base`` (the policy
+    admits ``baseUriDomains``) a document that sets its own ``<base>`` keeps it instead.
     """
+    document = document.removeprefix("\ufeff")
     meta = f'<meta http-equiv="Content-Security-Policy" content="{html.escape(csp)}">'
-    doctype = _DOCTYPE.match(document)
+    base = "" if server_base and _SERVER_BASE.search(document) else FRAME_BASE
+    start = len(document) - len(document.lstrip(HTML_WHITESPACE))
+    doctype = _DOCTYPE.match(document, start)
     cut = doctype.end() if doctype is not None else 0
-    return document[:cut] + meta + document[cut:]
+    return document[:cut] + base + meta + FRAME_BOOTSTRAP + document[cut:]
 
 
 @dataclass(frozen=True)

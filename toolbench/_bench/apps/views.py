@@ -178,7 +178,9 @@ class Apps:
 
         def made() -> View:  # a large document is hashed and framed beside the loop
             digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-            return View(server, uri, mime, size, framed(text, policy.csp), digest, policy)
+            own_base = bool(policy.csp_declared.get("baseUriDomains"))
+            return View(server, uri, mime, size, framed(text, policy.csp, server_base=own_base),
+                        digest, policy)
 
         return made() if len(text) < HASH_OFF_LOOP_CHARS else await asyncio.to_thread(made)
 

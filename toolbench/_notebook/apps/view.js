@@ -3,7 +3,9 @@
 // kernel as {kind: "rpc", message}; {kind: "rpc", message} from the kernel is posted into
 // the frame; {kind: "teardown"} from the kernel, or the output being cleared or closed, sends
 // ui/resource-teardown to the live document and removes the frame on its answer, or after 2 s.
-// The kernel is told {kind: "teardown", state: "sent" | "unanswered" | "gone"}.
+// The kernel is told {kind: "teardown", state: "sent" | "unanswered" | "gone"}. A view that
+// leaves its document ends ({kind: "navigated"}), and a message over the kernel's bound is
+// answered here, never sent ({kind: "refused"}): see "The frame's own guards" below.
 //
 // Why "parking": JupyterLab removes an output's DOM *before* the widget's cleanup runs, and
 // removing an iframe discards its document, so a teardown sent from the cleanup would reach
@@ -31,6 +33,77 @@ function viewOf(model) {
   return view && typeof view.processLuminoMessage === "function" ? view : null;
 }
 
+// -- The frame's own guards (issue 43): a view that leaves its document has ended, and a
+// message over the kernel's bound never reaches the comm. ----------------------------------
+const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;  // bridge.py's MAX_MESSAGE_BYTES (a test compares)
+const FRAME_LEAVING = "toolbench/frame";    // policy.py's FRAME_LEAVING, posted by the bootstrap
+const INVALID_REQUEST = -32600;
+
+/** Watches `frame` for the end of its first document and calls `ended(how)` once: the
+ * bootstrap's word that the document is being replaced (it comes before the next page can
+ * post), or a second `load` (a page the bootstrap could not warn about). CSP cannot stop a
+ * frame from navigating itself, so a view that does has ended. Returns the test for a
+ * message: true when it is the bootstrap's word (taken here, never relayed). */
+function watchNavigation(frame, ended) {
+  let loads = 0;
+  let done = false;
+  const end = (how) => {
+    if (done) return;
+    done = true;
+    ended(how);
+  };
+  frame.addEventListener("load", () => {
+    loads += 1;
+    if (loads > 1) end("a second load of the frame");
+  });
+  return (data) => {
+    if (!data || typeof data !== "object" || !Object.hasOwn(data, FRAME_LEAVING)) return false;
+    end(String(data[FRAME_LEAVING]).slice(0, 40));
+    return true;
+  };
+}
+
+/** The note shown where a navigated view was. */
+function endedNote(how) {
+  const note = document.createElement("div");
+  note.className = "toolbench-app-ended";
+  note.style.cssText = "padding:4px 8px;color:var(--jp-ui-font-color2, #666);font-style:italic";
+  note.textContent = `This view navigated away from its document (${how}) and was closed: `
+    + "nothing more is relayed to or from it.";
+  return note;
+}
+
+/** The message's size in UTF-8 bytes as the comm would carry it; null when it is not JSON. */
+function messageBytes(data) {
+  let text;
+  try { text = JSON.stringify(data); } catch (e) { return null; }
+  if (typeof text !== "string") return null;
+  if (text.length > MAX_MESSAGE_BYTES) return text.length;  // at least one byte per unit
+  if (text.length * 3 <= MAX_MESSAGE_BYTES) return text.length;  // at most three
+  return new TextEncoder().encode(text).length;
+}
+
+/** A message the comm must not carry (over the bound, or not JSON) is answered -32600 in
+ * the frame itself when it has an id, and the kernel is told only its size. Returns true
+ * when the message was refused here. */
+function refusedInFront(frame, data, tell) {
+  const bytes = messageBytes(data);
+  if (bytes !== null && bytes <= MAX_MESSAGE_BYTES) return false;
+  const why = bytes === null
+    ? "message is not JSON; it was not sent to the kernel"
+    : `message of ${bytes.toLocaleString("en-US")} bytes is over the limit of `
+      + `${MAX_MESSAGE_BYTES.toLocaleString("en-US")} bytes per message; it was not sent `
+      + "to the kernel";
+  const id = data && typeof data === "object"
+    && (typeof data.id === "string" || Number.isInteger(data.id)) ? data.id : null;
+  if (id !== null && frame.contentWindow) {
+    frame.contentWindow.postMessage(
+      { jsonrpc: "2.0", id, error: { code: INVALID_REQUEST, message: why } }, "*");
+  }
+  tell({ kind: "refused", id, bytes, why });
+  return true;
+}
+
 function render({ model, el }) {
   const frame = document.createElement("iframe");
   frame.setAttribute("sandbox", model.get("sandbox"));
@@ -43,6 +116,11 @@ function render({ model, el }) {
   frame.style.height = `${model.get("height")}px`;
   frame.srcdoc = model.get("html");
   const links = document.createElement("div");
+  const leaving = watchNavigation(frame, (how) => {  // the view has ended: say so, remove it
+    tell({ kind: "navigated", how });
+    links.after(endedNote(how));
+    removeFrame();
+  });
   el.append(frame, links);
   let closing = false;
   let removed = false;
@@ -64,6 +142,7 @@ function render({ model, el }) {
   const onMessage = (event) => {
     if (event.source !== frame.contentWindow || !frame.contentWindow) return;
     const data = event.data;
+    if (leaving(data) || refusedInFront(frame, data, tell)) return;
     tell({ kind: "rpc", message: data });
     if (closing && !answered && data && data.id === TEARDOWN_ID && data.method === undefined) {
       // Answered (once: a view cannot keep its frame by answering again). What the view

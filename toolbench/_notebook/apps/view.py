@@ -9,6 +9,9 @@ renders ``<iframe sandbox="allow-scripts" srcdoc=...>`` and speaks this comm pro
   "theme": "light" | "dark", "width": <px>}``, and ``{"kind": "teardown", "state": "sent" |
   "unanswered" | "gone", "id": ...}`` as it tears the view down (the view's answer itself
   comes as an ``rpc`` message), so ``view.log`` shows the teardown and its outcome;
+  ``{"kind": "navigated", "how": ...}`` when the view left its document (the front end has
+  removed the frame) and ``{"kind": "refused", "id", "bytes", "why"}`` for a message it
+  answered -32600 itself (over the 4 MB bound: it never reaches the comm);
 * kernel → front: ``{"kind": "rpc", "message": <obj>}``, posted into the frame, and
   ``{"kind": "teardown"}``: the front sends ``ui/resource-teardown`` and removes the frame
   after 2 s (sooner if the view answers).
@@ -123,7 +126,7 @@ class AppView(anywidget.AnyWidget):  # type: ignore[misc]
             self._post_kind({"kind": "teardown"})
 
     def _on_front(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        if not isinstance(content, dict):
+        if not isinstance(content, dict) or self._front_guard(content):
             return
         if content.get("kind") == "context":
             theme, width = content.get("theme"), content.get("width")
@@ -133,8 +136,21 @@ class AppView(anywidget.AnyWidget):  # type: ignore[misc]
             self.bridge.told_teardown(content.get("state"), content.get("id"))
         elif content.get("kind") == "rpc":
             message = content.get("message")
-            future = get_loop().submit(lambda: self.bridge.answer(message))
+            if not self.bridge.backlog.admit(message):  # too many notifications waiting
+                return
+            future = get_loop().submit(lambda: self.bridge.answer_queued(message))
             future.add_done_callback(self._answered)
+
+    def _front_guard(self, content: dict[str, Any]) -> bool:
+        """The front end's own guards (issue 43): it ended a view that left its document,
+        or refused a message too big for the comm. True when ``content`` was one of those."""
+        if content.get("kind") == "navigated":
+            self.bridge.told_navigated(content.get("how"))
+        elif content.get("kind") == "refused":
+            self.bridge.told_refused(content.get("id"), content.get("why"))
+        else:
+            return False
+        return True
 
     def _answered(self, future: Any) -> None:
         try:
