@@ -1,7 +1,8 @@
 """``Bench.map(name, cases, cluster=client)``: the same map on a Dask cluster's workers.
 
 Only this module imports ``distributed`` (the ``dask`` extra), and only ``map(..., cluster=)``
-imports this module: the core never pays for Dask.
+and ``evaluate(..., cluster=)`` (``models/eval_cluster.py``) import this module: the core
+never pays for Dask.
 
 The driver's side is here; the worker's (``ServerSpec``, ``BenchPlugin``, the task) is
 ``toolbench._bench.many.cluster_worker``. Neither imports the bench: the driver is handed
@@ -359,8 +360,12 @@ def _task_key(tool_shown: str, number: int, job: str) -> str:
     return f"toolbench-map-{_KEY_SAFE.sub('_', tool)[:60]}-{number}-{job[:8]}"
 
 
-def _result(future: Future[Any]) -> list[tuple[int, Record]] | BaseException:
-    """The partition's records, or why there are none (blocking: run in a thread)."""
+def partition_outcome(future: Future[Any], holds: str = "records") -> list[Any] | BaseException:
+    """A finished partition task's list, or why there is none (blocking: run in a thread).
+
+    Shared with ``evaluate(..., cluster=)`` (``models/eval_cluster.py``), whose partitions
+    return rows: ``holds`` names what the list should hold, for the error when it is not a
+    list."""
     try:
         if future.status == "error":
             exc = future.exception()
@@ -371,8 +376,17 @@ def _result(future: Future[Any]) -> list[tuple[int, Record]] | BaseException:
     except Exception as exc:
         return exc
     if not isinstance(value, list):
-        return TypeError(f"a partition returned {type(value).__name__}, not records")
+        return TypeError(f"a partition returned {type(value).__name__}, not {holds}")
     return value
+
+
+async def cancel_unfinished(client: Client, futures: list[Future[Any]]) -> None:
+    """Cancel the tasks not finished yet, quietly (the client may be gone already): after an
+    interrupt or a failure, inside a shielded, bounded scope (``CANCEL_BOUND_S``)."""
+    pending = [f for f in futures if not f.done()]
+    if pending:
+        with contextlib.suppress(Exception):
+            await anyio.to_thread.run_sync(client.cancel, pending)
 
 
 async def map_on_cluster(driver: Driver, client: Client, target: Target,
@@ -430,16 +444,13 @@ async def _job(driver: Driver, client: Client, spec: ServerSpec, calls: list[tup
             number_of = {f.key: n for n, f in enumerate(futures)}
             for _ in futures:
                 future = await anyio.to_thread.run_sync(next, finished, abandon_on_cancel=True)
-                outcome = await anyio.to_thread.run_sync(_result, future)
+                outcome = await anyio.to_thread.run_sync(partition_outcome, future)
                 bar.update(ledger.finish(number_of[future.key], outcome))
             tg.cancel_scope.cancel()
     except BaseException:
         with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_BOUND_S):
             ledger.abandon()
-            pending = [f for f in futures if not f.done()]
-            if pending:
-                with contextlib.suppress(Exception):
-                    await anyio.to_thread.run_sync(client.cancel, pending)
+            await cancel_unfinished(client, futures)
         raise
     finally:
         _LEDGERS.pop(job, None)

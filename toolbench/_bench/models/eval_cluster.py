@@ -8,8 +8,9 @@ connections and the driver's grants that make ``map(..., cluster=)`` exact after
 worker (``many/cluster.py``). That is not built: ``cluster=`` with ``steps>1`` is refused
 before anything runs.
 
-Only this module imports ``distributed`` (the ``dask`` extra), and only ``evaluate(...,
-cluster=)`` imports this module.
+Only this module and ``many/cluster.py`` (whose partition outcome and cancelling it shares)
+import ``distributed`` (the ``dask`` extra), and only ``evaluate(..., cluster=)`` imports this
+module.
 
 **Partitions.** The rows to ask travel in partitions (about four per worker thread, at most
 ``MAX_PARTITION`` rows each), one Dask task each, under an explicit key
@@ -32,7 +33,6 @@ value, a module's function by reference (the module must be importable on the wo
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import uuid
 from collections.abc import Callable, Coroutine
@@ -41,6 +41,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.to_thread
 from distributed import Client, as_completed
+
+from toolbench._bench.many.cluster import cancel_unfinished, partition_outcome
 
 if TYPE_CHECKING:
     from distributed import Future
@@ -96,22 +98,6 @@ def _partitions(units: list[Unit], threads: int) -> list[list[Unit]]:
     return [units[i:i + size] for i in range(0, len(units), size)]
 
 
-def _outcome(future: Future[Any]) -> list[tuple[int, dict[str, Any]]] | BaseException:
-    """The partition's rows, or why there are none (blocking: run in a thread)."""
-    try:
-        if future.status == "error":
-            exc = future.exception()
-            return exc if isinstance(exc, BaseException) else RuntimeError(str(exc))
-        if future.status == "cancelled":
-            return RuntimeError("the task was cancelled")
-        value = future.result()
-    except Exception as exc:
-        return exc
-    if not isinstance(value, list):
-        return TypeError(f"a partition returned {type(value).__name__}, not rows")
-    return value
-
-
 async def evaluate_on_cluster(client: Client, model: Any, units: list[Unit],
                               offers: dict[str, Any], *, timeout: float, concurrency: int,
                               partition: Partition,
@@ -141,7 +127,7 @@ async def evaluate_on_cluster(client: Client, model: Any, units: list[Unit],
         number_of = {f.key: n for n, f in enumerate(futures)}
         for _ in futures:
             future = await anyio.to_thread.run_sync(next, done, abandon_on_cancel=True)
-            outcome = await anyio.to_thread.run_sync(_outcome, future)
+            outcome = await anyio.to_thread.run_sync(partition_outcome, future, "rows")
             part = parts[number_of[future.key]]
             if isinstance(outcome, BaseException):
                 why = (f"the Dask task asking for this row failed: {type(outcome).__name__}: "
@@ -153,8 +139,5 @@ async def evaluate_on_cluster(client: Client, model: Any, units: list[Unit],
                     finished(index, row)
     except BaseException:
         with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_BOUND_S):
-            pending = [f for f in futures if not f.done()]
-            if pending:
-                with contextlib.suppress(Exception):
-                    await anyio.to_thread.run_sync(client.cancel, pending)
+            await cancel_unfinished(client, futures)
         raise
