@@ -5,8 +5,6 @@ demo, as a real process). A real LocalCluster of 2 worker processes per test."""
 from __future__ import annotations
 
 import pickle
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -15,6 +13,7 @@ import httpx
 import pytest
 from oauth_glue import follow, protected_server
 from servers.cache_hints_http import serve_in_thread
+from serving import served_url
 
 import toolbench as tb
 
@@ -50,11 +49,7 @@ def test_a_streamable_http_server_is_reached_with_the_same_headers(dask_client: 
 
 
 def test_an_sse_server_is_reached_at_its_url(dask_client: Any) -> None:
-    proc = subprocess.Popen([sys.executable, str(HERE / "servers" / "big_sse_server.py"), "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().strip()
+    with served_url(HERE / "servers" / "big_sse_server.py") as url:
         assert url.endswith("/sse")
         cases = [{"text": str(i)} for i in range(12)]
         with tb.Bench() as bench:
@@ -63,11 +58,6 @@ def test_an_sse_server_is_reached_at_its_url(dask_client: Any) -> None:
             remote = bench.map("s-echo", cases, cluster=dask_client, progress=False)
             assert remote["ok"].all(), remote["error"].tolist()
             _same(bench.map("s-echo", cases, progress=False), remote)
-    finally:
-        proc.terminate()
-        proc.wait(10)
-        if proc.stdout is not None:
-            proc.stdout.close()
 
 
 def test_a_signed_in_server_travels_only_with_share_credentials(dask_client: Any) -> None:
