@@ -73,7 +73,7 @@ import re
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -109,6 +109,7 @@ CANCEL_BOUND_S = 15.0
 LOST_ERROR = ("the Dask worker running it was lost before reporting (the call was granted "
               "and may have run)")
 _KEY_SAFE = re.compile(r"[^A-Za-z0-9_.]+")
+_Item = TypeVar("_Item")
 
 
 @dataclass(frozen=True)
@@ -186,6 +187,13 @@ def check_cluster(servers: Servers, bench_type: Callable[..., WorkerBench], clus
                   server: str, share_credentials: bool = False) -> None:
     """Refuse, before anything runs, what cannot work: not a Client, or a server that
     cannot travel."""
+    check_client(cluster)
+    _spec(servers, bench_type, server, share_credentials)
+
+
+def check_client(cluster: Any) -> None:
+    """Refuse what is not a running, synchronous ``dask.distributed.Client`` (shared with
+    ``evaluate(..., cluster=)``)."""
     if not isinstance(cluster, Client):
         raise TypeError(f"cluster must be a dask.distributed.Client, not "
                         f"{type(cluster).__name__} {cluster!r:.80}")
@@ -194,7 +202,6 @@ def check_cluster(servers: Servers, bench_type: Callable[..., WorkerBench], clus
                          "made with asynchronous=True)")
     if cluster.status != "running":
         raise ValueError(f"the dask.distributed.Client is {cluster.status}, not running")
-    _spec(servers, bench_type, server, share_credentials)
 
 
 @dataclass
@@ -347,10 +354,12 @@ def _on_grant_event(event: tuple[float, Any]) -> None:
             ledger.on_event(msg)
 
 
-def _partitions(calls: list[tuple[int, Any]], threads: int) -> list[list[tuple[int, Any]]]:
-    size = max(1, min(MAX_PARTITION, math.ceil(len(calls) / (max(threads, 1) *
+def partitions(items: list[_Item], threads: int) -> list[list[_Item]]:
+    """``items`` cut into about ``PARTITIONS_PER_THREAD`` partitions per worker thread, at
+    most ``MAX_PARTITION`` each, in order (shared with ``evaluate(..., cluster=)``)."""
+    size = max(1, min(MAX_PARTITION, math.ceil(len(items) / (max(threads, 1) *
                                                              PARTITIONS_PER_THREAD))))
-    return [calls[i:i + size] for i in range(0, len(calls), size)]
+    return [items[i:i + size] for i in range(0, len(items), size)]
 
 
 def _task_key(tool_shown: str, number: int, job: str) -> str:
@@ -422,7 +431,7 @@ async def _job(driver: Driver, client: Client, spec: ServerSpec, calls: list[tup
     label = f"map {name_shown} on the cluster"
     threads = await anyio.to_thread.run_sync(
         lambda: (client.register_plugin(BenchPlugin()), sum(client.nthreads().values()))[1])
-    parts = [_Part(chunk) for chunk in _partitions(calls, threads)]
+    parts = [_Part(chunk) for chunk in partitions(calls, threads)]
     ledger = _Ledger(driver, client, job, batch, target, parts, provenance)
     _LEDGERS[job] = ledger
     bar = progress_bar(len(calls), label, progress)
