@@ -8,6 +8,7 @@ import signal
 import sys
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import psutil
 import pytest
@@ -96,3 +97,28 @@ def sigint_raises() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@pytest.fixture(scope="session")
+def dask_resource_tracker() -> None:
+    """multiprocessing's resource tracker, which Dask's nannies start once and which lives as
+    long as this process: started before any cluster test's own fixtures (a wider scope sets
+    up first), so ``no_leaked_children`` never counts it as a leaked child."""
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()
+
+
+@pytest.fixture
+def dask_client(dask_resource_tracker: None) -> Iterator[Any]:
+    """A ``dask.distributed.Client`` on a real LocalCluster of 2 worker processes (one thread
+    each), closed after the test, so no worker or stdio child outlives it."""
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1,
+                                       dashboard_address=":0")
+    client = distributed.Client(cluster)
+    try:
+        yield client
+    finally:
+        client.close()
+        cluster.close()

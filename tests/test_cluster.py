@@ -15,7 +15,6 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,32 +25,11 @@ import toolbench as tb
 
 distributed = pytest.importorskip("distributed")
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("dask_resource_tracker")]
 
 HERE = Path(__file__).parent
 CPU_SERVER = str(HERE / "servers" / "cpu_server.py")
 SECRET = "s3cr3t-value-for-the-cluster-test"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _resource_tracker() -> None:
-    """multiprocessing's resource tracker, which Dask's nannies start once and which lives as
-    long as this process: started first, so no test counts it as a leaked child."""
-    from multiprocessing import resource_tracker
-
-    resource_tracker.ensure_running()
-
-
-@pytest.fixture
-def client() -> Iterator[Any]:
-    cluster = distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1,
-                                       dashboard_address=":0")
-    client = distributed.Client(cluster)
-    try:
-        yield client
-    finally:
-        client.close()
-        cluster.close()
 
 
 def _connect(bench: tb.Bench, log: Path | None = None) -> None:
@@ -89,12 +67,12 @@ def test_import_toolbench_does_not_import_dask() -> None:
 
 
 @pytest.mark.timeout(600)
-def test_same_records_as_local_and_secrets_stay_in_messages(client: Any) -> None:
+def test_same_records_as_local_and_secrets_stay_in_messages(dask_client: Any) -> None:
     cases = [{"i": i, "ms": 0} for i in range(2000)]
     with tb.Bench() as bench:
         _connect(bench)
         local = bench.map("cpu-burn", cases, progress=False)
-        remote = bench.map("cpu-burn", cases, cluster=client, progress=False, concurrency=4)
+        remote = bench.map("cpu-burn", cases, cluster=dask_client, progress=False, concurrency=4)
         assert remote["ok"].all(), remote[~remote["ok"]][["error_type", "error"]].head()
         assert len(remote) == len(local) == 2000
         # the same argument sets and answers (apart from which process answered)
@@ -109,13 +87,13 @@ def test_same_records_as_local_and_secrets_stay_in_messages(client: Any) -> None
         assert driver_pid not in remote_pids and len(remote_pids) == 2
         assert len(bench.records) == 4000
         # the env (a secret) reached the workers' servers ...
-        lens = bench.map("cpu-secret_len", [{}] * 4, cluster=client, progress=False)
+        lens = bench.map("cpu-secret_len", [{}] * 4, cluster=dask_client, progress=False)
         assert list(lens["structured"].map(lambda s: s["result"])) == [len(SECRET)] * 4
         # ... inside Dask's messages only: not in a key, a task name, an event or a log line
-        seen = client.run_on_scheduler(_scheduler_names)
+        seen = dask_client.run_on_scheduler(_scheduler_names)
         assert any(k.startswith("toolbench-map-burn-") for k in seen), seen[:5]
-        logs = [client.get_scheduler_logs(), client.get_worker_logs(),
-                client.get_events(), client.run_on_scheduler(_scheduler_names)]
+        logs = [dask_client.get_scheduler_logs(), dask_client.get_worker_logs(),
+                dask_client.get_events(), dask_client.run_on_scheduler(_scheduler_names)]
         assert SECRET not in repr(logs)
         # and a server that cannot travel is refused by name, before anything ships
         with pytest.raises(TypeError, match=r"dask\.distributed\.Client"):
@@ -123,7 +101,7 @@ def test_same_records_as_local_and_secrets_stay_in_messages(client: Any) -> None
     with tb.Bench() as bench:
         bench.add(tb.ToolBox(twice))
         with pytest.raises(ValueError, match=r"server 'box' \(toolbox\) cannot run on a Dask"):
-            bench.map("box-twice", [{"x": 1}], cluster=client)
+            bench.map("box-twice", [{"x": 1}], cluster=dask_client)
 
 
 def _answers(df: Any) -> set[tuple[int, int]]:
@@ -155,7 +133,7 @@ def _server_pids(df: Any) -> set[int]:
 
 @pytest.mark.timeout(600)
 def test_a_killed_worker_leaves_only_its_unreported_calls_in_doubt(
-        client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        dask_client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from toolbench._bench.many import cluster as _cluster
 
     # One partition per worker: the victim is surely mid-partition when it dies.
@@ -166,12 +144,12 @@ def test_a_killed_worker_leaves_only_its_unreported_calls_in_doubt(
     result: dict[str, Any] = {}
     with tb.Bench(journal=journal) as bench:
         _connect(bench, log)
-        bench.map("cpu-burn", [{"i": -1, "ms": 0}], cluster=client, progress=False)  # warm up
-        pids = _worker_pids(client)
+        bench.map("cpu-burn", [{"i": -1, "ms": 0}], cluster=dask_client, progress=False)  # warm up
+        pids = _worker_pids(dask_client)
 
         def run() -> None:
             try:
-                result["df"] = bench.map("cpu-burn", cases, cluster=client, progress=False,
+                result["df"] = bench.map("cpu-burn", cases, cluster=dask_client, progress=False,
                                          concurrency=4)
             except BaseException as exc:  # the assertion below shows it
                 result["error"] = exc
@@ -240,7 +218,7 @@ DRIVER = textwrap.dedent("""
 
 
 @pytest.mark.timeout(600)
-def test_a_killed_driver_resumes_without_running_anything_twice(client: Any,
+def test_a_killed_driver_resumes_without_running_anything_twice(dask_client: Any,
                                                                  tmp_path: Path) -> None:
     log, journal = tmp_path / "calls.log", tmp_path / "calls.sqlite"
     script = tmp_path / "driver.py"
@@ -278,7 +256,7 @@ def test_a_killed_driver_resumes_without_running_anything_twice(client: Any,
         # every call that ran is either recorded or in doubt: none can run again
         assert set(first) <= doubt | landed
         _connect(bench, log)
-        df = bench.map("cpu-burn", cases, cluster=client, progress=False, resume=True)
+        df = bench.map("cpu-burn", cases, cluster=dask_client, progress=False, resume=True)
     ran = _ran(log)
     assert max(ran.values()) == 1, [i for i, n in ran.items() if n > 1]
     assert len(df) == 400
@@ -316,15 +294,15 @@ def test_no_child_outlives_the_cluster(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(300)
-def test_an_interrupt_cancels_what_has_not_started(client: Any, tmp_path: Path) -> None:
+def test_an_interrupt_cancels_what_has_not_started(dask_client: Any, tmp_path: Path) -> None:
     log = tmp_path / "calls.log"
     cases = [{"i": i, "ms": 20} for i in range(1000)]
     with tb.Bench() as bench:
         _connect(bench, log)
-        bench.map("cpu-burn", [{"i": -1, "ms": 0}], cluster=client, progress=False)
+        bench.map("cpu-burn", [{"i": -1, "ms": 0}], cluster=dask_client, progress=False)
 
         async def interrupted() -> None:
-            task = asyncio.ensure_future(bench.amap("cpu-burn", cases, cluster=client,
+            task = asyncio.ensure_future(bench.amap("cpu-burn", cases, cluster=dask_client,
                                                     progress=False, concurrency=2))
             while sum(_ran(log).values()) < 40:
                 await asyncio.sleep(0.05)
@@ -344,7 +322,7 @@ def test_an_interrupt_cancels_what_has_not_started(client: Any, tmp_path: Path) 
         _wait_for(lambda: _count_stable(log), 60, "calls to stop")
         assert sum(_ran(log).values()) < 1000
         assert set(_ran(log)) - {-1} <= set(job["arguments"].map(lambda a: a["i"]))
-        _wait_for(lambda: not client.run_on_scheduler(_live_map_tasks), 60, "tasks to go")
+        _wait_for(lambda: not dask_client.run_on_scheduler(_live_map_tasks), 60, "tasks to go")
 
 
 def _count_stable(log: Path) -> bool:

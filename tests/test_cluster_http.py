@@ -5,9 +5,6 @@ demo, as a real process). A real LocalCluster of 2 worker processes per test."""
 from __future__ import annotations
 
 import pickle
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -16,35 +13,16 @@ import httpx
 import pytest
 from oauth_glue import follow, protected_server
 from servers.cache_hints_http import serve_in_thread
+from serving import served_url
 
 import toolbench as tb
 
-distributed = pytest.importorskip("distributed")
+pytest.importorskip("distributed")
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("dask_resource_tracker")]
 
 HERE = Path(__file__).parent
 KEY = "x-key-for-the-cluster-http-test"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _resource_tracker() -> None:
-    """Started first, so no test counts multiprocessing's tracker as a leaked child."""
-    from multiprocessing import resource_tracker
-
-    resource_tracker.ensure_running()
-
-
-@pytest.fixture
-def client() -> Iterator[Any]:
-    cluster = distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1,
-                                       dashboard_address=":0")
-    client = distributed.Client(cluster)
-    try:
-        yield client
-    finally:
-        client.close()
-        cluster.close()
 
 
 def _browser(url: str) -> str:
@@ -58,11 +36,11 @@ def _same(local: Any, remote: Any) -> None:
         assert list(local[column]) == list(remote[column]), column
 
 
-def test_a_streamable_http_server_is_reached_with_the_same_headers(client: Any) -> None:
+def test_a_streamable_http_server_is_reached_with_the_same_headers(dask_client: Any) -> None:
     cases = [{"text": f"case {i}"} for i in range(24)]
     with serve_in_thread() as server, tb.Bench() as bench:
         bench.connect("h", server.url, headers={"X-Key": KEY})
-        remote = bench.map("h-echo", cases, cluster=client, progress=False)
+        remote = bench.map("h-echo", cases, cluster=dask_client, progress=False)
         assert remote["ok"].all(), remote["error"].tolist()
         assert server.count("tools/call") == 24  # each case once, none twice
         assert server.keys == [KEY] * 24
@@ -70,44 +48,35 @@ def test_a_streamable_http_server_is_reached_with_the_same_headers(client: Any) 
         assert KEY not in remote.to_string() and KEY not in repr(remote.to_dict())
 
 
-def test_an_sse_server_is_reached_at_its_url(client: Any) -> None:
-    proc = subprocess.Popen([sys.executable, str(HERE / "servers" / "big_sse_server.py"), "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().strip()
+def test_an_sse_server_is_reached_at_its_url(dask_client: Any) -> None:
+    with served_url(HERE / "servers" / "big_sse_server.py") as url:
         assert url.endswith("/sse")
         cases = [{"text": str(i)} for i in range(12)]
         with tb.Bench() as bench:
             bench.connect("s", url)
             assert bench.servers.iloc[0]["transport"] == "sse"
-            remote = bench.map("s-echo", cases, cluster=client, progress=False)
+            remote = bench.map("s-echo", cases, cluster=dask_client, progress=False)
             assert remote["ok"].all(), remote["error"].tolist()
             _same(bench.map("s-echo", cases, progress=False), remote)
-    finally:
-        proc.terminate()
-        proc.wait(10)
-        if proc.stdout is not None:
-            proc.stdout.close()
 
 
-def test_a_signed_in_server_travels_only_with_share_credentials(client: Any) -> None:
+def test_a_signed_in_server_travels_only_with_share_credentials(dask_client: Any) -> None:
     with protected_server() as url, tb.Bench() as bench:
         bench.connect("p", url, auth=tb.OAuth(authorize=_browser, store="memory"))
         with pytest.raises(ValueError, match=r"signs in .*share_credentials=True"):
-            bench.map("p-echo", [{"text": "x"}], cluster=client, progress=False)
+            bench.map("p-echo", [{"text": "x"}], cluster=dask_client, progress=False)
         with pytest.raises(ValueError, match="only with cluster="):
             bench.map("p-echo", [{"text": "x"}], share_credentials=True, progress=False)
         assert bench.records.empty  # refused before anything ran or shipped
         cases = [{"text": f"t{i}"} for i in range(10)]
-        remote = bench.map("p-echo", cases, cluster=client, share_credentials=True,
+        remote = bench.map("p-echo", cases, cluster=dask_client, share_credentials=True,
                            progress=False)
         assert remote["ok"].all(), remote["error"].tolist()
         assert list(remote["text"]) == [c["text"] for c in cases]
-        who = bench.map("p-whoami", [{}], cluster=client, share_credentials=True,
+        who = bench.map("p-whoami", [{}], cluster=dask_client, share_credentials=True,
                         progress=False)
         assert who["ok"].all() and who.iloc[0]["structured"]["user"]
-        _no_token_anywhere(bench, client)
+        _no_token_anywhere(bench, dask_client)
 
 
 def _tokens(bench: tb.Bench) -> dict[str, str]:
@@ -143,10 +112,10 @@ def test_what_travels_is_the_access_token_only() -> None:
 
 
 def test_a_worker_s_401_is_unreachable_and_sent_again_after_the_driver_renews(
-        client: Any) -> None:
+        dask_client: Any) -> None:
     with protected_server() as url, tb.Bench() as bench:
         bench.connect("p", url, auth=tb.OAuth(authorize=_browser, store="memory"))
-        first = bench.map("p-echo", [{"text": "a"}, {"text": "b"}], cluster=client,
+        first = bench.map("p-echo", [{"text": "a"}, {"text": "b"}], cluster=dask_client,
                           share_credentials=True, progress=False)
         assert first["ok"].all()
         old = _tokens(bench)["access_token"]
@@ -157,7 +126,7 @@ def test_a_worker_s_401_is_unreachable_and_sent_again_after_the_driver_renews(
             "client_secret": info.get("client_secret") or ""})
         assert revoked.status_code == 200, revoked.text
         cases = [{"text": f"again {i}"} for i in range(6)]
-        again = bench.map("p-echo", cases, cluster=client, share_credentials=True,
+        again = bench.map("p-echo", cases, cluster=dask_client, share_credentials=True,
                           progress=False)
         assert again["ok"].all(), again["error"].tolist()
         assert list(again["text"]) == [c["text"] for c in cases]
@@ -167,4 +136,4 @@ def test_a_worker_s_401_is_unreachable_and_sent_again_after_the_driver_renews(
         assert set(turned["error_type"]) == {"Unreachable"}
         assert set(turned["disposition"]) == {"did_not_happen"}
         assert all("HTTP 401" in e for e in turned["error"])
-        _no_token_anywhere(bench, client)
+        _no_token_anywhere(bench, dask_client)

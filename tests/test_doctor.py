@@ -4,7 +4,6 @@ real loopback servers; it bounds every wait, escapes what servers say and hides 
 from __future__ import annotations
 
 import contextlib
-import socket
 import subprocess
 import sys
 import threading
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from serving import free_port, served_url
 
 import toolbench as tb
 from toolbench._bench.doctor.steps import OK, WARN, Diagnosis
@@ -135,15 +135,7 @@ def not_found_server() -> Iterator[int]:
         thread.join(5)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_a_working_http_server_passes_every_step() -> None:
-    from serving import served_url
-
     with served_url(SERVERS / "big_catalog_http.py", "--tools", "4", "--tiny") as url:
         found = doctor({"url": url})
     assert found.ok, str(found)

@@ -15,9 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import socket
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -27,7 +25,7 @@ from typing import Any
 
 import pytest
 from loop_client import LoopClient
-from serving import served_url
+from serving import served_echo, served_url
 
 import toolbench as tb
 from toolbench._core.errors import Malformed, TimedOut, ToolError, Unreachable
@@ -186,43 +184,16 @@ def test_oversized_notification_restarts_and_the_waiting_call_is_in_doubt() -> N
 
 
 # -- oversized messages over HTTP -------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _serve(mode: str) -> Iterator[str]:
-    port = _free_port()
-    proc = subprocess.Popen([*ECHO, mode, str(port)], stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 20
-    try:
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    pytest.fail(f"HTTP test server did not listen on port {port}")
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/{'mcp' if mode == 'streamable-http' else 'sse'}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-
-
 @pytest.fixture(scope="module")
 def http_url() -> Iterator[str]:
-    yield from _serve("streamable-http")
+    with served_echo("streamable-http") as (url, _):
+        yield url
 
 
 @pytest.fixture(scope="module")
 def sse_url() -> Iterator[str]:
-    yield from _serve("sse")
+    with served_echo("sse") as (url, _):
+        yield url
 
 
 @pytest.mark.slow

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -23,6 +22,7 @@ from mcp.server import Server
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 from servers.memory import make_mem_server
+from serving import free_port, served_echo
 
 from toolbench._core.client import ToolClient
 from toolbench._core.errors import (
@@ -61,46 +61,16 @@ def echo() -> Iterator[LoopClient]:
     client.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _serve(mode: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    port = _free_port()
-    proc = subprocess.Popen([*ECHO, mode, str(port)], stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                proc.kill()
-                proc.wait(5)
-                pytest.fail(f"{mode} test server did not accept connections on port {port}")
-            time.sleep(0.1)
-    path = "/mcp" if mode == "streamable-http" else "/sse"
-    try:
-        yield f"http://127.0.0.1:{port}{path}", proc
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-
-
 @pytest.fixture(scope="module")
 def http_server() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    yield from _serve("streamable-http")
+    with served_echo("streamable-http") as served:
+        yield served
 
 
 @pytest.fixture(scope="module")
 def sse_server() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    yield from _serve("sse")
+    with served_echo("sse") as served:
+        yield served
 
 
 def code_server() -> Server[Any]:
@@ -282,7 +252,7 @@ def test_sse(sse_server: tuple[str, Any]) -> None:
 
 
 def test_http_server_down_is_unreachable_fast() -> None:
-    port = _free_port()
+    port = free_port()
     client = LoopClient(f"http://127.0.0.1:{port}/mcp", name="web", connect_timeout=10)
     started = time.monotonic()
     with pytest.raises(Unreachable, match="failed to start"):

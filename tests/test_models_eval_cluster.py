@@ -16,34 +16,13 @@ import pytest
 import toolbench as tb
 from toolbench.demo import geo, geo_precise
 
-distributed = pytest.importorskip("distributed")
+pytest.importorskip("distributed")
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("dask_resource_tracker")]
 
 CASES = [{"id": f"c{i}", "prompt": f"How far is London from Paris? ({i})",
           "expect": [{"tool": "distance", "arguments": {"from_city": "London"}}]}
          for i in range(30)] + [{"id": "hi", "prompt": "Say hello", "expect": []}]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _resource_tracker() -> None:
-    """Dask's nannies start multiprocessing's resource tracker once, for this process's life:
-    started first, so no test counts it as a leaked child."""
-    from multiprocessing import resource_tracker
-
-    resource_tracker.ensure_running()
-
-
-@pytest.fixture
-def client() -> Iterator[Any]:
-    cluster = distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1,
-                                       dashboard_address=":0")
-    client = distributed.Client(cluster)
-    try:
-        yield client
-    finally:
-        client.close()
-        cluster.close()
 
 
 @pytest.fixture
@@ -69,12 +48,12 @@ def make_model() -> Any:
     return tb.ScriptedModel(reply, name="where")
 
 
-def test_the_rows_match_one_machine_and_resume_asks_nothing(bench: tb.Bench, client: Any,
+def test_the_rows_match_one_machine_and_resume_asks_nothing(bench: tb.Bench, dask_client: Any,
                                                             tmp_path: Path) -> None:
     path = tmp_path / "eval.jsonl"
     model = make_model()
     local = bench.evaluate(model, CASES)
-    remote = bench.evaluate(model, CASES, cluster=client, journal=path, concurrency=2)
+    remote = bench.evaluate(model, CASES, cluster=dask_client, journal=path, concurrency=2)
     assert len(remote) == 62 and remote["passed"].all()
     same = ["case", "server", "repeat", "expected", "called", "tool_ok", "args_ok", "passed",
             "tokens_in", "error", "tokenizer"]
@@ -87,14 +66,14 @@ def test_the_rows_match_one_machine_and_resume_asks_nothing(bench: tb.Bench, cli
         zip(remote["case"], remote["server"], strict=True))
     # resumed: a model that would fail every row is never asked
     refusing = tb.ScriptedModel(lambda m, t: 1 / 0, name="where")
-    again = bench.evaluate(refusing, CASES, cluster=client, journal=path, resume=True)
+    again = bench.evaluate(refusing, CASES, cluster=dask_client, journal=path, resume=True)
     assert again["error"].isna().all() and again[same].equals(remote[same])
 
 
 def test_what_cannot_work_is_refused_before_anything_runs(bench: tb.Bench,
-                                                          client: Any) -> None:
+                                                          dask_client: Any) -> None:
     with pytest.raises(ValueError, match=r"runs steps=1 evals .* not steps=2"):
-        bench.evaluate(make_model(), CASES, steps=2, cluster=client)
+        bench.evaluate(make_model(), CASES, steps=2, cluster=dask_client)
     with pytest.raises(TypeError, match=r"cluster must be a dask\.distributed\.Client"):
         bench.evaluate(make_model(), CASES, cluster="tcp://127.0.0.1:8786")
 
@@ -111,12 +90,12 @@ class Unpicklable:
         raise TypeError("this model stays home")
 
 
-def test_a_model_that_cannot_travel_is_refused(bench: tb.Bench, client: Any) -> None:
+def test_a_model_that_cannot_travel_is_refused(bench: tb.Bench, dask_client: Any) -> None:
     with pytest.raises(ValueError, match=r"cannot be sent to the cluster.s workers.*stays home"):
-        bench.evaluate(Unpicklable(), CASES[:3], servers="geo", cluster=client)
+        bench.evaluate(Unpicklable(), CASES[:3], servers="geo", cluster=dask_client)
 
 
-def test_a_task_that_fails_gives_error_rows(bench: tb.Bench, client: Any) -> None:
+def test_a_task_that_fails_gives_error_rows(bench: tb.Bench, dask_client: Any) -> None:
     """A failure outside the model's reply (here an exception ``ask`` does not catch, as a
     lost worker's ``KilledWorker`` would be): every row of the failed task says why, and
     nothing raises."""
@@ -127,7 +106,7 @@ def test_a_task_that_fails_gives_error_rows(bench: tb.Bench, client: Any) -> Non
         raise Broken("the worker gave up")
 
     df = bench.evaluate(tb.ScriptedModel(breaks, name="breaks"), CASES[:3], servers="geo",
-                        cluster=client)
+                        cluster=dask_client)
     assert len(df) == 3 and not df["passed"].any()
     assert all(e.startswith("the Dask task asking for this row failed: Broken: the worker "
                             "gave up") for e in df["error"]), list(df["error"])

@@ -1,7 +1,8 @@
 """``Bench.map(name, cases, cluster=client)``: the same map on a Dask cluster's workers.
 
 Only this module imports ``distributed`` (the ``dask`` extra), and only ``map(..., cluster=)``
-imports this module: the core never pays for Dask.
+and ``evaluate(..., cluster=)`` (``models/eval_cluster.py``) import this module: the core
+never pays for Dask.
 
 The driver's side is here; the worker's (``ServerSpec``, ``BenchPlugin``, the task) is
 ``toolbench._bench.many.cluster_worker``. Neither imports the bench: the driver is handed
@@ -72,7 +73,7 @@ import re
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -108,6 +109,7 @@ CANCEL_BOUND_S = 15.0
 LOST_ERROR = ("the Dask worker running it was lost before reporting (the call was granted "
               "and may have run)")
 _KEY_SAFE = re.compile(r"[^A-Za-z0-9_.]+")
+_Item = TypeVar("_Item")
 
 
 @dataclass(frozen=True)
@@ -185,6 +187,13 @@ def check_cluster(servers: Servers, bench_type: Callable[..., WorkerBench], clus
                   server: str, share_credentials: bool = False) -> None:
     """Refuse, before anything runs, what cannot work: not a Client, or a server that
     cannot travel."""
+    check_client(cluster)
+    _spec(servers, bench_type, server, share_credentials)
+
+
+def check_client(cluster: Any) -> None:
+    """Refuse what is not a running, synchronous ``dask.distributed.Client`` (shared with
+    ``evaluate(..., cluster=)``)."""
     if not isinstance(cluster, Client):
         raise TypeError(f"cluster must be a dask.distributed.Client, not "
                         f"{type(cluster).__name__} {cluster!r:.80}")
@@ -193,7 +202,6 @@ def check_cluster(servers: Servers, bench_type: Callable[..., WorkerBench], clus
                          "made with asynchronous=True)")
     if cluster.status != "running":
         raise ValueError(f"the dask.distributed.Client is {cluster.status}, not running")
-    _spec(servers, bench_type, server, share_credentials)
 
 
 @dataclass
@@ -346,10 +354,12 @@ def _on_grant_event(event: tuple[float, Any]) -> None:
             ledger.on_event(msg)
 
 
-def _partitions(calls: list[tuple[int, Any]], threads: int) -> list[list[tuple[int, Any]]]:
-    size = max(1, min(MAX_PARTITION, math.ceil(len(calls) / (max(threads, 1) *
+def partitions(items: list[_Item], threads: int) -> list[list[_Item]]:
+    """``items`` cut into about ``PARTITIONS_PER_THREAD`` partitions per worker thread, at
+    most ``MAX_PARTITION`` each, in order (shared with ``evaluate(..., cluster=)``)."""
+    size = max(1, min(MAX_PARTITION, math.ceil(len(items) / (max(threads, 1) *
                                                              PARTITIONS_PER_THREAD))))
-    return [calls[i:i + size] for i in range(0, len(calls), size)]
+    return [items[i:i + size] for i in range(0, len(items), size)]
 
 
 def _task_key(tool_shown: str, number: int, job: str) -> str:
@@ -359,8 +369,12 @@ def _task_key(tool_shown: str, number: int, job: str) -> str:
     return f"toolbench-map-{_KEY_SAFE.sub('_', tool)[:60]}-{number}-{job[:8]}"
 
 
-def _result(future: Future[Any]) -> list[tuple[int, Record]] | BaseException:
-    """The partition's records, or why there are none (blocking: run in a thread)."""
+def partition_outcome(future: Future[Any], holds: str = "records") -> list[Any] | BaseException:
+    """A finished partition task's list, or why there is none (blocking: run in a thread).
+
+    Shared with ``evaluate(..., cluster=)`` (``models/eval_cluster.py``), whose partitions
+    return rows: ``holds`` names what the list should hold, for the error when it is not a
+    list."""
     try:
         if future.status == "error":
             exc = future.exception()
@@ -371,8 +385,17 @@ def _result(future: Future[Any]) -> list[tuple[int, Record]] | BaseException:
     except Exception as exc:
         return exc
     if not isinstance(value, list):
-        return TypeError(f"a partition returned {type(value).__name__}, not records")
+        return TypeError(f"a partition returned {type(value).__name__}, not {holds}")
     return value
+
+
+async def cancel_unfinished(client: Client, futures: list[Future[Any]]) -> None:
+    """Cancel the tasks not finished yet, quietly (the client may be gone already): after an
+    interrupt or a failure, inside a shielded, bounded scope (``CANCEL_BOUND_S``)."""
+    pending = [f for f in futures if not f.done()]
+    if pending:
+        with contextlib.suppress(Exception):
+            await anyio.to_thread.run_sync(client.cancel, pending)
 
 
 async def map_on_cluster(driver: Driver, client: Client, target: Target,
@@ -408,7 +431,7 @@ async def _job(driver: Driver, client: Client, spec: ServerSpec, calls: list[tup
     label = f"map {name_shown} on the cluster"
     threads = await anyio.to_thread.run_sync(
         lambda: (client.register_plugin(BenchPlugin()), sum(client.nthreads().values()))[1])
-    parts = [_Part(chunk) for chunk in _partitions(calls, threads)]
+    parts = [_Part(chunk) for chunk in partitions(calls, threads)]
     ledger = _Ledger(driver, client, job, batch, target, parts, provenance)
     _LEDGERS[job] = ledger
     bar = progress_bar(len(calls), label, progress)
@@ -430,16 +453,13 @@ async def _job(driver: Driver, client: Client, spec: ServerSpec, calls: list[tup
             number_of = {f.key: n for n, f in enumerate(futures)}
             for _ in futures:
                 future = await anyio.to_thread.run_sync(next, finished, abandon_on_cancel=True)
-                outcome = await anyio.to_thread.run_sync(_result, future)
+                outcome = await anyio.to_thread.run_sync(partition_outcome, future)
                 bar.update(ledger.finish(number_of[future.key], outcome))
             tg.cancel_scope.cancel()
     except BaseException:
         with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_BOUND_S):
             ledger.abandon()
-            pending = [f for f in futures if not f.done()]
-            if pending:
-                with contextlib.suppress(Exception):
-                    await anyio.to_thread.run_sync(client.cancel, pending)
+            await cancel_unfinished(client, futures)
         raise
     finally:
         _LEDGERS.pop(job, None)

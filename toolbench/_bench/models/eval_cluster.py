@@ -8,15 +8,16 @@ connections and the driver's grants that make ``map(..., cluster=)`` exact after
 worker (``many/cluster.py``). That is not built: ``cluster=`` with ``steps>1`` is refused
 before anything runs.
 
-Only this module imports ``distributed`` (the ``dask`` extra), and only ``evaluate(...,
-cluster=)`` imports this module.
+Only this module and ``many/cluster.py`` (whose partition outcome and cancelling it shares)
+import ``distributed`` (the ``dask`` extra), and only ``evaluate(..., cluster=)`` imports this
+module.
 
-**Partitions.** The rows to ask travel in partitions (about four per worker thread, at most
-``MAX_PARTITION`` rows each), one Dask task each, under an explicit key
-(``toolbench-eval-3-1a2b3c4d``). A task runs its rows ``concurrency`` at a time on the worker
-(its own event loop, in the worker's thread) and returns them scored. The driver writes each
-partition's rows to the eval journal as the partition finishes, so ``resume=True`` works as
-on one machine; the progress bar counts rows.
+**Partitions.** The rows to ask travel in partitions cut as ``map``'s are (``many/cluster.py``:
+about four per worker thread, at most ``MAX_PARTITION`` rows each), one Dask task each, under
+an explicit key (``toolbench-eval-3-1a2b3c4d``). A task runs its rows ``concurrency`` at a time
+on the worker (its own event loop, in the worker's thread) and returns them scored. The driver
+writes each partition's rows to the eval journal as the partition finishes, so ``resume=True``
+works as on one machine; the progress bar counts rows.
 
 **What a failure costs.** A model that cannot be pickled is a ``ValueError`` before any task
 runs. A worker lost mid-partition: Dask runs the task again elsewhere, and its rows are asked
@@ -32,8 +33,6 @@ value, a module's function by reference (the module must be importable on the wo
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import math
 import uuid
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
@@ -42,11 +41,16 @@ import anyio
 import anyio.to_thread
 from distributed import Client, as_completed
 
+from toolbench._bench.many.cluster import (
+    cancel_unfinished,
+    check_client,
+    partition_outcome,
+    partitions,
+)
+
 if TYPE_CHECKING:
     from distributed import Future
 
-PARTITIONS_PER_THREAD = 4
-MAX_PARTITION = 500
 CANCEL_BOUND_S = 15.0
 """How long cancelling after an interrupt may take."""
 
@@ -62,14 +66,7 @@ module, so this one may not import it) and shipped to the workers by reference."
 def check_cluster(cluster: Any, steps: int, model: Any) -> None:
     """Refuse, before anything runs, what cannot work (a model that cannot be pickled
     included: Dask would fail it in a background thread, with a message about its graph)."""
-    if not isinstance(cluster, Client):
-        raise TypeError(f"cluster must be a dask.distributed.Client, not "
-                        f"{type(cluster).__name__} {cluster!r:.80}")
-    if cluster.asynchronous:
-        raise ValueError("cluster must be a synchronous dask.distributed.Client (this one was "
-                         "made with asynchronous=True)")
-    if cluster.status != "running":
-        raise ValueError(f"the dask.distributed.Client is {cluster.status}, not running")
+    check_client(cluster)
     if steps != 1:
         raise ValueError(f"evaluate(cluster=...) runs steps=1 evals (the model's first reply, "
                          f"no tool call), not steps={steps}: tool calls on the workers are not "
@@ -90,28 +87,6 @@ def eval_partition(partition: Partition, model: Any, offers: dict[str, Any],
     return asyncio.run(partition(model, offers, units, timeout, concurrency))
 
 
-def _partitions(units: list[Unit], threads: int) -> list[list[Unit]]:
-    count = max(1, min(len(units), threads * PARTITIONS_PER_THREAD))
-    size = min(MAX_PARTITION, math.ceil(len(units) / count))
-    return [units[i:i + size] for i in range(0, len(units), size)]
-
-
-def _outcome(future: Future[Any]) -> list[tuple[int, dict[str, Any]]] | BaseException:
-    """The partition's rows, or why there are none (blocking: run in a thread)."""
-    try:
-        if future.status == "error":
-            exc = future.exception()
-            return exc if isinstance(exc, BaseException) else RuntimeError(str(exc))
-        if future.status == "cancelled":
-            return RuntimeError("the task was cancelled")
-        value = future.result()
-    except Exception as exc:
-        return exc
-    if not isinstance(value, list):
-        return TypeError(f"a partition returned {type(value).__name__}, not rows")
-    return value
-
-
 async def evaluate_on_cluster(client: Client, model: Any, units: list[Unit],
                               offers: dict[str, Any], *, timeout: float, concurrency: int,
                               partition: Partition,
@@ -124,7 +99,7 @@ async def evaluate_on_cluster(client: Client, model: Any, units: list[Unit],
         return
     job = uuid.uuid4().hex
     threads = await anyio.to_thread.run_sync(lambda: sum(client.nthreads().values()))
-    parts = _partitions(units, max(1, threads))
+    parts = partitions(units, threads)
     wanted = {server for _, _, server, _ in units}
     shipped = {name: offer for name, offer in offers.items() if name in wanted}
     futures: list[Future[Any]] = []
@@ -141,7 +116,7 @@ async def evaluate_on_cluster(client: Client, model: Any, units: list[Unit],
         number_of = {f.key: n for n, f in enumerate(futures)}
         for _ in futures:
             future = await anyio.to_thread.run_sync(next, done, abandon_on_cancel=True)
-            outcome = await anyio.to_thread.run_sync(_outcome, future)
+            outcome = await anyio.to_thread.run_sync(partition_outcome, future, "rows")
             part = parts[number_of[future.key]]
             if isinstance(outcome, BaseException):
                 why = (f"the Dask task asking for this row failed: {type(outcome).__name__}: "
@@ -153,8 +128,5 @@ async def evaluate_on_cluster(client: Client, model: Any, units: list[Unit],
                     finished(index, row)
     except BaseException:
         with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_BOUND_S):
-            pending = [f for f in futures if not f.done()]
-            if pending:
-                with contextlib.suppress(Exception):
-                    await anyio.to_thread.run_sync(client.cancel, pending)
+            await cancel_unfinished(client, futures)
         raise

@@ -301,12 +301,9 @@ def _capped(text: str, max_chars: int) -> str:
 
 
 def _json(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    try:
-        return json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return repr(value)
+    """The arguments as a record's text shows them (``to_text``), but None as JSON's ``null``
+    (``to_text`` shows None as nothing, which would hide arguments the model sent as null)."""
+    return "null" if value is None else _html.to_text(value)
 
 
 def add_usage(total: dict[str, int] | None, usage: Mapping[str, int] | None
