@@ -240,6 +240,6 @@ def test_a_sign_in_counts_in_the_cache_context() -> None:
     assert client.responses.context() == (None, 0)
     assert isinstance(client._auth, AuthState)
     from mcp.shared.auth import OAuthToken
-    client._auth._tokens(OAuthToken(access_token="a-token", token_type="Bearer"))
+    client._auth._tokens_stored(OAuthToken(access_token="a-token", token_type="Bearer"))
     assert client.responses.context() == (None, 1)
     assert "a-token" not in repr(client.responses.context())

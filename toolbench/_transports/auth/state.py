@@ -178,7 +178,7 @@ class AuthState:
         if isinstance(option, httpx2.Auth):
             return option
         if isinstance(option, ClientCredentials):
-            self.storage = Storage(self.url, MemoryStore(), on_tokens=self._tokens)
+            self.storage = Storage(self.url, MemoryStore(), on_tokens=self._tokens_stored)
             scope = " ".join(option.scopes) if option.scopes else None
             with warnings.catch_warnings():  # issuer=None is deprecated in the SDK, not wrong
                 warnings.simplefilter("ignore")
@@ -204,7 +204,7 @@ class AuthState:
                 redirect_uris=[AnyUrl(redirect)],
                 token_endpoint_auth_method="client_secret_basic" if option.client_secret
                 else "none")
-        self.storage = Storage(self.url, place, fixed_client=fixed, on_tokens=self._tokens)
+        self.storage = Storage(self.url, place, fixed_client=fixed, on_tokens=self._tokens_stored)
         metadata = OAuthClientMetadata(
             client_name=option.client_name, redirect_uris=[AnyUrl(redirect)],
             grant_types=["authorization_code", "refresh_token"], response_types=["code"],
@@ -236,7 +236,7 @@ class AuthState:
         """Keep these values (a code, a token) out of every message from now on."""
         self._hide(values)
 
-    def _tokens(self, tokens: OAuthToken) -> None:
+    def _tokens_stored(self, tokens: OAuthToken) -> None:
         self.signins += 1
         self.hide([v for v in (tokens.access_token, tokens.refresh_token) if v])
 
