@@ -20,10 +20,10 @@ import datetime as dt
 import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from toolbench._bench.apps.meta import tool_ui
+from toolbench._bench.apps.opened import Opened, wire_result
 from toolbench._bench.apps.policy import DEFAULT_HEIGHT, MAX_HEIGHT, View, clamp_height
 from toolbench._core import html as _html
 from toolbench._core.errors import Refused, ToolError, ToolFailed
@@ -87,38 +87,6 @@ class Host(Protocol):
     def log(self, server: str, level: Any, logger: Any, data: Any) -> None: ...
 
     async def sample(self, server: str, params: Any) -> Any: ...
-
-
-@dataclass(frozen=True)
-class Opened:
-    """The call a view was opened for: its id, arguments and result as received."""
-
-    call_id: str
-    arguments: dict[str, Any]
-    result: dict[str, Any] | None
-    """The ``CallToolResult`` as received (wire names); None: the call failed."""
-    cancelled: str | None = None
-
-    @classmethod
-    def of(cls, record: Record, result: Result) -> Opened:
-        return cls(record.call_id, dict(record.arguments), _wire_result(result))
-
-    @classmethod
-    def of_record(cls, record: Record) -> Opened:
-        if not record.ok:
-            return cls(record.call_id, dict(record.arguments), None,
-                       f"{record.error_type}: {record.error}")
-        result = {"content": list(record.content), "isError": False}
-        if record.structured is not None:
-            result["structuredContent"] = record.structured
-        return cls(record.call_id, dict(record.arguments), result)
-
-
-def _wire_result(result: Result) -> dict[str, Any]:
-    found: dict[str, Any] = {"content": list(result.content), "isError": result.is_error}
-    if result.structured is not None:
-        found["structuredContent"] = result.structured
-    return found
 
 
 def _error(id_: Any, code: int, message: str) -> dict[str, Any]:
@@ -329,9 +297,9 @@ class Bridge:
         assert entry is not None
         result, error = await self._host.call(entry, arguments, self.provenance)
         if result is not None and error is None:
-            return _reply(id_, _wire_result(result))
+            return _reply(id_, wire_result(result))
         if isinstance(error, ToolFailed) and error.result is not None:
-            return _reply(id_, _wire_result(error.result))
+            return _reply(id_, wire_result(error.result))
         return _error(id_, SERVER_ERROR, f"{type(error).__name__}: {error}")
 
     def initialize_result(self) -> dict[str, Any]:

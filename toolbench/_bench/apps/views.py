@@ -28,8 +28,9 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from toolbench._bench.apps.bridge import Bridge, Opened
+from toolbench._bench.apps.bridge import Bridge
 from toolbench._bench.apps.meta import MIME_TYPE, ToolUi, tool_ui
+from toolbench._bench.apps.opened import Opened
 from toolbench._bench.apps.policy import View, build_policy, framed
 from toolbench._core import html as _html
 from toolbench._core.errors import Malformed, ToolError

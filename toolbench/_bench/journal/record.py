@@ -108,6 +108,8 @@ def make_record(
         disposition = (Disposition.DID_NOT_HAPPEN if is_unsent(error)
                        else Disposition.IN_DOUBT).value
         error_type, message = type(error).__name__, str(error) or type(error).__name__
+    if shown is not None and shown.meta:
+        provenance = kept_result_meta(provenance, shown.meta)
     return _record(
         call_id, batch, started, server, tool, name, dict(arguments), ok, disposition,
         error_type, message, None if latency_s is None else latency_s * 1000.0,
@@ -116,6 +118,17 @@ def make_record(
         list(shown.content) if shown is not None else [],
         dict(provenance) if provenance else None, kind,
     )
+
+
+RESULT_META = "result_meta"
+"""The ``provenance`` key a record keeps its result's ``_meta`` under (DESIGN's columns stay
+as they are; a view opened from the record gets it back in ``tool-result``)."""
+
+
+def kept_result_meta(provenance: Mapping[str, Any] | None,
+                     meta: dict[str, Any]) -> dict[str, Any]:
+    """``provenance`` with the result's ``_meta`` beside what asked for the call."""
+    return {**(provenance or {}), RESULT_META: meta}
 
 
 def _record_builder() -> Callable[..., Record]:

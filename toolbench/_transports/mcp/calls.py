@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import math
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -325,6 +326,7 @@ class Requests:
                 for block in raw.content
             ]
             structured = raw.structured_content
+            meta = raw.meta
         except Exception as exc:
             raise Malformed(f"unreadable tool result: {describe(exc, self._redact)}",
                             tool=tool) from exc
@@ -332,7 +334,22 @@ class Requests:
             raise Malformed(
                 f"structuredContent is {type(structured).__name__}, not an object", tool=tool
             )
-        return Result(content, structured, bool(raw.is_error), latency, tool)
+        result = Result(content, structured, bool(raw.is_error), latency, tool)
+        if meta:  # rare: the common answer pays one check
+            result.meta = _result_meta(meta)
+        return result
+
+
+def _result_meta(meta: Any) -> dict[str, Any]:
+    """A result's ``_meta`` as plain JSON values (the SDK may hold pydantic models there)."""
+    dumped = meta if isinstance(meta, dict) else {"_meta": meta}
+    plain: dict[str, Any] = json.loads(json.dumps(dumped, default=_plain_json))
+    return plain
+
+
+def _plain_json(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    return dump(by_alias=True, exclude_none=True, mode="json") if dump else repr(value)
 
 
 def _meta(provenance: Provenance | None) -> dict[str, Any] | None:
