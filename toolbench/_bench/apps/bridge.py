@@ -22,9 +22,10 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from toolbench._bench.apps.hostcontext import HOST_CONTEXT_CHANGED, HostContext
 from toolbench._bench.apps.meta import tool_ui
 from toolbench._bench.apps.opened import Opened, wire_result
-from toolbench._bench.apps.policy import DEFAULT_HEIGHT, MAX_HEIGHT, View, clamp_height
+from toolbench._bench.apps.policy import DEFAULT_HEIGHT, View, clamp_height
 from toolbench._core import html as _html
 from toolbench._core.errors import Refused, ToolError, ToolFailed
 from toolbench._core.version import __version__
@@ -110,8 +111,10 @@ class Bridge:
         self.html: str = view.html
         self.policy = view.policy
         self.height = DEFAULT_HEIGHT
-        self.theme = "light"
-        self.width: int | None = None
+        self.host_context = HostContext()
+        """Theme, container size and display mode, as the front end last said them."""
+        self.heights: dict[tuple[str, str], int] | None = None
+        """Where the last known height of a (server, uri) view is kept, for the next one."""
         self.initialized = False
         self.torn_down = False
         self.messages: collections.deque[dict[str, Any]] = collections.deque(maxlen=KEPT)
@@ -260,7 +263,8 @@ class Bridge:
             self._event("download", self.downloads[-1])
             return _reply(id_, {})
         if method == "ui/request-display-mode":
-            return _reply(id_, {"mode": "inline"})
+            self.context_changed(mode=params.get("mode"))
+            return _reply(id_, {"mode": self.host_context.display_mode})
         if method == "ping":
             return _reply(id_, {})
         if method == "sampling/createMessage" and self._host.has_sampling:
@@ -316,17 +320,13 @@ class Bridge:
                            ("annotations", spec.annotations), ("_meta", spec.meta)):
             if value:
                 tool[key] = value
-        dims: dict[str, Any] = {"maxHeight": MAX_HEIGHT}
-        if self.width is not None:
-            dims["width"] = self.width
         return {
             "protocolVersion": PROTOCOL_VERSION,
             "hostInfo": {"name": "toolbench", "version": __version__},
             "hostCapabilities": caps,
             "hostContext": {
                 "toolInfo": {"id": self.opened.call_id, "tool": tool},
-                "theme": self.theme, "displayMode": "inline",
-                "availableDisplayModes": ["inline"], "containerDimensions": dims,
+                **self.host_context.wire(),
                 "locale": "en-US", "timeZone": _time_zone(), "platform": "web"},
         }
 
@@ -348,12 +348,25 @@ class Bridge:
             height = clamp_height(params.get("height"))
             if height is not None:
                 self.height = height
+                if self.heights is not None:  # a re-run starts at it
+                    self.heights[(self.server, self.uri)] = height
                 self._event("height", height)
         elif method == "notifications/message":
             self._host.log(self.server, params.get("level"), params.get("logger"),
                            params.get("data"))
         elif method == "ui/notifications/request-teardown":
             self._event("teardown", None)
+
+    # -- the host's context after initialize ------------------------------------------------
+    def context_changed(self, **facts: Any) -> None:
+        """The front end's word on the host (``theme``, ``width``, ``height``, ``mode``), or
+        the view's request for a display mode: kept, and what changed is sent to the view as
+        ``host-context-changed`` once it is initialized (never before)."""
+        changed = self.host_context.update(**facts)
+        if "displayMode" in changed:
+            self._event("display-mode", changed["displayMode"])
+        if changed and self.initialized and not self.torn_down:
+            self._send({"jsonrpc": "2.0", "method": HOST_CONTEXT_CHANGED, "params": changed})
 
     # -- teardown ---------------------------------------------------------------------------
     async def ateardown(self) -> bool:

@@ -79,6 +79,8 @@ class Apps:
         self._generation: dict[str, int] = {}
         """Per server: how many listings were applied (a fetch from before one is not kept)."""
         self._open: weakref.WeakSet[Bridge] = weakref.WeakSet()
+        self._heights: dict[tuple[str, str], int] = {}
+        """The last height each (server, uri) view reported: a re-run starts at it."""
 
     # -- discovery ---------------------------------------------------------------------------
     def on_listing(self, server: str, entries: object, cause: str) -> None:
@@ -232,6 +234,8 @@ class Apps:
     def open(self, entry: PegEntry, view: View, opened: Opened) -> Any:
         """A live view of one call: the registered factory's widget, else the bridge."""
         bridge = Bridge(self._host, entry, view, opened)
+        bridge.heights = self._heights
+        bridge.height = self._heights.get((bridge.server, bridge.uri), bridge.height)
         self._open.add(bridge)
         return bridge if _factory is None else _factory(bridge)
 
