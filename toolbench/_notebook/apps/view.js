@@ -178,7 +178,7 @@ function offerFullscreen(model, el, frame, links, tell, state) {
     document.addEventListener("keydown", onKey, true);
     close.focus();
     state.mode = "fullscreen";
-    state.changed(panel);
+    state.changed(frame);
     return true;
   };
   const leave = (byPerson) => {
@@ -341,7 +341,7 @@ function render({ model, el }) {
   const hostState = { mode: "inline", box: () => null, changed: () => {} };
   const stopLoading = showLoading(el, frame);
   const fullscreen = offerFullscreen(model, el, frame, links, tell, hostState);
-  hostState.box = () => (hostState.mode === "fullscreen" && frame.parentNode) || el;
+  hostState.box = () => (hostState.mode === "fullscreen" ? frame : el);
   const stopWatching = watchHost(el, tell, hostState);
   if (view) {  // an output leaving the page takes its fullscreen panel with it
     const own = view.processLuminoMessage;
