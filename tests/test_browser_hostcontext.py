@@ -73,9 +73,9 @@ def wait_for_change(page: Any, live: Any, key: str, value: Any) -> list[dict[str
     raise AssertionError(f"no {CHANGED} with {key}={value!r}: {changes(live)}")
 
 
-def open_view(page: Any, url: str, idle: str) -> tuple[Any, Any]:
+def open_view_cell(page: Any, url: str, idle: str) -> Any:
     """Runs the notebook (menu Run, Run All Cells: Lab's and Notebook 7's) and returns the
-    view's frame element and its live document."""
+    view's frame element, once there."""
     from playwright.sync_api import expect
 
     page.goto(url, timeout=60_000)
@@ -97,6 +97,14 @@ def open_view(page: Any, url: str, idle: str) -> tuple[Any, Any]:
         break
     frame_el = page.locator(".jp-OutputArea-output iframe")
     expect(frame_el).to_have_count(1, timeout=60_000)
+    return frame_el
+
+
+def open_view(page: Any, url: str, idle: str) -> tuple[Any, Any]:
+    """:func:`open_view_cell`, then the context view's live document, before ``go()``."""
+    from playwright.sync_api import expect
+
+    frame_el = open_view_cell(page, url, idle)
     expect(frame_el.content_frame.locator("#state")).to_have_text("waiting", timeout=30_000)
     live = frame_el.element_handle().content_frame()
     assert live is not None

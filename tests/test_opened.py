@@ -86,3 +86,19 @@ def test_anywidget_mcp_views_get_their_runtime_data_from_meta_in_a_kernel() -> N
     again = json.loads(text_of(nb[1]).split("AGAIN", 1)[1])
     assert again["meta"] == ui, again
     assert {"protocolVersion", "instanceId", "payload"} <= set(again["boot_meta"]), again
+
+
+def test_a_views_blob_resources_are_allowed_and_nothing_else_it_names_that_way() -> None:
+    """``anywidget-mcp`` declares ``resourceDomains: ["blob:"]`` to load its widgets'
+    modules: a blob: URL holds only what the frame made, so it is kept for resources (with
+    or without an egress allowlist), and nowhere else (connect-src stays 'none')."""
+    from toolbench._bench.apps.policy import build_policy
+    from toolbench._core.ids import Egress
+
+    for egress in (None, Egress(["example.com"])):
+        policy = build_policy({"csp": {"resourceDomains": ["blob:", "blob:https://x.com"],
+                                       "connectDomains": ["blob:"]}}, egress)
+        directives = dict(part.split(" ", 1) for part in policy.csp.split("; "))
+        assert directives["script-src"] == "'unsafe-inline' blob:"
+        assert directives["connect-src"] == "'none'"
+        assert len(policy.warnings) == 2, policy.warnings  # the other two were dropped
