@@ -35,6 +35,17 @@ def test_the_wire_form_and_a_record_keep_the_results_meta() -> None:
                         name="s-t", arguments={}, latency_s=0.001, provenance=None,
                         result=Result([], None, False))
     assert plain.provenance is None and "_meta" not in (Opened.of_record(plain).result or {})
+    server_info = {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}}
+    protocol_only = make_record(call_id="c3", batch=None, started=utcnow(), server="s",
+                                tool="t", name="s-t", arguments={}, latency_s=0.001,
+                                provenance={"cell": 1},
+                                result=Result([], None, False, meta=server_info))
+    assert protocol_only.provenance == {"cell": 1}  # every SDK 2 result has it: not kept
+    both = Result([], None, False, meta={**server_info, **meta})
+    assert wire_result(both)["_meta"] == {**server_info, **meta}  # the view gets it all
+    kept = make_record(call_id="c4", batch=None, started=utcnow(), server="s", tool="t",
+                       name="s-t", arguments={}, latency_s=0.001, provenance=None, result=both)
+    assert kept.provenance == {RESULT_META: meta}
 
 
 BOOT = (
@@ -62,6 +73,7 @@ def test_anywidget_mcp_views_get_their_runtime_data_from_meta_in_a_kernel() -> N
     ``anywidget_bootstrap`` is answered with the ``_meta.anywidget`` runtime payload (what
     was dropped before: "Widget bootstrap returned no runtime data"). A view opened again
     from the record (``bench.app``) gets the same ``_meta``."""
+    pytest.importorskip("anywidget_mcp")  # the test extra (the floors venv has none)
     cells = [
         "import toolbench as tb\n" + BOOT +
         f"bench = tb.Bench(timeout=60)\nbench.connect('aw', {COUNTER!r})\n"

@@ -125,10 +125,17 @@ RESULT_META = "result_meta"
 as they are; a view opened from the record gets it back in ``tool-result``)."""
 
 
+PROTOCOL_META = "io.modelcontextprotocol/"
+"""The prefix of ``_meta`` keys the protocol itself sets (the SDK 2 puts its server's
+``serverInfo`` in every result): not kept in a record, every call would repeat them."""
+
+
 def kept_result_meta(provenance: Mapping[str, Any] | None,
-                     meta: dict[str, Any]) -> dict[str, Any]:
-    """``provenance`` with the result's ``_meta`` beside what asked for the call."""
-    return {**(provenance or {}), RESULT_META: meta}
+                     meta: dict[str, Any]) -> Mapping[str, Any] | None:
+    """``provenance`` with the tool's part of the result's ``_meta`` beside what asked for
+    the call (unchanged when the protocol's own keys are all there is)."""
+    kept = {k: v for k, v in meta.items() if not str(k).startswith(PROTOCOL_META)}
+    return {**(provenance or {}), RESULT_META: kept} if kept else provenance
 
 
 def _record_builder() -> Callable[..., Record]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import math
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -335,21 +334,9 @@ class Requests:
                 f"structuredContent is {type(structured).__name__}, not an object", tool=tool
             )
         result = Result(content, structured, bool(raw.is_error), latency, tool)
-        if meta:  # rare: the common answer pays one check
-            result.meta = _result_meta(meta)
+        if meta:  # as parsed from the wire: plain JSON values (a shallow copy costs ~0.1 µs)
+            result.meta = dict(meta) if isinstance(meta, dict) else {"_meta": meta}
         return result
-
-
-def _result_meta(meta: Any) -> dict[str, Any]:
-    """A result's ``_meta`` as plain JSON values (the SDK may hold pydantic models there)."""
-    dumped = meta if isinstance(meta, dict) else {"_meta": meta}
-    plain: dict[str, Any] = json.loads(json.dumps(dumped, default=_plain_json))
-    return plain
-
-
-def _plain_json(value: Any) -> Any:
-    dump = getattr(value, "model_dump", None)
-    return dump(by_alias=True, exclude_none=True, mode="json") if dump else repr(value)
 
 
 def _meta(provenance: Provenance | None) -> dict[str, Any] | None:
