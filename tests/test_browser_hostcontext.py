@@ -1,8 +1,9 @@
 """A view that keeps up with its host, in a real JupyterLab and a real Notebook 7 (headless
 Chromium; DESIGN.md, "MCP Apps"): the "loading the view…" placeholder until the view reports
-its size, ``host-context-changed`` when Lab switches to its dark theme, and fullscreen as the
+its size, ``host-context-changed`` when Lab switches to its dark theme, fullscreen as the
 view asks for it, closed by Escape or the close button, with the frame's document kept (never
-reloaded) both ways. The view (``tests/servers/context_app.py``) keeps every message it gets.
+reloaded) both ways, and a re-run starting at the view's last known height. The view
+(``tests/servers/context_app.py``) keeps every message it gets.
 """
 
 from __future__ import annotations
@@ -155,6 +156,23 @@ def check_placeholder(page: Any, frame_el: Any, live: Any) -> None:
                                        "height: 300px;", timeout=15_000)
 
 
+def check_rerun_height(page: Any) -> None:
+    """Running the cell again opens a new view at the last height the old one reported
+    (300 px), still behind its placeholder until it reports its own."""
+    from playwright.sync_api import expect
+
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+    fresh = page.locator(".jp-OutputArea-output iframe")
+    expect(fresh).to_have_count(1, timeout=60_000)
+    expect(fresh.content_frame.locator("#state")).to_have_text("waiting", timeout=30_000)
+    live = fresh.element_handle().content_frame()
+    assert live is not None and live.evaluate("() => window.token") is None  # a new view
+    expect(fresh).to_have_attribute("style", "width: 100%; display: block; border: 0px; "
+                                    "height: 300px;")
+    expect(page.locator(".toolbench-app-loading")).to_be_visible()
+
+
 @pytest.mark.timeout(300)
 def test_placeholder_dark_theme_and_fullscreen_in_jupyterlab(lab: str) -> None:
     from playwright.sync_api import expect, sync_playwright
@@ -182,7 +200,7 @@ def test_placeholder_dark_theme_and_fullscreen_in_jupyterlab(lab: str) -> None:
 
 
 @pytest.mark.timeout(300)
-def test_placeholder_and_fullscreen_in_notebook_7(lab: str) -> None:
+def test_placeholder_fullscreen_and_rerun_height_in_notebook_7(lab: str) -> None:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -193,5 +211,6 @@ def test_placeholder_and_fullscreen_in_notebook_7(lab: str) -> None:
                 frame_el, live = open_view(page, f"{lab}/notebooks/{NAME}", "Kernel status: Idle")
                 check_placeholder(page, frame_el, live)
                 check_fullscreen(page, live, "button")
+                check_rerun_height(page)
         finally:
             browser.close()

@@ -11,6 +11,7 @@ import toolbench as tb
 from tests.test_bridge import app_server
 from toolbench._bench.apps.hostcontext import HOST_CONTEXT_CHANGED, HostContext, pixels
 from toolbench._bench.apps.policy import DEFAULT_HEIGHT
+from toolbench._bench.apps.views import LAST_HEIGHTS
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "ui/initialize", "params": {}}
 INITIALIZED = {"jsonrpc": "2.0", "method": "ui/notifications/initialized"}
@@ -73,15 +74,19 @@ def test_fullscreen_is_granted_and_the_person_closing_it_is_told_to_the_view() -
 
 
 def test_a_rerun_starts_at_the_views_last_known_height() -> None:
+    LAST_HEIGHTS.pop(("rerun", "ui://clock/view.html"), None)  # another test's view
     with tb.Bench() as bench:
-        bench.connect("app", app_server(), protocol_mode="legacy")
-        first = bench.call("app-clock").app
+        bench.connect("rerun", app_server(), protocol_mode="legacy")
+        first = bench.call("rerun-clock").app
         assert first.height == DEFAULT_HEIGHT
         first.handle({"jsonrpc": "2.0", "method": "ui/notifications/size-changed",
                       "params": {"height": 512}})
-        again = bench.call("app-clock").app
+        again = bench.call("rerun-clock").app
         assert again.height == 512 and again.bridge.height == 512
         assert bench.app(again.bridge.opened.call_id).height == 512
+    with tb.Bench() as bench:  # a new bench (Run All): the same server name and view
+        bench.connect("rerun", app_server(), protocol_mode="legacy")
+        assert bench.call("rerun-clock").app.height == 512
 
 
 def test_the_host_context_checks_what_the_front_end_says() -> None:

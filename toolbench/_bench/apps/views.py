@@ -79,8 +79,6 @@ class Apps:
         self._generation: dict[str, int] = {}
         """Per server: how many listings were applied (a fetch from before one is not kept)."""
         self._open: weakref.WeakSet[Bridge] = weakref.WeakSet()
-        self._heights: dict[tuple[str, str], int] = {}
-        """The last height each (server, uri) view reported: a re-run starts at it."""
 
     # -- discovery ---------------------------------------------------------------------------
     def on_listing(self, server: str, entries: object, cause: str) -> None:
@@ -234,8 +232,10 @@ class Apps:
     def open(self, entry: PegEntry, view: View, opened: Opened) -> Any:
         """A live view of one call: the registered factory's widget, else the bridge."""
         bridge = Bridge(self._host, entry, view, opened)
-        bridge.heights = self._heights
-        bridge.height = self._heights.get((bridge.server, bridge.uri), bridge.height)
+        bridge.heights = LAST_HEIGHTS
+        bridge.height = LAST_HEIGHTS.get((bridge.server, bridge.uri), bridge.height)
+        while len(LAST_HEIGHTS) > MAX_HEIGHTS_KEPT:  # oldest first (insertion order)
+            LAST_HEIGHTS.pop(next(iter(LAST_HEIGHTS)))
         self._open.add(bridge)
         return bridge if _factory is None else _factory(bridge)
 
@@ -262,6 +262,12 @@ class Apps:
     async def teardown_all(self) -> None:
         """Closing the bench tears down every open view (each bounded)."""
         await asyncio.gather(*(bridge.teardown() for bridge in list(self._open)))
+
+
+LAST_HEIGHTS: dict[tuple[str, str], int] = {}
+"""The last height each (server name, uri) view reported, in this process: a re-run starts
+at it, also when the re-run makes a new bench (Run All)."""
+MAX_HEIGHTS_KEPT = 1_000
 
 
 def view_state(view: View) -> dict[str, str]:
