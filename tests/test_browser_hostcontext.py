@@ -83,21 +83,22 @@ def open_view_cell(page: Any, url: str, idle: str) -> Any:
     expect(page.locator(".jp-Notebook")).to_be_visible(timeout=60_000)
     expect(page.get_by_text(idle).first).to_be_attached(timeout=60_000)  # N7: screen reader
     prompt = page.locator(".jp-InputPrompt").first
-    for _ in range(3):  # the status text can come before the kernel: then nothing runs
-        page.get_by_role("menuitem", name="Run", exact=True).click()
-        page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
-        select = page.get_by_role("button", name="Select", exact=True)
-        for _ in range(100):  # at most 10 s: the cell starts, or Lab asks for a kernel
-            if select.count():
-                select.click()
-            if prompt.inner_text().strip() not in ("[ ]:", ""):
-                break
-            page.wait_for_timeout(100)
-        else:
-            continue
-        break
+    accept = page.locator(".jp-Dialog .jp-mod-accept")  # "Select Kernel": take the default
     frame_el = page.locator(".jp-OutputArea-output iframe")
-    expect(frame_el).to_have_count(1, timeout=60_000)
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+    asked = 0
+    for tick in range(900):  # at most about 90 s: the status text can come before the
+        if frame_el.count():  # kernel, and then the run is lost or Lab asks for a kernel
+            break
+        if accept.count() and accept.first.is_visible():
+            accept.first.click()
+        elif tick - asked >= 100 and prompt.inner_text().strip() in ("[ ]:", ""):
+            asked = tick  # nothing ran in 10 s and nothing asks: run again
+            page.get_by_role("menuitem", name="Run", exact=True).click()
+            page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+        page.wait_for_timeout(100)
+    expect(frame_el).to_have_count(1, timeout=30_000)
     return frame_el
 
 
