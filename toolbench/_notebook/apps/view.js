@@ -93,8 +93,9 @@ function watchHost(el, tell, state) {
     timer = null;
     const box = state.box();
     const fullscreen = state.mode === "fullscreen";
-    tell({ kind: "context", theme: themeNow(), mode: state.mode,
-           width: box.clientWidth || null,
+    // No mode here: a late report must never undo a mode the view has asked for since;
+    // the mode is said only when the person closes fullscreen (offerFullscreen).
+    tell({ kind: "context", theme: themeNow(), width: box.clientWidth || null,
            height: fullscreen ? (box.clientHeight || null) : null });
   };
   const soon = () => {
