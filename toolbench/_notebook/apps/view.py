@@ -6,8 +6,9 @@ renders ``<iframe sandbox="allow-scripts" srcdoc=...>`` and speaks this comm pro
 
 * front → kernel: ``{"kind": "rpc", "message": <obj>}`` for each message the frame posted
   (only when ``event.source`` is this view's frame), ``{"kind": "context",
-  "theme": "light" | "dark", "width": <px>, "height": <px, fullscreen only>, "mode": "inline" |
-  "fullscreen"}`` at first and whenever one changes (debounced), and ``{"kind": "teardown",
+  "theme": "light" | "dark", "width": <px>, "height": <px, fullscreen only>}`` at first and
+  whenever one changes (debounced), with ``"mode": "inline"`` when the person closes
+  fullscreen (or it cannot be shown), and ``{"kind": "teardown",
   "state": "sent" | "unanswered" | "gone", "id": ...}`` as it tears the view down (the view's
   answer itself comes as an ``rpc`` message), so ``view.log`` shows the teardown and its outcome;
 * kernel → front: ``{"kind": "rpc", "message": <obj>}``, posted into the frame, and
