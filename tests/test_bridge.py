@@ -177,7 +177,7 @@ async def _answers() -> None:
         mode = await bridge.ahandle({"jsonrpc": "2.0", "id": 7,
                                     "method": "ui/request-display-mode",
                                     "params": {"mode": "fullscreen"}})
-        assert mode is not None and mode["result"] == {"mode": "inline"}
+        assert mode is not None and mode["result"] == {"mode": "fullscreen"}  # issue 43
         read = await bridge.ahandle({"jsonrpc": "2.0", "id": 8, "method": "resources/read",
                                     "params": {"uri": "ui://clock/view.html"}})
         assert read is not None and read["result"]["contents"][0]["text"] == VIEW

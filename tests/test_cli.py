@@ -295,6 +295,7 @@ def test_demo_hint_works_as_printed(tmp_path: Path, command: str, with_mcp_json:
     out = run(["demo"], tmp_path)
     assert out.returncode == 0, out.stderr
     assert "geo" in out.stdout and "connected" in out.stdout and "distance" in out.stdout
+    assert "toolbench.demo.atlas" in out.stdout and "08_apps" in out.stdout  # the app demo
     hints = hints_in(out.stdout, command)
     assert len(hints) == 1 and ("--demo" in hints[0]) == with_mcp_json, out.stdout
     # A seed makes flaky's deliberate failures repeatable: seed 0 fails none of the first few.

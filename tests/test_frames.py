@@ -36,3 +36,22 @@ def test_only_the_benchs_frames_change() -> None:
                             "input_schema": [{"$defs": {}, "$ref": "#/$defs/x"}]})
     html = frame_repr_html(catalog)
     assert html is not None and NO_MATH in html and "$ref" in html
+
+
+def test_the_records_table_shows_who_opened_a_views_call_within_pandas_cut() -> None:
+    """pandas cuts a cell at 50 characters: the provenance of a call a view made starts with
+    who opened it, so the cut keeps it; the frame itself keeps the dict."""
+    from toolbench._bench.journal.record import frame, make_record, utcnow
+
+    opener = "0123456789abcdef0123456789abcdef"
+    prov = {"app": {"uri": "ui://atlas/map.html", "opened_by": opener}, "cell": 7,
+            "result_meta": {"big": "x" * 500}}
+    record = make_record(call_id="c1", batch=None, started=utcnow(), server="atlas",
+                         tool="distance", name="atlas-distance", arguments={},
+                         latency_s=0.001, provenance=prov)
+    df = frame([record])
+    for shown in (df, df[["tool", "ok", "provenance"]]):
+        html = frame_repr_html(shown)
+        assert html is not None and f"opened by {opener}" in html
+        assert "x" * 60 not in html
+    assert df["provenance"].iloc[0] == prov

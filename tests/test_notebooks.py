@@ -71,7 +71,10 @@ _app.call()  # after close: the explorer says so and turns its buttons off
 
 PROBES = {
     "01_explore": PROBE_01,
-    "08_apps": PROBE_HEAD + """{
+    "08_apps": """_closed_after_run_all = repr(bench).startswith("<Bench closed")
+bench.close()  # Run All leaves the map live (issue 43); the probe closes it
+""" + PROBE_HEAD + """{
+    "closed_after_run_all": _closed_after_run_all,
     "from_view": [[r["tool"], bool(r["ok"]), r["provenance"]["app"]["uri"]]
                   for _, r in bench.records.iterrows() if "app" in r["provenance"]],
     "opened_by": [r["provenance"]["app"]["opened_by"] == result.call_id
@@ -514,6 +517,10 @@ def test_07_over_time() -> None:
 
 def test_08_apps() -> None:
     nb, probe = check_clean_run("08_apps")
+    assert probe["closed_after_run_all"] is False  # Run All leaves the map usable
+    assert "bench.close()" not in [c.source.strip() for c in nb.cells if c.cell_type == "code"]
+    table = outputs(nb, 'bench.records[["tool", "ok", "provenance"]]')
+    assert "opened by " in table  # who opened a view's call shows in the records table
     assert "ui://atlas/map.html" in outputs(nb, 'bench.catalog()[["name", "ui"')
     assert "text/html;profile=mcp-app" in outputs(nb, "bench.apps()")
     shown = outputs(nb, 'result = bench.call("atlas-show_map"')  # the view above the card

@@ -42,4 +42,13 @@ def demo(args: argparse.Namespace) -> int:
                   f"  {command} compare {tool} {example}{flag}\n"
                   f"  {command} call geo-{tool} {example}{flag}\n"
                   + activate_hint(command), end="")
+        print(ATLAS_NOTE)
     return EXIT_FAILED if failed else EXIT_OK
+
+
+ATLAS_NOTE = (
+    "\nOne more demo server, `atlas`, brings its own interface (MCP Apps): a map of these\n"
+    "cities, live in a notebook's output cell. It needs JupyterLab or Notebook 7, so it is not\n"
+    "started here; notebooks/08_apps.ipynb shows it, or in a notebook:\n"
+    '  bench.connect("atlas", [sys.executable, "-m", "toolbench.demo.atlas"])')
+"""Said after the tables: the app demo, which a terminal cannot show (issue 43)."""

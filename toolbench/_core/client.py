@@ -64,6 +64,11 @@ class Result:
     task_id: str | None = None
     """The server's task id, for a tool that runs only as a task (records keep it in
     ``provenance["task_id"]``)."""
+    meta: dict[str, Any] | None = field(default=None, compare=False)
+    """The result's ``_meta`` as the server sent it (None when it sent none). An MCP App
+    view may carry its data only there (``anywidget-mcp`` does): views get it in
+    ``tool-result``, and records keep the tool's part of it (not the protocol's own
+    ``io.modelcontextprotocol/`` keys) in ``provenance["result_meta"]``."""
     call_id: str | None = field(default=None, compare=False)
     """The record's call id, set for a call whose tool has an MCP App view."""
     app_opener: Callable[[], Any] | None = field(default=None, repr=False, compare=False)

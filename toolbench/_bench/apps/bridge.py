@@ -20,12 +20,13 @@ import datetime as dt
 import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from toolbench._bench.apps.guards import Backlog, Guarded, Refusals
+from toolbench._bench.apps.hostcontext import HOST_CONTEXT_CHANGED, HostContext
 from toolbench._bench.apps.meta import tool_ui
-from toolbench._bench.apps.policy import DEFAULT_HEIGHT, MAX_HEIGHT, View, clamp_height
+from toolbench._bench.apps.opened import Opened, wire_result
+from toolbench._bench.apps.policy import DEFAULT_HEIGHT, View, clamp_height
 from toolbench._core import html as _html
 from toolbench._core.errors import Refused, ToolError, ToolFailed
 from toolbench._core.version import __version__
@@ -90,38 +91,6 @@ class Host(Protocol):
     async def sample(self, server: str, params: Any) -> Any: ...
 
 
-@dataclass(frozen=True)
-class Opened:
-    """The call a view was opened for: its id, arguments and result as received."""
-
-    call_id: str
-    arguments: dict[str, Any]
-    result: dict[str, Any] | None
-    """The ``CallToolResult`` as received (wire names); None: the call failed."""
-    cancelled: str | None = None
-
-    @classmethod
-    def of(cls, record: Record, result: Result) -> Opened:
-        return cls(record.call_id, dict(record.arguments), _wire_result(result))
-
-    @classmethod
-    def of_record(cls, record: Record) -> Opened:
-        if not record.ok:
-            return cls(record.call_id, dict(record.arguments), None,
-                       f"{record.error_type}: {record.error}")
-        result = {"content": list(record.content), "isError": False}
-        if record.structured is not None:
-            result["structuredContent"] = record.structured
-        return cls(record.call_id, dict(record.arguments), result)
-
-
-def _wire_result(result: Result) -> dict[str, Any]:
-    found: dict[str, Any] = {"content": list(result.content), "isError": result.is_error}
-    if result.structured is not None:
-        found["structuredContent"] = result.structured
-    return found
-
-
 def _error(id_: Any, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": id_, "error": {"code": code, "message": message}}
 
@@ -143,8 +112,10 @@ class Bridge(Guarded):
         self.html: str = view.html
         self.policy = view.policy
         self.height = DEFAULT_HEIGHT
-        self.theme = "light"
-        self.width: int | None = None
+        self.host_context = HostContext()
+        """Theme, container size and display mode, as the front end last said them."""
+        self.heights: dict[tuple[str, str], int] | None = None
+        """Where the last known height of a (server, uri) view is kept, for the next one."""
         self.initialized = False
         self.torn_down = False
         self.messages: collections.deque[dict[str, Any]] = collections.deque(maxlen=KEPT)
@@ -295,7 +266,8 @@ class Bridge(Guarded):
             self._event("download", self.downloads[-1])
             return _reply(id_, {})
         if method == "ui/request-display-mode":
-            return _reply(id_, {"mode": "inline"})
+            self.context_changed(mode=params.get("mode"))
+            return _reply(id_, {"mode": self.host_context.display_mode})
         if method == "ping":
             return _reply(id_, {})
         if method == "sampling/createMessage" and self._host.has_sampling:
@@ -331,9 +303,9 @@ class Bridge(Guarded):
         assert entry is not None
         result, error = await self._host.call(entry, arguments, self.provenance)
         if result is not None and error is None:
-            return _reply(id_, _wire_result(result))
+            return _reply(id_, wire_result(result))
         if isinstance(error, ToolFailed) and error.result is not None:
-            return _reply(id_, _wire_result(error.result))
+            return _reply(id_, wire_result(error.result))
         return _error(id_, SERVER_ERROR, f"{type(error).__name__}: {error}")
 
     def initialize_result(self) -> dict[str, Any]:
@@ -350,17 +322,13 @@ class Bridge(Guarded):
                            ("annotations", spec.annotations), ("_meta", spec.meta)):
             if value:
                 tool[key] = value
-        dims: dict[str, Any] = {"maxHeight": MAX_HEIGHT}
-        if self.width is not None:
-            dims["width"] = self.width
         return {
             "protocolVersion": PROTOCOL_VERSION,
             "hostInfo": {"name": "toolbench", "version": __version__},
             "hostCapabilities": caps,
             "hostContext": {
                 "toolInfo": {"id": self.opened.call_id, "tool": tool},
-                "theme": self.theme, "displayMode": "inline",
-                "availableDisplayModes": ["inline"], "containerDimensions": dims,
+                **self.host_context.wire(),
                 "locale": "en-US", "timeZone": _time_zone(), "platform": "web"},
         }
 
@@ -382,12 +350,25 @@ class Bridge(Guarded):
             height = clamp_height(params.get("height"))
             if height is not None:
                 self.height = height
+                if self.heights is not None:  # a re-run starts at it
+                    self.heights[(self.server, self.uri)] = height
                 self._event("height", height)
         elif method == "notifications/message":
             self._host.log(self.server, params.get("level"), params.get("logger"),
                            params.get("data"))
         elif method == "ui/notifications/request-teardown":
             self._event("teardown", None)
+
+    # -- the host's context after initialize ------------------------------------------------
+    def context_changed(self, **facts: Any) -> None:
+        """The front end's word on the host (``theme``, ``width``, ``height``, ``mode``), or
+        the view's request for a display mode: kept, and what changed is sent to the view as
+        ``host-context-changed`` once it is initialized (never before)."""
+        changed = self.host_context.update(**facts)
+        if "displayMode" in changed:
+            self._event("display-mode", changed["displayMode"])
+        if changed and self.initialized and not self.torn_down:
+            self._send({"jsonrpc": "2.0", "method": HOST_CONTEXT_CHANGED, "params": changed})
 
     # -- teardown ---------------------------------------------------------------------------
     async def ateardown(self) -> bool:

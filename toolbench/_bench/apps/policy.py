@@ -81,6 +81,17 @@ def domain_problem(value: object, egress: Egress | None) -> str | None:
     return None
 
 
+LOCAL_SOURCES: Final = ("blob:",)
+"""Sources a view's ``resourceDomains`` may name besides https:// origins: a ``blob:`` URL
+holds only what the frame itself made, so it reaches no network and grants nothing that
+``'unsafe-inline'`` does not (``anywidget-mcp`` loads its widgets' modules so; issue 43)."""
+
+
+def local_source(key: str, value: object) -> bool:
+    """Whether ``value`` is a local scheme a view may use for its own resources."""
+    return key == "resourceDomains" and isinstance(value, str) and value in LOCAL_SOURCES
+
+
 def build_policy(ui: Mapping[str, Any] | None, egress: Egress | None) -> Policy:
     """The frame's policy from a view's ``_meta.ui`` (a missing or bad ``ui``: the strictest)."""
     ui = ui if isinstance(ui, Mapping) else {}
@@ -102,7 +113,7 @@ def build_policy(ui: Mapping[str, Any] | None, egress: Egress | None) -> Policy:
             notes.append(f"_meta.ui.csp.{key} lists {len(values)} domains; only the first "
                          f"{MAX_DOMAINS} are considered")
         for domain in values[:MAX_DOMAINS]:
-            problem = domain_problem(domain, egress)
+            problem = None if local_source(str(key), domain) else domain_problem(domain, egress)
             if problem is not None:
                 notes.append(f"_meta.ui.csp.{key}: dropped {problem}")
                 continue

@@ -28,8 +28,9 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from toolbench._bench.apps.bridge import Bridge, Opened
+from toolbench._bench.apps.bridge import Bridge
 from toolbench._bench.apps.meta import MIME_TYPE, ToolUi, tool_ui
+from toolbench._bench.apps.opened import Opened
 from toolbench._bench.apps.policy import View, build_policy, framed
 from toolbench._core import html as _html
 from toolbench._core.errors import Malformed, ToolError
@@ -233,6 +234,10 @@ class Apps:
     def open(self, entry: PegEntry, view: View, opened: Opened) -> Any:
         """A live view of one call: the registered factory's widget, else the bridge."""
         bridge = Bridge(self._host, entry, view, opened)
+        bridge.heights = LAST_HEIGHTS
+        bridge.height = LAST_HEIGHTS.get((bridge.server, bridge.uri), bridge.height)
+        while len(LAST_HEIGHTS) > MAX_HEIGHTS_KEPT:  # oldest first (insertion order)
+            LAST_HEIGHTS.pop(next(iter(LAST_HEIGHTS)))
         self._open.add(bridge)
         return bridge if _factory is None else _factory(bridge)
 
@@ -259,6 +264,12 @@ class Apps:
     async def teardown_all(self) -> None:
         """Closing the bench tears down every open view (each bounded)."""
         await asyncio.gather(*(bridge.teardown() for bridge in list(self._open)))
+
+
+LAST_HEIGHTS: dict[tuple[str, str], int] = {}
+"""The last height each (server name, uri) view reported, in this process: a re-run starts
+at it, also when the re-run makes a new bench (Run All)."""
+MAX_HEIGHTS_KEPT = 1_000
 
 
 def view_state(view: View) -> dict[str, str]:

@@ -117,6 +117,8 @@ def make_record(
         disposition = (Disposition.DID_NOT_HAPPEN if is_unsent(error)
                        else Disposition.IN_DOUBT).value
         error_type, message = type(error).__name__, str(error) or type(error).__name__
+    if shown is not None and shown.meta:
+        provenance = kept_result_meta(provenance, shown.meta)
     return _record(
         call_id, batch, started, server, tool, name, dict(arguments), ok, disposition,
         error_type, message, None if latency_s is None else latency_s * 1000.0,
@@ -125,6 +127,24 @@ def make_record(
         list(shown.content) if shown is not None else [],
         dict(provenance) if provenance else None, kind, attempts, queued_ms,
     )
+
+
+RESULT_META = "result_meta"
+"""The ``provenance`` key a record keeps its result's ``_meta`` under (DESIGN's columns stay
+as they are; a view opened from the record gets it back in ``tool-result``)."""
+
+
+PROTOCOL_META = "io.modelcontextprotocol/"
+"""The prefix of ``_meta`` keys the protocol itself sets (the SDK 2 puts its server's
+``serverInfo`` in every result): not kept in a record, every call would repeat them."""
+
+
+def kept_result_meta(provenance: Mapping[str, Any] | None,
+                     meta: dict[str, Any]) -> Mapping[str, Any] | None:
+    """``provenance`` with the tool's part of the result's ``_meta`` beside what asked for
+    the call (unchanged when the protocol's own keys are all there is)."""
+    kept = {k: v for k, v in meta.items() if not str(k).startswith(PROTOCOL_META)}
+    return {**(provenance or {}), RESULT_META: kept} if kept else provenance
 
 
 def _record_builder() -> Callable[..., Record]:
@@ -159,4 +179,5 @@ def frame(records: Iterable[Record]) -> pd.DataFrame:
     df["latency_ms"] = df["latency_ms"].astype(float)
     df["attempts"] = df["attempts"].astype(int)
     df["queued_ms"] = df["queued_ms"].astype(float)
+    df.attrs["toolbench"] = "records"  # a column subset still renders as the bench's
     return df

@@ -104,6 +104,191 @@ function refusedInFront(frame, data, tell) {
   return true;
 }
 
+// -- issue 43: a loading placeholder, the host's context, fullscreen --------------------------
+// Each returns its own cleanup, run before the frame is parked and torn down.
+const LOADING_TEXT = "loading the view…";
+const LOADING_FALLBACK_MS = 5000;  // after initialized, a view that never reports its size
+const CONTEXT_DEBOUNCE_MS = 150;
+
+/** Calls `on(data)` for each message this view's own frame posts (never another's). */
+function fromFrame(frame, on) {
+  const listener = (event) => {
+    if (event.source === frame.contentWindow && frame.contentWindow) on(event.data);
+  };
+  window.addEventListener("message", listener);
+  return () => window.removeEventListener("message", listener);
+}
+
+/** "loading the view…" over the frame until the view reports its size (size-changed), or
+ * LOADING_FALLBACK_MS after it said initialized. It never takes a click (pointer-events). */
+function showLoading(el, frame) {
+  const cover = document.createElement("div");
+  cover.className = "toolbench-app-loading";
+  cover.textContent = LOADING_TEXT;
+  cover.style.cssText = "position:absolute;left:0;top:0;right:0;display:flex;"
+    + "align-items:center;justify-content:center;pointer-events:none;z-index:1;"
+    + "color:var(--jp-ui-font-color2,#666);background:var(--jp-layout-color1,#fff);"
+    + "font-size:var(--jp-ui-font-size1,13px)";
+  const fit = () => { cover.style.height = frame.style.height; };
+  fit();
+  if (!el.style.position) el.style.position = "relative";
+  el.prepend(cover);
+  let timer = null;
+  const done = () => {
+    if (timer !== null) clearTimeout(timer);
+    timer = null;
+    cover.remove();
+    stop();
+  };
+  const stop = fromFrame(frame, (data) => {
+    const method = data && data.method;
+    if (method === "ui/notifications/size-changed") done();
+    else if (method === "ui/notifications/initialized" && timer === null && cover.isConnected) {
+      timer = setTimeout(done, LOADING_FALLBACK_MS);
+    }
+  });
+  const watch = new MutationObserver(fit);  // the frame's height follows the kernel's
+  watch.observe(frame, { attributes: true, attributeFilter: ["style"] });
+  return () => { watch.disconnect(); done(); };
+}
+
+/** The theme JupyterLab (or Notebook 7) shows now. */
+function themeNow() {
+  return document.body.dataset.jpThemeLight === "false" ? "dark" : "light";
+}
+
+/** Tells the kernel the theme, the container's size and the display mode whenever one
+ * changes (debounced); the kernel sends the view host-context-changed once it is
+ * initialized. `box()` is what the view fills now (the output, or the fullscreen panel). */
+function watchHost(el, tell, state) {
+  let timer = null;
+  const send = () => {
+    timer = null;
+    const box = state.box();
+    const fullscreen = state.mode === "fullscreen";
+    // No mode here: a late report must never undo a mode the view has asked for since;
+    // the mode is said only when the person closes fullscreen (offerFullscreen).
+    tell({ kind: "context", theme: themeNow(), width: box.clientWidth || null,
+           height: fullscreen ? (box.clientHeight || null) : null });
+  };
+  const soon = () => {
+    if (timer !== null) clearTimeout(timer);
+    timer = setTimeout(send, CONTEXT_DEBOUNCE_MS);
+  };
+  const themes = new MutationObserver(soon);
+  themes.observe(document.body, { attributes: true,
+    attributeFilter: ["data-jp-theme-light", "data-jp-theme-name"] });
+  const sizes = typeof ResizeObserver === "function" ? new ResizeObserver(soon) : null;
+  if (sizes) sizes.observe(el);
+  state.changed = (box) => {  // the display mode changed: watch the new box, say so now
+    if (sizes) { sizes.disconnect(); sizes.observe(box); }
+    soon();
+  };
+  return () => {
+    if (timer !== null) clearTimeout(timer);
+    themes.disconnect();
+    if (sizes) sizes.disconnect();
+  };
+}
+
+/** Fullscreen, as the view asked (the kernel sets display_mode): the frame is moved, with the
+ * state-preserving Element.moveBefore, into a panel over JupyterLab's main area (or the whole
+ * window where there is none, as in Notebook 7), with a close button; Escape closes it too.
+ * Closing, or the view asking for inline, moves it back. Without moveBefore (which an iframe
+ * needs to keep its document), the panel is not offered and the view stays inline. */
+function offerFullscreen(model, el, frame, links, tell, state) {
+  let panel = null;
+  const area = () => {
+    const main = document.getElementById("jp-main-dock-panel");
+    const r = main && main.getBoundingClientRect();
+    return r && r.width > 0 && r.height > 0 ? r : null;
+  };
+  const place = () => {
+    if (!panel) return;
+    const r = area();
+    panel.style.left = r ? `${r.left}px` : "0";
+    panel.style.top = r ? `${r.top}px` : "0";
+    panel.style.width = r ? `${r.width}px` : "100vw";
+    panel.style.height = r ? `${r.height}px` : "100vh";
+  };
+  const onKey = (event) => {
+    if (event.key === "Escape" && panel) {
+      event.preventDefault();
+      event.stopPropagation();
+      leave(true);
+    }
+  };
+  const enter = () => {
+    if (panel || !frame.isConnected || typeof Element.prototype.moveBefore !== "function") {
+      return false;
+    }
+    panel = document.createElement("div");
+    panel.className = "toolbench-app-fullscreen";
+    panel.setAttribute("role", "dialog");
+    panel.setAttribute("aria-label", "MCP App view, fullscreen");
+    panel.style.cssText = "position:fixed;z-index:10000;display:flex;flex-direction:column;"
+      + "background:var(--jp-layout-color0,#fff);box-sizing:border-box";
+    const bar = document.createElement("div");
+    bar.style.cssText = "display:flex;justify-content:flex-end;padding:4px;flex:none";
+    const close = document.createElement("button");
+    close.className = "toolbench-app-fullscreen-close";
+    close.textContent = "✕ Close fullscreen (Esc)";
+    close.title = "Back to the output cell";
+    close.onclick = () => leave(true);
+    bar.append(close);
+    panel.append(bar);
+    document.body.append(panel);
+    place();
+    try {
+      panel.moveBefore(frame, null);
+    } catch (e) {
+      panel.remove();
+      panel = null;
+      return false;
+    }
+    frame.style.flex = "1 1 0px";
+    frame.style.minHeight = "0";
+    window.addEventListener("resize", place);
+    document.addEventListener("keydown", onKey, true);
+    close.focus();
+    state.mode = "fullscreen";
+    state.changed(frame);
+    return true;
+  };
+  const leave = (byPerson) => {
+    if (!panel) return;
+    window.removeEventListener("resize", place);
+    document.removeEventListener("keydown", onKey, true);
+    if (frame.parentNode === panel && el.isConnected) {
+      try { el.moveBefore(frame, links); } catch (e) { /* it goes with the panel */ }
+    }
+    frame.style.flex = "";
+    frame.style.minHeight = "";
+    frame.style.height = `${model.get("height")}px`;
+    panel.remove();
+    panel = null;
+    state.mode = "inline";
+    state.changed(el);
+    if (byPerson) tell({ kind: "context", theme: themeNow(), mode: "inline",
+                         width: el.clientWidth || null, height: null });
+  };
+  const follow = () => {
+    if (model.get("display_mode") === "fullscreen") {
+      if (!enter()) {  // not possible here: the kernel (and the view) hear it stayed inline
+        tell({ kind: "context", theme: themeNow(), mode: "inline",
+               width: el.clientWidth || null, height: null });
+      }
+    } else {
+      leave(false);
+    }
+  };
+  model.on("change:display_mode", follow);
+  model.on("change:height", () => { if (panel) frame.style.height = ""; });
+  if (model.get("display_mode") === "fullscreen") setTimeout(follow, 0);
+  return { stop: () => { model.off("change:display_mode", follow); leave(false); },
+           leave: () => leave(true) };
+}
+
 function render({ model, el }) {
   const frame = document.createElement("iframe");
   frame.setAttribute("sandbox", model.get("sandbox"));
@@ -120,6 +305,7 @@ function render({ model, el }) {
     tell({ kind: "navigated", how });
     links.after(endedNote(how));
     removeFrame();
+    stopHost();  // its placeholder, watchers and any fullscreen panel go with it
   });
   el.append(frame, links);
   let closing = false;
@@ -232,7 +418,30 @@ function render({ model, el }) {
   tell({ kind: "context", theme: light === "false" ? "dark" : "light",
          width: el.clientWidth || null });
 
+  // issue 43: the placeholder, the host's context, fullscreen (their own blocks, above)
+  const hostState = { mode: "inline", box: () => null, changed: () => {} };
+  const stopLoading = showLoading(el, frame);
+  const fullscreen = offerFullscreen(model, el, frame, links, tell, hostState);
+  hostState.box = () => (hostState.mode === "fullscreen" ? frame : el);
+  const stopWatching = watchHost(el, tell, hostState);
+  if (view) {  // an output leaving the page takes its fullscreen panel with it
+    const own = view.processLuminoMessage;
+    view.processLuminoMessage = function (msg) {
+      if (msg && msg.type === "before-detach") fullscreen.leave();
+      return own.call(this, msg);
+    };
+  }
+  let hostStopped = false;
+  const stopHost = () => {  // fullscreen first: leaving it re-points the size watcher
+    if (hostStopped) return;
+    hostStopped = true;
+    fullscreen.stop();
+    stopLoading();
+    stopWatching();
+  };
+
   return () => {  // the view is removed (output cleared, cell re-run, widget closed)
+    stopHost();
     park();  // a widget closed from the kernel is still in the page here
     teardown();
   };

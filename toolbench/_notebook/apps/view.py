@@ -5,10 +5,12 @@ The widget is a frame and a relay; every decision is the bench's
 renders ``<iframe sandbox="allow-scripts" srcdoc=...>`` and speaks this comm protocol:
 
 * front → kernel: ``{"kind": "rpc", "message": <obj>}`` for each message the frame posted
-  (only when ``event.source`` is this view's frame), once ``{"kind": "context",
-  "theme": "light" | "dark", "width": <px>}``, and ``{"kind": "teardown", "state": "sent" |
-  "unanswered" | "gone", "id": ...}`` as it tears the view down (the view's answer itself
-  comes as an ``rpc`` message), so ``view.log`` shows the teardown and its outcome;
+  (only when ``event.source`` is this view's frame), ``{"kind": "context",
+  "theme": "light" | "dark", "width": <px>, "height": <px, fullscreen only>}`` at first and
+  whenever one changes (debounced), with ``"mode": "inline"`` when the person closes
+  fullscreen (or it cannot be shown), and ``{"kind": "teardown",
+  "state": "sent" | "unanswered" | "gone", "id": ...}`` as it tears the view down (the view's
+  answer itself comes as an ``rpc`` message), so ``view.log`` shows the teardown and its outcome;
   ``{"kind": "navigated", "how": ...}`` when the view left its document (the front end has
   removed the frame) and ``{"kind": "refused", "id", "bytes", "why"}`` for a message it
   answered -32600 itself (over the 4 MB bound: it never reaches the comm);
@@ -55,6 +57,9 @@ class AppView(anywidget.AnyWidget):  # type: ignore[misc]
     border = traitlets.Bool(False).tag(sync=True)
     links = traitlets.List(traitlets.Unicode()).tag(sync=True)
     """URLs the view asked to open: shown under it, never opened."""
+    display_mode = traitlets.Unicode("inline").tag(sync=True)
+    """``inline``, or ``fullscreen`` (the view fills the main area or the window) while the
+    view asked for it and the person has not closed it."""
 
     def __init__(self, bridge: Bridge) -> None:
         policy = bridge.policy
@@ -124,14 +129,15 @@ class AppView(anywidget.AnyWidget):  # type: ignore[misc]
             self.links = [*self.links[-99:], str(value)]
         elif kind == "teardown":
             self._post_kind({"kind": "teardown"})
+        elif kind == "display-mode":
+            self.display_mode = str(value)
 
     def _on_front(self, _widget: Any, content: Any, _buffers: Any) -> None:
         if not isinstance(content, dict) or self._front_guard(content):
             return
-        if content.get("kind") == "context":
-            theme, width = content.get("theme"), content.get("width")
-            self.bridge.theme = theme if theme in ("light", "dark") else "light"
-            self.bridge.width = width if isinstance(width, int) and 0 < width < 100_000 else None
+        if content.get("kind") == "context":  # checked there; a change reaches the view
+            self.bridge.context_changed(theme=content.get("theme"), width=content.get("width"),
+                                        height=content.get("height"), mode=content.get("mode"))
         elif content.get("kind") == "teardown":
             self.bridge.told_teardown(content.get("state"), content.get("id"))
         elif content.get("kind") == "rpc":

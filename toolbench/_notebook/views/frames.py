@@ -17,6 +17,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
+from toolbench._bench.journal.record import RESULT_META
 from toolbench._core import html as _html
 from toolbench._notebook.views.cells import plain
 from toolbench._notebook.views.display import kind_of
@@ -52,10 +53,38 @@ def failures_html(df: pd.DataFrame) -> str:
     return "".join(parts)
 
 
+def provenance_text(value: Any) -> Any:
+    """A record's provenance as shown in a table: who opened the call first (``opened by``
+    and the opening call's id, for a call a view made), then the rest, so pandas' cut at
+    ``display.max_colwidth`` (50) keeps the part a reader looks for. The frame's value stays
+    the dict; a result's kept ``_meta`` is only named (it is for views, not for reading)."""
+    if not isinstance(value, dict):
+        return value
+    app = value.get("app")
+    opened_by = app.get("opened_by") if isinstance(app, dict) else None
+    parts = [f"opened by {opened_by}"] if opened_by else []
+    for key, item in value.items():
+        if key == "app" and isinstance(app, dict):
+            parts.append(f"app {app.get('uri')}")
+        elif key == RESULT_META:
+            parts.append("result _meta kept")
+        else:
+            parts.append(f"{key} {item}")
+    return " · ".join(parts)
+
+
+def _shown(df: pd.DataFrame) -> pd.DataFrame:
+    if "provenance" not in df.columns:
+        return df
+    shown = df.copy(deep=False)
+    shown["provenance"] = [provenance_text(p) for p in df["provenance"]]
+    return shown
+
+
 def frame_repr_html(df: pd.DataFrame) -> str | None:
     """pandas' HTML for a bench frame, outside MathJax, with its failures in full."""
     try:
-        table: str | None = df._repr_html_()  # type: ignore[operator]
+        table: str | None = _shown(df)._repr_html_()  # type: ignore[operator]
         if table is None:
             return None
         extra = failures_html(df) if "stderr_tail" in df.columns and "error" in df.columns \
