@@ -302,7 +302,9 @@ def test_02_compare() -> None:
         assert summary["median_ms"][server] <= summary["p90_ms"][server]
     # df.tb.report: the demo catalogs are clean, the notebook's sneaky distance is not.
     assert probe["catalog_errors"] == {"flaky": 0, "geo": 0, "geo_precise": 0}
-    assert probe["sneaky_rules"] == ["parameter-no-description", "poisoning-instructions"]
+    # gemini-unsupported-keyword (info): a typed function's schema says additionalProperties
+    assert probe["sneaky_rules"] == ["gemini-unsupported-keyword", "parameter-no-description",
+                                     "poisoning-instructions"]
     assert probe["distance_servers"] == ["flaky", "geo", "geo_precise", "sneaky"]
     shown = outputs(nb, "side_by_side = bench.catalog()")
     assert "tb-sev-error" in shown and "same-named tools side by side" in shown

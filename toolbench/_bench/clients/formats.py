@@ -109,7 +109,8 @@ def translate(data: Any, source: str, *, client: str | None = None,
     own_settings = client is not None or os.path.basename(source) in SETTINGS_FILES
     result = Translated(source, fmt, label, {})
     if fmt in ("mcpServers", "vscode") and label != "mcp.servers" and not own_settings:
-        result.extra = {k: v for k, v in data.items() if k not in (label, "inputs")}
+        own = (label, "inputs") if fmt == "vscode" else (label,)  # inputs are VS Code's
+        result.extra = {k: v for k, v in data.items() if k not in own}
     declared = _declared_inputs(data, fmt, label, source)
     gemini = fmt == "mcpServers" and (client == "gemini" or _looks_like_gemini(servers))
     workspace = _workspace(source, cwd)

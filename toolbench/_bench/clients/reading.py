@@ -34,8 +34,8 @@ def read_client_config(config: ConfigSource | None, *, client: str | None = None
             raise TypeError("load_config() needs a config (a path or a mapping) or client=")
         config = find_config(client)
     if isinstance(config, Mapping):
-        if (client is None and ("mcpServers" in config or "servers" in config)
-                and "inputs" not in config):
+        if client is None and ("mcpServers" in config
+                               or ("servers" in config and "inputs" not in config)):
             return config  # toolbench's own format: exactly as before
         source, data = "<config dict>", dict(config)
     else:
