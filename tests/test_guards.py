@@ -22,6 +22,8 @@ from toolbench._bench.apps.guards import (
     FOLD_S,
     MAX_QUEUED_NOTIFICATIONS,
     RECORDS_BURST,
+    SLOW_AFTER,
+    SLOW_REPLY_S,
     Refusals,
 )
 from toolbench._loop import get_loop
@@ -156,9 +158,11 @@ async def _unit() -> None:
     now = [0.0]
     refusals = Refusals(lambda tool, _a, _w, repeats: written.append((tool, repeats)),
                         clock=lambda: now[0])
-    for i in range(100):
-        refusals.refuse("unknown", f"t{i}", {}, "no such tool")
+    waits = [refusals.refuse("unknown", f"t{i}", {}, "no such tool") for i in range(100)]
     assert written == [("t0", 0)]
+    # A flood is slowed once it folds past SLOW_AFTER repeats: each answer then waits.
+    assert waits[:SLOW_AFTER + 1] == [0.0] * (SLOW_AFTER + 1)
+    assert waits[SLOW_AFTER + 1:] == [SLOW_REPLY_S] * (99 - SLOW_AFTER)
     refusals.flush("unknown")
     assert written == [("t0", 0), ("t1", 99)]
     written.clear()

@@ -297,8 +297,11 @@ class Bridge(Guarded):
         else:
             why = None
         if why is not None:
-            self.refusals.refuse("unknown" if entry is None else f"hidden {name}",
-                                 str(name) if isinstance(name, str) else shown, arguments, why)
+            wait = self.refusals.refuse("unknown" if entry is None else f"hidden {name}",
+                                        str(name) if isinstance(name, str) else shown,
+                                        arguments, why)
+            if wait:  # a flood: its answer (and the slot it holds) waits a moment
+                await asyncio.sleep(wait)
             return _error(id_, INVALID_PARAMS, why)
         assert entry is not None
         result, error = await self._host.call(entry, arguments, self.provenance)

@@ -44,6 +44,11 @@ DROPPED: Final = "(notifications dropped)"
 """``view.log``'s ``method`` for the rows about dropped notifications."""
 EXAMPLES = 5
 """Tool names a folded record lists (the first few)."""
+SLOW_AFTER: Final = 64
+SLOW_REPLY_S: Final = 0.02
+"""Past ``SLOW_AFTER`` folded repeats in one window, each further refusal is answered after
+``SLOW_REPLY_S``: its request keeps one of the view's 16 slots meanwhile, so a flooding view
+is slowed to at most 800 refusals a second, and its neighbours keep the loop."""
 
 Note = Callable[[str, Mapping[str, Any], bool | None, str | None], None]
 """``Bridge._note``: one row of ``view.log``."""
@@ -72,15 +77,16 @@ class Refusals:
         self.refused = 0
         """Every refusal, recorded or folded."""
 
-    def refuse(self, kind: str, tool: str, arguments: Any, why: str) -> None:
-        """One refusal of ``kind`` (on toolbench's loop): recorded now, or folded."""
+    def refuse(self, kind: str, tool: str, arguments: Any, why: str) -> float:
+        """One refusal of ``kind`` (on toolbench's loop): recorded now, or folded. Returns
+        how long its answer waits (``SLOW_REPLY_S`` once a flood is folding, else 0)."""
         self.refused += 1
         fold = self._open.get(kind)
         if fold is not None:
             fold.count += 1
             if len(fold.tools) < EXAMPLES and tool not in fold.tools:
                 fold.tools.append(tool)
-            return
+            return SLOW_REPLY_S if fold.count > SLOW_AFTER else 0.0
         fold = _Fold(why, tool, arguments)
         self._open[kind] = fold
         if self._take():
@@ -88,6 +94,7 @@ class Refusals:
         else:
             fold.count, fold.tools = 1, [tool]
         asyncio.get_running_loop().call_later(FOLD_S, self.flush, kind)
+        return 0.0
 
     def flush(self, kind: str | None = None) -> None:
         """End the fold of ``kind`` (every fold with None): its repeats become one record."""
