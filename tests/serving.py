@@ -81,8 +81,16 @@ def free_port() -> int:
 def served_echo(mode: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """``servers/echo_server.py`` over ``mode`` (``streamable-http`` or ``sse``) on a free
     port: yields its MCP URL, once it accepts connections, and the process."""
+    with served_mcp("echo_server.py", mode) as served:
+        yield served
+
+
+@contextlib.contextmanager
+def served_mcp(script: str, mode: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``servers/<script> <mode> <port>`` (``mode`` is ``streamable-http`` or ``sse``) on a
+    free port: yields its MCP URL, once it accepts connections, and the process."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, str(SERVERS / "echo_server.py"), mode, str(port)],
+    proc = subprocess.Popen([sys.executable, str(SERVERS / script), mode, str(port)],
                             stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + LISTEN_S
@@ -92,7 +100,8 @@ def served_echo(mode: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
                 break
             except OSError:
                 if time.monotonic() > deadline or proc.poll() is not None:
-                    pytest.fail(f"{mode} test server did not accept connections on port {port}")
+                    pytest.fail(f"{mode} test server {script} did not accept connections on "
+                                f"port {port}")
                 time.sleep(0.1)
         yield f"http://127.0.0.1:{port}/{'mcp' if mode == 'streamable-http' else 'sse'}", proc
     finally:

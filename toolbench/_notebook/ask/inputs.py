@@ -57,7 +57,9 @@ class InputCard(_widgets.AskWidget):
         if self.prompt.password:
             self.box.value = ""  # no secret stays in the widget's state
         if not value and not self.prompt.options:
-            self.status.value = f"<span style='{_widgets.RED}'>type a value first</span>"
+            self.status.value = (f"<span style='{_widgets.RED}'>input "
+                                 f"{_html.escape(_html.shorten(repr(self.prompt.id), 80))} "
+                                 "needs a value: the box is empty; nothing was sent</span>")
             return
         self.box.disabled = True
         self.finish(value, "received (hidden)" if self.prompt.password else "received")
