@@ -5,6 +5,7 @@ its value reaches the server and nothing shows it."""
 
 from __future__ import annotations
 
+import html
 import json
 import sys
 from collections.abc import Iterator
@@ -36,6 +37,27 @@ def test_the_card_escapes_the_declaration_and_empties_a_password() -> None:
     InputCard("f", choice, picked.append)._use()
     assert picked == ["eu"]
 
+
+
+def test_the_card_refuses_an_empty_box_by_name_and_forgets_a_password_it_never_used() -> None:
+    pytest.importorskip("ipywidgets")
+    answers: list[object] = []
+    prompt = InputPrompt("acc-token", "mcp.json", "Token", True, None, ())
+    card = InputCard(prompt.source, prompt, answers.append)
+    card._use()  # nothing typed: refused, naming the input and the rule, and still open
+    assert answers == [] and card.answered is None and not card.box.disabled
+    assert "input 'acc-token' needs a value" in html.unescape(card.status.value)
+    assert "nothing was sent" in card.status.value
+    # Typed and sent on blur, then the question ends (interrupt, timeout): the box forgets.
+    card.box.value = "typed-but-never-used"
+    card.expire("this request ended before it was answered")
+    assert card.box.value == "" and card.box.disabled and answers == []
+    assert "ended" in card.status.value
+    plain = InputPrompt("region", "mcp.json", "Region", False, None, ())
+    kept = InputCard(plain.source, plain, answers.append)
+    kept.box.value = "eu"
+    kept.expire("ended")
+    assert kept.box.value == "eu" and kept.box.disabled  # not a secret: left as typed
 
 @pytest.fixture
 def frontend() -> Iterator[object]:

@@ -65,11 +65,21 @@ class InputCard(_widgets.AskWidget):
         self.finish(value, "received (hidden)" if self.prompt.password else "received")
 
     def _cancel(self) -> None:
+        self._close_box()
+        self.finish(HandlerError(f"the person cancelled input {self.prompt.id!r}"),
+                    "cancelled")
+
+    def expire(self, why: str) -> None:
+        """The question ended unanswered (an interrupt, the inputs' timeout): a password
+        typed and sent on blur, but never used, leaves the widget's state too."""
+        if self.answered is None:
+            self._close_box()
+        super().expire(why)
+
+    def _close_box(self) -> None:
         if self.prompt.password:
             self.box.value = ""
         self.box.disabled = True
-        self.finish(HandlerError(f"the person cancelled input {self.prompt.id!r}"),
-                    "cancelled")
 
 
 _ask.KINDS[KIND] = InputCard
