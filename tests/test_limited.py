@@ -103,7 +103,7 @@ def test_a_server_that_answers_429_forever_ends_each_call_within_its_timeout() -
         assert (kind, disposition) in {("Unreachable", "did_not_happen"),
                                        ("TimedOut", "in_doubt")}
     refused = int(records["error"].str.contains("HTTP 429").sum())
-    assert refused >= len(earlier)  # (a cut attempt may have been counted, or not)
+    # (the server counts an attempt cut in flight if it had read it, not otherwise)
     assert stats["served"] == 0 and refused <= stats["received"] <= sum(df["attempts"])
 
 
