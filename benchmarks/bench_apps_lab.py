@@ -154,7 +154,7 @@ def cells(command: list[str], rounds: int, out: Path) -> list[str]:
              "    return on_msg\n"
              "def _warm_state():  # issue 46's warm-up (absent before it: 'none')\n"
              "    try:\n"
-             "        from toolbench._notebook.apps.warm import warm_views\n"
+             "        from toolbench._notebook.view_warmup import warm_views\n"
              "    except ImportError:\n"
              "        return 'none'\n"
              "    return warm_views.state\n"

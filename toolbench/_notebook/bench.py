@@ -13,7 +13,7 @@ from toolbench._bench.apps.views import register_view_factory, register_view_war
 from toolbench._bench.bench import BaseBench
 from toolbench._bench.models.run import register_run_display
 from toolbench._core.client import register_view_display
-from toolbench._notebook.apps.warm import warm_views
+from toolbench._notebook.view_warmup import warm_views
 from toolbench._notebook.views.run import run_html, show_run
 
 if TYPE_CHECKING:

@@ -170,7 +170,7 @@ class AppView(anywidget.AnyWidget):  # type: ignore[misc]
 class ViewWarmUp(anywidget.AnyWidget):  # type: ignore[misc]
     """The first view's warm-up (issue 46): a widget that is never displayed.
 
-    Made once per kernel (``toolbench._notebook.apps.warm``) when a server with views
+    Made once per kernel (``toolbench._notebook.view_warmup``) when a server with views
     connects. Its comm makes the page load ``view.js`` through anywidget (the same module a
     view runs), and ``view.js``'s ``initialize`` then keeps one hidden, empty sandboxed frame
     in the page, so the browser has the process a view's frame runs in before the first view
