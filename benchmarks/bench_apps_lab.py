@@ -24,7 +24,16 @@ figure). Each step's share is the median over rounds of its time minus the step 
 A control: the same document in a bare sandboxed frame on the same page (no widget, no
 kernel), ``srcdoc`` to ``load``, ``CONTROLS`` times per run.
 
+Issue 46 (the first view at once): each round also records the kernel's view warm-up state
+before its call (``none`` for code without it), and each run the page's hidden warm-up frames.
+``--before DIR`` measures the code before beside this checkout: each run is then two fresh
+Labs, one whose kernel imports toolbench from ``DIR`` (first on ``PYTHONPATH``) and one from
+here, taking turns at going first. ``--first-gap`` waits between the connecting cell and the
+first round (0, the default, is Run All's pace: the warm-up runs beside the first call).
+
     python -m benchmarks.bench_apps_lab [--rounds 10] [--runs 1] [--json out.json]
+    git worktree add /tmp/before-view 71a951c
+    python -m benchmarks.bench_apps_lab --runs 10 --before /tmp/before-view [--first-gap 3]
 """
 
 from __future__ import annotations
