@@ -79,11 +79,27 @@ def lab() -> Iterator[str]:
 
 
 def _run(page: Any, mark: str) -> Any:
-    """Runs the cell whose first line is ``# mark`` alone; returns it."""
+    """Runs the cell whose first line is ``# mark`` alone; returns it. A click can land
+    while the view above resizes (or while the view's frame has the focus), so the cell is
+    checked to be the active one, and to have started, before going on (a few tries)."""
+    from playwright.sync_api import expect
+
     cell = page.locator(".jp-Cell", has_text=f"# {mark}")
-    cell.locator(".jp-InputArea-editor").click()
-    page.keyboard.press("Control+Enter")
-    return cell
+    prompt = cell.locator(".jp-InputPrompt")
+    for _ in range(5):
+        cell.locator(".jp-InputArea-editor").click()
+        try:
+            expect(cell).to_have_class(re.compile(r"(^|\s)jp-mod-active(\s|$)"),
+                                       timeout=5_000)
+        except AssertionError:
+            continue
+        page.keyboard.press("Control+Enter")
+        try:
+            expect(prompt).not_to_have_text(re.compile(r"^\s*\[ \]:\s*$"), timeout=10_000)
+        except AssertionError:
+            continue
+        return cell
+    raise AssertionError(f"the cell '# {mark}' could not be run")
 
 
 @pytest.mark.timeout(300)
