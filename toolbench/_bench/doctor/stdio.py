@@ -81,7 +81,7 @@ class _Lines:
                 continue
             try:
                 value = json.loads(text)
-            except ValueError:
+            except (ValueError, RecursionError):  # nested past the parser's depth: not ours
                 self.logs.append(text)
                 continue
             if isinstance(value, dict):
@@ -95,6 +95,16 @@ class _Lines:
             message = await self.message()
             if message is None or message.get("id") == ident:
                 return message
+
+
+_STDIN_GONE = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
+"""What writing to a child that stopped reading its stdin (or exited) raises."""
+
+
+def _stopped_reading(process: Process) -> str:
+    code = process.returncode
+    return ("the process stopped reading its stdin" +
+            (f" (it exited with code {code})" if code is not None else ""))
 
 
 async def _stderr_tail(process: Process) -> str:
@@ -181,7 +191,7 @@ async def _talk(rec: Recorder, process: Process, timeout: float) -> None:
             await process.stdin.send(_request(1, "initialize", INITIALIZE))
             with anyio.move_on_after(timeout):
                 reply = await lines.answer(1)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        except _STDIN_GONE:
             lines.closed = True
         took = elapsed()
     logs = lines.logs
@@ -228,8 +238,9 @@ async def _era(rec: Recorder, process: Process, lines: _Lines, reply: dict[str, 
         rec.add("initialize answered", OK, f"handshake era, protocol {shown(version, 40)}; "
                 f"server {shown(info.get('name'), 60)} {shown(info.get('version'), 30)}",
                 took)
-        await process.stdin.send(json.dumps(
-            {"jsonrpc": "2.0", "method": "notifications/initialized"}).encode() + b"\n")
+        with contextlib.suppress(*_STDIN_GONE):  # the next step's write says so
+            await process.stdin.send(json.dumps(
+                {"jsonrpc": "2.0", "method": "notifications/initialized"}).encode() + b"\n")
         return "handshake"
     error = reply.get("error") if isinstance(reply.get("error"), dict) else {}
     code = error.get("code") if isinstance(error, dict) else None
@@ -239,9 +250,14 @@ async def _era(rec: Recorder, process: Process, lines: _Lines, reply: dict[str, 
         return None
     with rec.timed() as elapsed:
         found = None
-        with anyio.move_on_after(timeout):
-            await process.stdin.send(_request(2, "server/discover", DISCOVER_META))
-            found = await lines.answer(2)
+        try:
+            with anyio.move_on_after(timeout):
+                await process.stdin.send(_request(2, "server/discover", DISCOVER_META))
+                found = await lines.answer(2)
+        except _STDIN_GONE:
+            rec.add("server/discover answered", FAIL, f"initialize was refused (code {code}) "
+                    f"and then {_stopped_reading(process)}", elapsed())
+            return None
         if found is None or not isinstance(found.get("result"), dict):
             rec.add("server/discover answered", FAIL, f"initialize was refused (code {code}) "
                     f"and server/discover got {shown(found, 200)}", elapsed())
@@ -257,9 +273,14 @@ async def _tools(rec: Recorder, process: Process, lines: _Lines, era: str,
     with rec.timed() as elapsed:
         reply = None
         params = DISCOVER_META if era == "modern" else None
-        with anyio.move_on_after(timeout):
-            await process.stdin.send(_request(3, "tools/list", params))
-            reply = await lines.answer(3)
+        try:
+            with anyio.move_on_after(timeout):
+                await process.stdin.send(_request(3, "tools/list", params))
+                reply = await lines.answer(3)
+        except _STDIN_GONE:
+            rec.add("tools listed", FAIL, f"tools/list was not sent: "
+                    f"{_stopped_reading(process)}", elapsed())
+            return
         result = reply.get("result") if reply is not None else None
         if not isinstance(result, dict):
             why = "no answer" if reply is None else shown(reply.get("error"), 200)
