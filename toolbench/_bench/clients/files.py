@@ -49,7 +49,35 @@ def strip_jsonc(text: str) -> str:
         else:
             out.append(ch)
             i += 1
-    return re.sub(r",(\s*[}\]])", r"\1", "".join(out))
+    return _without_trailing_commas("".join(out))
+
+
+def _without_trailing_commas(text: str) -> str:
+    """``text`` without a comma that only whitespace separates from ``}`` or ``]``, outside
+    strings (a string's ``",]"``, a password's say, is kept as written)."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    in_string = False
+    while i < n:
+        ch = text[i]
+        if in_string:
+            if ch == "\\":
+                out.append(text[i:i + 2])
+                i += 2
+                continue
+            in_string = ch != '"'
+        elif ch == '"':
+            in_string = True
+        elif ch == ",":
+            after = i + 1
+            while after < n and text[after] in " \t\r\n":
+                after += 1
+            if after < n and text[after] in "}]":
+                i += 1
+                continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
 
 
 def load_file(source: str) -> Any:
@@ -78,6 +106,8 @@ def load_toml(text: str, source: str) -> Any:
             where = f" at the end of the file (line {len(text.splitlines()) or 1})"
         what = _TOML_WHERE.sub("", str(exc)).replace("(at end of document)", "").strip()
         raise ConfigError(source, "$", f"not valid TOML: {what}{where}") from exc
+    except RecursionError:  # tomllib recurses per nested array or inline table
+        raise ConfigError(source, "$", "nested too deeply to read") from None
 
 
 def read_env_file(path: str, source: str, where: str) -> dict[str, str]:
