@@ -57,12 +57,12 @@ def latency(df: pd.DataFrame, by: str | None = "server") -> pd.DataFrame:
     df = df.reset_index(drop=True)  # a pd.concat of frames repeats labels: go by position
     retried = _retried(df)
     rows = {}
-    column = None if by is None else df[by].astype(object)
-    missing = None if column is None else column.isna()
-    keys = ["all"] if column is None else list(dict.fromkeys(
+    column = df[by if by is not None else "server"].astype(object)
+    missing = column.isna()
+    keys = ["all"] if by is None else list(dict.fromkeys(
         None if gone else key for key, gone in zip(column, missing, strict=True)))
     for key in keys:
-        if column is None or missing is None:
+        if by is None:
             group = df
         else:  # a call outside any batch (batch None) is a group too, not 0 calls
             group = df[missing] if key is None else df[column == key]
