@@ -62,10 +62,8 @@ def latency(df: pd.DataFrame, by: str | None = "server") -> pd.DataFrame:
     keys = ["all"] if by is None else list(dict.fromkeys(
         None if gone else key for key, gone in zip(column, missing, strict=True)))
     for key in keys:
-        if by is None:
-            group = df
-        else:  # a call outside any batch (batch None) is a group too, not 0 calls
-            group = df[missing] if key is None else df[column == key]
+        # a call outside any batch (batch None) is a group too, not 0 calls
+        group = df if by is None else df[missing] if key is None else df[column == key]
         final = group[~retried.loc[group.index]]
         calls = len(final)
         tries = final["attempts"].astype(int) if "attempts" in final.columns else None
