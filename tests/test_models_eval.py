@@ -500,3 +500,35 @@ def test_an_eval_never_offers_a_servers_secret(steps: int) -> None:
     assert df["passed"].tolist() == [True]
     if steps > 1:
         assert records["ok"].tolist() == [True]
+
+
+def test_tokens_of_a_run_are_counted_off_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model that reports no usage: a ``steps>1`` row's tokens are counted (its whole
+    conversation, once per reply: megabytes for long results) in a worker thread, never on
+    the shared loop, where a neighbour's call would wait for it."""
+    from toolbench._bench.report import tokens
+
+    threads: list[str] = []
+
+    class Recording:
+        name = "recording"
+
+        def count(self, text: str) -> int:
+            threads.append(threading.current_thread().name)
+            return len(text)
+
+    monkeypatch.setattr(tokens, "counter", lambda name=None: Recording())
+    loop_thread: list[str] = []
+
+    async def model(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+        loop_thread.append(threading.current_thread().name)
+        if messages[-1]["role"] == "tool":
+            return "done"
+        return {"tool_calls": [{"id": "a", "function": {
+            "name": offered(tools, "distance"), "arguments": json.dumps(LONDON_PARIS)}}]}
+
+    with tb.Bench() as bench:
+        bench.connect("geo", geo.create())
+        df = bench.evaluate(model, CASES[:1], steps=2)
+    assert df["tokenizer"].tolist() == ["recording"] and df["tokens_in"].iloc[0] > 0
+    assert threads and loop_thread[0] not in threads

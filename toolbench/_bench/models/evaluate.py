@@ -273,8 +273,8 @@ class Evals:
             tokens: tuple[Any, Any, Any] = (run.usage.get("input"), run.usage.get("output"),
                                             "usage")
         else:
-            await counter.ready(offer)
-            tokens = counter.count_run(offer, run.messages)
+            await counter.ready(offer)  # the whole conversation per reply: off the loop
+            tokens = await asyncio.to_thread(counter.count_run, offer, run.messages)
         return score_row(case, offer.server, repeat, called, error=run.error, steps=replies,
                     model_ms=model_ms, tool_ms=tool_ms, tokens=tokens, run=run.id)
 
