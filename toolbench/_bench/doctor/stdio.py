@@ -249,11 +249,8 @@ async def _era(rec: Recorder, process: Process, lines: _Lines, reply: dict[str, 
                 f"{shown(error, 300)}", took)
         return None
     with rec.timed() as elapsed:
-        found = None
         try:
-            with anyio.move_on_after(timeout):
-                await process.stdin.send(_request(2, "server/discover", DISCOVER_META))
-                found = await lines.answer(2)
+            found = await _ask(process, lines, 2, "server/discover", DISCOVER_META, timeout)
         except _STDIN_GONE:
             rec.add("server/discover answered", FAIL, f"initialize was refused (code {code}) "
                     f"and then {_stopped_reading(process)}", elapsed())
@@ -267,16 +264,23 @@ async def _era(rec: Recorder, process: Process, lines: _Lines, reply: dict[str, 
     return "modern"
 
 
+async def _ask(process: Process, lines: _Lines, ident: int, method: str,
+               params: Mapping[str, Any] | None, timeout: float) -> dict[str, Any] | None:
+    """Send one request and wait, within ``timeout``, for its reply (None: no reply). A child
+    that stopped reading raises one of ``_STDIN_GONE``."""
+    assert process.stdin is not None
+    with anyio.move_on_after(timeout):
+        await process.stdin.send(_request(ident, method, params))
+        return await lines.answer(ident)
+    return None
+
+
 async def _tools(rec: Recorder, process: Process, lines: _Lines, era: str,
                  timeout: float) -> None:
-    assert process.stdin is not None
     with rec.timed() as elapsed:
-        reply = None
         params = DISCOVER_META if era == "modern" else None
         try:
-            with anyio.move_on_after(timeout):
-                await process.stdin.send(_request(3, "tools/list", params))
-                reply = await lines.answer(3)
+            reply = await _ask(process, lines, 3, "tools/list", params, timeout)
         except _STDIN_GONE:
             rec.add("tools listed", FAIL, f"tools/list was not sent: "
                     f"{_stopped_reading(process)}", elapsed())
