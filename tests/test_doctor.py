@@ -321,3 +321,24 @@ def test_a_2026_server_that_drops_server_discover_fails_that_step() -> None:
         thread.join(5)
     assert found.failed is not None and found.failed.name == "MCP answered", str(found)
     assert "RemoteProtocolError" in found.failed.evidence
+
+
+def test_a_chatty_stdout_is_counted_not_kept_whole() -> None:
+    """A server that prints thousands of log lines before (or instead of) JSON-RPC: the
+    doctor keeps the first few as evidence and counts the rest, whatever their number."""
+    import anyio
+
+    from toolbench._bench.doctor.stdio import KEPT_LOGS, _Lines
+
+    async def read() -> _Lines:
+        process = await anyio.open_process(
+            [PY, "-c", "for i in range(5000): print('log line', i, 'x' * 500)"],
+            stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        async with process:
+            lines = _Lines(process)
+            assert await lines.message() is None  # the end of its output
+        return lines
+
+    lines = anyio.run(read)
+    assert lines.log_count == 5000 and len(lines.logs) == KEPT_LOGS
+    assert lines.logs[0].startswith("log line 0 ")

@@ -25,7 +25,7 @@ from mcp_types import (
     PROTOCOL_VERSION_META_KEY,
 )
 
-from toolbench._bench.doctor.steps import FAIL, OK, WARN, Recorder, shown
+from toolbench._bench.doctor.steps import EVIDENCE_CHARS, FAIL, OK, WARN, Recorder, shown
 from toolbench._core import html as _html
 
 HANDSHAKE_VERSION = "2025-11-25"
@@ -33,6 +33,7 @@ MODERN_VERSION = "2026-07-28"
 MODERN_ERRORS = (-32020, -32021, -32022)
 """What a 2026-only server may answer to ``initialize`` (DESIGN, "Both protocol eras")."""
 MAX_LINE = 1 << 20
+KEPT_LOGS = 20
 END_BOUND_S = 3.0
 
 
@@ -59,6 +60,9 @@ class _Lines:
         self.stream = process.stdout
         self.buffer = b""
         self.logs: list[str] = []
+        """The first ``KEPT_LOGS`` non-JSON lines (evidence needs the first)."""
+        self.log_count = 0
+        """Every non-JSON line seen: a chatty server is counted, not kept whole."""
         self.closed = False
 
     async def message(self) -> dict[str, Any] | None:
@@ -66,7 +70,7 @@ class _Lines:
         while True:
             while b"\n" not in self.buffer:
                 if len(self.buffer) > MAX_LINE:
-                    self.logs.append(f"(a line of more than {MAX_LINE} bytes)")
+                    self._log(f"(a line of more than {MAX_LINE} bytes)")
                     self.buffer = b""
                 try:
                     chunk = await self.stream.receive(65536)
@@ -82,11 +86,16 @@ class _Lines:
             try:
                 value = json.loads(text)
             except (ValueError, RecursionError):  # nested past the parser's depth: not ours
-                self.logs.append(text)
+                self._log(text)
                 continue
             if isinstance(value, dict):
                 return value
-            self.logs.append(text)
+            self._log(text)
+
+    def _log(self, text: str) -> None:
+        self.log_count += 1
+        if len(self.logs) < KEPT_LOGS:
+            self.logs.append(text[:EVIDENCE_CHARS])
 
     async def answer(self, ident: int) -> dict[str, Any] | None:
         """The reply to request ``ident`` (or our own request echoed back); notifications
@@ -195,7 +204,8 @@ async def _talk(rec: Recorder, process: Process, timeout: float) -> None:
             lines.closed = True
         took = elapsed()
     logs = lines.logs
-    said = (f"; it printed {len(logs)} non-JSON line(s) on stdout, first: {shown(logs[0])}"
+    said = (f"; it printed {lines.log_count} non-JSON line(s) on stdout, first: "
+            f"{shown(logs[0])}"
             if logs else "")
     if reply is None:
         if lines.closed or process.returncode is not None:
