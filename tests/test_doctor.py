@@ -342,3 +342,10 @@ def test_a_chatty_stdout_is_counted_not_kept_whole() -> None:
     lines = anyio.run(read)
     assert lines.log_count == 5000 and len(lines.logs) == KEPT_LOGS
     assert lines.logs[0].startswith("log line 0 ")
+
+
+@pytest.mark.parametrize("timeout", [-1, 0, float("nan"), "10"])
+def test_a_bad_timeout_is_refused_naming_it(timeout: Any) -> None:
+    with tb.Bench() as bench, pytest.raises(ValueError, match=r"invalid timeout .*: a "
+                                            r"positive number of seconds"):
+        bench.doctor("s", config={"mcpServers": {"s": {"command": "x"}}}, timeout=timeout)
