@@ -22,7 +22,10 @@ shutdown closes stdin, waits, then ends the whole process tree, shielded and bou
 from __future__ import annotations
 
 import logging
+import os
 import re
+import signal
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TextIO
@@ -152,6 +155,8 @@ class _Reader:
         self._repeat: tuple[bytes, re.Pattern[bytes]] | None = None
         self._budget = _Budget(NOTIFY_RATE, NOTIFY_BURST)
         self._page: PageCount | None = None  # counts a long line while a tools/list waits
+        self.dropped = False
+        """Whether the read ended on a dropped line (over a cap): the server is stopped."""
 
     async def run(self) -> None:
         """Deliver every line; return at end of stream or after dropping an oversized one."""
@@ -302,6 +307,7 @@ class _Reader:
 
         ``refusal``: the text to answer with (a page over ``max_tools``), instead of the
         message being too large."""
+        self.dropped = True
         head = self._head(piece)
         tail = self._tail(piece)
         arrived = self.size + len(piece)
@@ -343,6 +349,26 @@ class _Reader:
             self.pending.pop(target, None)
 
 
+def _stop_writing(process: Any) -> None:
+    """After a dropped line, stop the server at once (SIGTERM to its process group).
+
+    The connection is lost either way and restarts on the next call; without this, the rest
+    of the oversized message (18 MB of a 50 MB reply over the 32 MiB cap, or a stream that
+    never ends) would be read and thrown away on the shared loop until the shutdown's grace
+    period ran out, beside every other server's traffic (DESIGN, "The trust boundary").
+    The shutdown that follows still escalates to SIGKILL and reaps the process, bounded.
+    """
+    if process.returncode is not None:
+        return
+    try:
+        if sys.platform == "win32":  # pragma: no cover - no process groups there
+            process.terminate()
+        else:  # the SDK starts the server as a session leader: its pid is the group's id
+            os.killpg(process.pid, signal.SIGTERM)
+    except OSError:  # gone already (ProcessLookupError), or not ours to signal
+        pass  # the shutdown deals with it
+
+
 @asynccontextmanager
 async def bounded_stdio_client(
     server: StdioServerParameters, *, errlog: TextIO, max_message_bytes: int,
@@ -381,8 +407,11 @@ async def bounded_stdio_client(
                 async with read_writer:
                     stdout = (process.stdout if first_output is None
                               else FirstBytes(process.stdout, first_output))
-                    await _Reader(stdout, read_writer, max_message_bytes, flow, max_tools,
-                                  redact).run()
+                    reader = _Reader(stdout, read_writer, max_message_bytes, flow, max_tools,
+                                     redact)
+                    await reader.run()
+                    if reader.dropped:
+                        _stop_writing(process)
             finally:
                 # Keep a server that is still writing (the rest of a dropped reply) from
                 # blocking on a full pipe, so it can see stdin close and exit.
