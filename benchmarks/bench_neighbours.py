@@ -123,9 +123,12 @@ def _hostile_round(bench: Bench, figures: common.Figures, quick: bool) -> None:
     bench.disconnect("catalog")
 
 
-def run(quick: bool = False) -> dict[str, Any]:
-    rounds = common.rounds_for(quick, full=5, small=2)
+def run(quick: bool = False, only: str = "", rounds: int | None = None) -> dict[str, Any]:
+    """``only``: run the conditions whose label contains one of these comma-separated words
+    (and "alone"), and skip the hostile round (the bounded failures' own timings)."""
+    rounds = rounds or common.rounds_for(quick, full=5, small=2)
     calls = 60 if quick else 400
+    wanted = [word for word in only.split(",") if word]
     figures = common.Figures()
     relists: list[int] = []
 
@@ -163,6 +166,8 @@ def run(quick: bool = False) -> dict[str, Any]:
                 (f"beside {LOGS:,} log messages per call", _Neighbour(log_flood)),
             ]
             for label, neighbour in conditions:
+                if wanted and neighbour is not None and not any(w in label for w in wanted):
+                    continue
                 if neighbour is None:
                     samples = _healthy_round(bench, calls)
                 else:
@@ -174,7 +179,8 @@ def run(quick: bool = False) -> dict[str, Any]:
                             statistics.median(samples) * 1e3)
                 figures.add(WORKLOAD, f"healthy p99, {label}", "ms",
                             _percentile(samples, 0.99) * 1e3)
-            _hostile_round(bench, figures, quick)
+            if not wanted:
+                _hostile_round(bench, figures, quick)
         lists_before = int(bench.call("flood-lists").text)
         flood()
         time.sleep(0.5)  # the re-list the burst set off lands well within this
@@ -199,7 +205,11 @@ def run(quick: bool = False) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2 rounds of 60 calls")
-    data = run(parser.parse_args().quick)
+    parser.add_argument("--only", default="", help="conditions whose label has one of these "
+                        "comma-separated words (e.g. 'log,50 MB'), beside 'alone'")
+    parser.add_argument("--rounds", type=int, default=None)
+    args = parser.parse_args()
+    data = run(args.quick, args.only, args.rounds)
     for m in data["measurements"]:
         print(f"{m['subject']:<70}{m['median']:>10.2f} {m['unit']}  "
               f"(min {m['min']:.2f}, max {m['max']:.2f}, n={m['rounds']})")
