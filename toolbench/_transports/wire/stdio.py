@@ -76,6 +76,10 @@ NOTIFY_BURST = 1_000.0
 """How many notifications may arrive at once before the rate applies."""
 _NOTIFY_RESUME = 50.0
 """After a pause, how many notifications' worth of budget to wait for (fewer wake-ups)."""
+PARSE_OFF_LOOP_BYTES = 1 << 20
+"""A line this long is decoded on a worker thread: a 20 MB reply is ~80 ms of pydantic, which
+the loop would spend with every other server's call waiting; beside it, the interpreter
+passes back to the loop every switch interval (5 ms). Shorter: the hand-off costs more."""
 _LONG_LIVED = frozenset({"subscriptions/listen"})
 """Requests that stay open for the whole connection: never "the one waiting request"."""
 
@@ -191,7 +195,13 @@ class _Reader:
                     refused = None
                     if len(line) >= PRECOUNT_MIN_BYTES and self.flow.listing:
                         refused = await self._too_many_tools(line)
-                    item = self._parse(line) if refused is None else refused
+                    if refused is not None:
+                        item: SessionMessage | Exception = refused
+                    elif len(line) >= PARSE_OFF_LOOP_BYTES:  # in order: the reader waits
+                        item = self._noted(await anyio.to_thread.run_sync(self._decode, line),
+                                           line)
+                    else:
+                        item = self._parse(line)
                     if isinstance(item, SessionMessage) and isinstance(
                         item.message, types.JSONRPCNotification
                     ):
@@ -210,8 +220,14 @@ class _Reader:
         return match.end() if match is not None else start
 
     def _parse(self, line: bytes) -> SessionMessage | Exception:
+        return self._noted(self._decode(line), line)
+
+    def _decode(self, line: bytes) -> types.JSONRPCMessage | Exception:
+        """The line as a JSON-RPC message, or why not; touches no state (it may run on a
+        worker thread: see ``PARSE_OFF_LOOP_BYTES``)."""
         try:
-            message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+            message: types.JSONRPCMessage = types.jsonrpc_message_adapter.validate_json(
+                line, by_name=False)
         except ValueError as exc:
             if len(line) > GARBAGE_QUOTE:  # redacted first, then cut: no partial secret shows
                 text = line[:GARBAGE_QUOTE].decode("utf-8", "replace")
@@ -219,6 +235,13 @@ class _Reader:
                 logger.debug("unreadable line from the server: %r", quoted)
                 return ValueError(f"not a JSON-RPC message: {quoted!r}...")
             return exc
+        return message
+
+    def _noted(self, message: types.JSONRPCMessage | Exception,
+               line: bytes) -> SessionMessage | Exception:
+        """What the flow learns from a decoded message (on the loop), and the session's item."""
+        if isinstance(message, Exception):
+            return message
         if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
             self.pending.pop(message.id, None)  # type: ignore[arg-type]  # None: never pending
             self.flow.listing.discard(message.id)  # type: ignore[arg-type]
@@ -350,14 +373,10 @@ class _Reader:
 
 
 def _stop_writing(process: Any) -> None:
-    """After a dropped line, stop the server at once (SIGTERM to its process group).
-
-    The connection is lost either way and restarts on the next call; without this, the rest
-    of the oversized message (18 MB of a 50 MB reply over the 32 MiB cap, or a stream that
-    never ends) would be read and thrown away on the shared loop until the shutdown's grace
-    period ran out, beside every other server's traffic (DESIGN, "The trust boundary").
-    The shutdown that follows still escalates to SIGKILL and reaps the process, bounded.
-    """
+    """After a dropped line, stop the server at once (SIGTERM to its process group): the
+    connection restarts anyway, and the rest of the message (18 MB of a 50 MB reply, or an
+    endless one) would otherwise be read on the shared loop, beside every other server's
+    traffic, until the shutdown's grace ran out. The shutdown still escalates and reaps."""
     if process.returncode is not None:
         return
     try:
