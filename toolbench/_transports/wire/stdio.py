@@ -421,17 +421,16 @@ async def bounded_stdio_client(
 
     async def stdout_reader() -> None:
         assert process.stdout is not None
+        stdout = (process.stdout if first_output is None
+                  else FirstBytes(process.stdout, first_output))
+        reader = _Reader(stdout, read_writer, max_message_bytes, flow, max_tools, redact)
         try:
             try:
                 async with read_writer:
-                    stdout = (process.stdout if first_output is None
-                              else FirstBytes(process.stdout, first_output))
-                    reader = _Reader(stdout, read_writer, max_message_bytes, flow, max_tools,
-                                     redact)
                     await reader.run()
-                    if reader.dropped:
-                        _stop_writing(process)
             finally:
+                if reader.dropped:  # even when handing over the refusal failed
+                    _stop_writing(process)
                 # Keep a server that is still writing (the rest of a dropped reply) from
                 # blocking on a full pipe, so it can see stdin close and exit.
                 await _drain_stdout(process)
