@@ -77,9 +77,9 @@ NOTIFY_BURST = 1_000.0
 _NOTIFY_RESUME = 50.0
 """After a pause, how many notifications' worth of budget to wait for (fewer wake-ups)."""
 PARSE_OFF_LOOP_BYTES = 1 << 20
-"""A line this long is decoded on a worker thread: a 20 MB reply is ~80 ms of pydantic, which
-the loop would spend with every other server's call waiting; beside it, the interpreter
-passes back to the loop every switch interval (5 ms). Shorter: the hand-off costs more."""
+"""A line this long is decoded on a worker thread: a 20 MB reply took ~80 ms to read and
+decode, all on the loop, every other server's call waiting; beside it, the interpreter passes
+back to the loop every switch interval (5 ms). Shorter: the hand-off costs more."""
 _LONG_LIVED = frozenset({"subscriptions/listen"})
 """Requests that stay open for the whole connection: never "the one waiting request"."""
 
