@@ -127,3 +127,35 @@ def test_a_maps_outcomes_have_no_log_line_and_a_single_calls_has_one(
         assert db.execute("SELECT count(*) FROM calls").fetchone() == (7,)
     finally:
         db.close()
+
+
+def test_the_intent_log_is_still_emptied_between_maps(tmp_path: Path,
+                                                      monkeypatch: Any) -> None:
+    """Held intents whose outcomes were committed count as in SQLite, so the log is emptied
+    once it is past COMPACT_BYTES, as before (here made small)."""
+    from toolbench._bench.journal import journal as _journal
+
+    monkeypatch.setattr(_journal, "COMPACT_BYTES", 4_000)
+    monkeypatch.setattr(_writer, "COMPACT_BYTES", 4_000)
+    journal = tmp_path / "calls.sqlite"
+
+    @tb.tool(server="w")
+    def square(n: int) -> int:
+        time.sleep(2 * _writer.LINGER_S)  # its outcome comes in a later commit than its intent
+        return n * n
+
+    with tb.Bench(journal=journal) as bench:
+        bench.add(tb.ToolBox(square))
+        written = 0
+        for _ in range(6):
+            bench.map("w-square", [{"n": i} for i in range(40)], concurrency=4, progress=False)
+            written += 40
+            (log,) = tmp_path.glob("calls.sqlite-intents-*")
+            size = log.stat().st_size
+        assert len(bench.records) == written
+    assert size < 4_000 + 40 * 400, f"the log was never emptied: {size} bytes"
+    db = sqlite3.connect(journal)
+    try:
+        assert db.execute("SELECT count(*) FROM calls").fetchone() == (written,)
+    finally:
+        db.close()

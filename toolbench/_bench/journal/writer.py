@@ -226,8 +226,11 @@ class JournalWriter:
             self._deferred_intents, self._deferred = {}, {}
         finished = {o.record.call_id for o in outcomes}
         held = self._held
+        released = 0  # the log's place of held intents whose outcome is here
         for call_id in finished:
-            held.pop(call_id, None)
+            found = held.pop(call_id, None)
+            if found is not None:
+                released = max(released, found[0].seq)
         # An intent whose outcome is here needs no row of its own; one in the intent log
         # waits INTENT_HOLD_S for its outcome (unless the log is due to be emptied).
         log = self._log
@@ -255,7 +258,7 @@ class JournalWriter:
                 if self._broken:
                     self.problem = self._broken_problem()
             top = max(max((intent.seq for intent in intents), default=0),
-                      max((outcome.seq for outcome in outcomes), default=0))
+                      max((outcome.seq for outcome in outcomes), default=0), released)
             if held:  # a held intent's line is not in SQLite: nothing from it on is covered
                 top = min(top, min(i.seq for i, _ in held.values()) - 1)
             if top:  # all lines up to this one are in SQLite (earlier batches were too)
