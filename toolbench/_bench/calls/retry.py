@@ -16,7 +16,6 @@ Every wait stays inside the call's own timeout: a retry whose wait would pass it
 
 from __future__ import annotations
 
-import asyncio
 import random
 from typing import TYPE_CHECKING
 
@@ -98,16 +97,18 @@ def batch_buckets(rate: object, servers: Iterable[str]) -> dict[str, TokenBucket
     return {server: TokenBucket(parsed) for server in servers}
 
 
-async def wait_turn(buckets: Iterable[TokenBucket], deadline: float, server: str,
-                    tool: ToolId) -> float:
-    """Wait for a turn in every bucket (the server's, the batch's): the seconds waited.
+def take_turn(buckets: Iterable[TokenBucket], now: float, deadline: float, server: str,
+              tool: ToolId) -> float:
+    """Take a turn in every bucket (the server's, the batch's): the seconds to wait for it.
+
+    Not a coroutine: a call whose turn is already there (a rate that does not limit) costs
+    a reservation, not a coroutine, a sleep and a pass of the loop; the caller sleeps only
+    when there is something to wait for.
 
     Raises:
         Unreachable: the turn would come after ``deadline`` (the loop's clock); nothing was
             sent, and no turn was taken.
     """
-    loop = asyncio.get_running_loop()
-    now = loop.time()
     at = now
     for bucket in buckets:
         wait = bucket.reserve(at, deadline)
@@ -117,6 +118,4 @@ async def wait_turn(buckets: Iterable[TokenBucket], deadline: float, server: str
                 f"turn would come after its timeout ({seconds_text(max(0.0, deadline - now))}"
                 " s left)", tool=tool)
         at += wait
-    if at > now:
-        await asyncio.sleep(at - now)
     return at - now
