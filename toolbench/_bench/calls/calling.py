@@ -30,6 +30,7 @@ from toolbench._bench.calls.retry import (
     check_retries,
     retry_wait,
     retryable,
+    room_for_attempt,
     take_turn,
 )
 from toolbench._bench.calls.tracing import traced
@@ -160,11 +161,11 @@ class Calls:
         deadline = loop.time() + limit
         retried: list[dict[str, Any]] = []
 
-        def again(error: ToolError) -> float | None:  # the wait before the next try, if any
+        def again(error: ToolError, took_s: float) -> float | None:  # the wait, if retried
             if len(retried) >= retries or not retryable(error):
                 return None
             wait = retry_wait(error, len(retried) + 1, max_retry_wait)
-            return wait if loop.time() + wait < deadline else None
+            return wait if loop.time() + wait + room_for_attempt(took_s) < deadline else None
 
         while True:
             record, result, error = await self._once(
@@ -181,7 +182,7 @@ class Calls:
     async def _once(self, plan: CallPlan, arguments: Any, batch: str | None, limit: float,
                     provenance: Provenance, progress: ProgressShown | None, check: bool,
                     *, retried: list[dict[str, Any]] | None = None,
-                    again: Callable[[ToolError], float | None] | None = None,
+                    again: Callable[[ToolError, float], float | None] | None = None,
                     ) -> tuple[Record, Result | None, ToolError | None]:
         """One attempt: its own call id, intent and record. ``again`` decides, before the
         record is kept, whether a failure will be retried (its record then says after what
@@ -285,7 +286,7 @@ class Calls:
         if task_id is not None:
             prov = {**prov, "task_id": task_id}
         if error is not None and again is not None:
-            wait = again(error)
+            wait = again(error, time.perf_counter() - t0)  # the attempt, not its queue
             if wait is not None:  # retried: this attempt's record says after what wait
                 prov = {**prov, "retry_wait_ms": round(wait * 1000.0, 3)}
             elif retried:  # the last of several attempts: its error counts them
