@@ -24,7 +24,16 @@ figure). Each step's share is the median over rounds of its time minus the step 
 A control: the same document in a bare sandboxed frame on the same page (no widget, no
 kernel), ``srcdoc`` to ``load``, ``CONTROLS`` times per run.
 
+Issue 46 (the first view at once): each round also records the kernel's view warm-up state
+before its call (``none`` for code without it), and each run the page's hidden warm-up frames.
+``--before DIR`` measures the code before beside this checkout: each run is then two fresh
+Labs, one whose kernel imports toolbench from ``DIR`` (first on ``PYTHONPATH``) and one from
+here, taking turns at going first. ``--first-gap`` waits between the connecting cell and the
+first round (0, the default, is Run All's pace: the warm-up runs beside the first call).
+
     python -m benchmarks.bench_apps_lab [--rounds 10] [--runs 1] [--json out.json]
+    git worktree add /tmp/before-view 71a951c
+    python -m benchmarks.bench_apps_lab --runs 10 --before /tmp/before-view [--first-gap 3]
 """
 
 from __future__ import annotations
@@ -116,6 +125,8 @@ ALONE = """
 })
 """
 """How long the view's own document takes alone in this browser (``CONTROLS`` times)."""
+WARM_FRAMES = "() => document.querySelectorAll('.toolbench-app-warm iframe').length"
+"""Issue 46's hidden warm-up frames in the page (one after a warm-up, none before it)."""
 
 
 def server_command() -> list[str]:
@@ -150,9 +161,16 @@ def cells(command: list[str], rounds: int, out: Path) -> list[str]:
              "        if isinstance(key, str):\n"
              "            row['comm'].setdefault(key, time.time())\n"
              "    return on_msg\n"
+             "def _warm_state():  # issue 46's warm-up (absent before it: 'none')\n"
+             "    try:\n"
+             "        from toolbench._notebook.view_warmup import warm_views\n"
+             "    except ImportError:\n"
+             "        return 'none'\n"
+             "    return warm_views.state\n"
              "print('ready', bench.catalog()['tool'].tolist())")
-    one = ("# round {n}\nresult = bench.call('basic-get-time')\n"
-           "_row = {'returned': time.time(), 'comm': {}}\n"
+    one = ("# round {n}\n_warm_before = _warm_state()\n"
+           "result = bench.call('basic-get-time')\n"
+           "_row = {'returned': time.time(), 'comm': {}, 'warm_state': _warm_before}\n"
            "_view = result.app\n"
            "_row['widget'] = time.time()\n"
            "_view.on_msg(_stamp(_row))\n"
@@ -244,8 +262,10 @@ def _run_cell(page: Any, mark: str) -> Any:
     return cell
 
 
-def one_run(rounds: int) -> dict[str, Any]:
-    """One Lab, ``rounds`` rounds; every round's steps and the load around it."""
+def one_run(rounds: int, first_gap: float = 0.0) -> dict[str, Any]:
+    """One Lab, ``rounds`` rounds; every round's steps and the load around it.
+    ``first_gap``: seconds between the setup cell's end and the first round (a person
+    reading; 0: Run All's pace)."""
     from playwright.sync_api import expect, sync_playwright
 
     from tests.test_browser import CHROMIUM, CHROMIUM_ARGS
@@ -263,6 +283,7 @@ def one_run(rounds: int) -> dict[str, Any]:
             expect(setup.locator(".jp-OutputArea-output")).to_contain_text("ready",
                                                                            timeout=WAIT_MS)
             expect(idle).to_be_visible(timeout=WAIT_MS)
+            time.sleep(first_gap)
             for i in range(1, rounds + 1):
                 cell = _run_cell(page, f"round {i:02d}")
                 frame = cell.locator(".jp-OutputArea-output iframe").content_frame
@@ -271,6 +292,7 @@ def one_run(rounds: int) -> dict[str, Any]:
                 expect(idle).to_be_visible(timeout=WAIT_MS)
                 time.sleep(SETTLE_S)
             frames = page.evaluate("() => window.__tbFrames")
+            warm_frames = page.evaluate(WARM_FRAMES)
             alone = [page.evaluate(ALONE) for _ in range(CONTROLS)]
             collect = _run_cell(page, "collect")
             expect(collect.locator(".jp-OutputArea-output")).to_contain_text("COLLECTED",
@@ -287,6 +309,8 @@ def one_run(rounds: int) -> dict[str, Any]:
     if missing:
         raise RuntimeError(f"rounds {missing}: the bridge never logged initialized")
     return {"rounds": found,
+            "warm_states": [k.get("warm_state") for k in kernel],
+            "warm_frames": warm_frames, "first_gap_s": first_gap,
             "srcdoc_alone_ms": alone,
             "load_before": load_before, "load_after": load_after}
 
@@ -316,23 +340,38 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return {"per_run": per_run, "step_medians_ms": medians, "step_shares_ms": shares}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=10)
-    parser.add_argument("--runs", type=int, default=1, help="fresh Labs, one after another")
-    parser.add_argument("--json", type=Path, help="write every round's steps here")
-    args = parser.parse_args()
-    if not 2 <= args.rounds <= 99:
-        parser.error("--rounds must be 2 to 99 (the first is cold)")
-    uptime = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout
-    print(f"uptime before: {uptime.strip()}")
-    runs = [one_run(args.rounds) for _ in range(args.runs)]
+@contextlib.contextmanager
+def kernel_code(checkout: Path | None) -> Iterator[None]:
+    """The kernel imports toolbench from ``checkout`` (first on its ``PYTHONPATH``: a Lab
+    started now inherits it), or from wherever this Python finds it (None)."""
+    if checkout is None:
+        yield
+        return
+    kept = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(checkout), kept) if p)
+    try:
+        yield
+    finally:
+        if kept is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = kept
+
+
+def report(label: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Print one subject's runs (each Lab, cold and warm medians, each step); its summary."""
     result = summary(runs)
+    print(f"== {label}")
     for n, row in enumerate(result["per_run"], 1):
         print(f"run {n}: cold {row['cold_ms']:.0f} ms; warm p50 {row['warm_p50_ms']:.0f} / "
               f"p90 {row['warm_p90_ms']:.0f} / worst {row['warm_worst_ms']:.0f} ms; "
               f"the document alone {row['srcdoc_alone_ms']:.0f} ms "
               f"(load {row['load_before'][0]:.2f} -> {row['load_after'][0]:.2f})")
+    colds = [row["cold_ms"] for row in result["per_run"]]
+    warms = [r["initialized at bridge"] for run in runs for r in run["rounds"][1:]]
+    print(f"cold (first view of each Lab): median {statistics.median(colds):.0f} ms, "
+          f"{min(colds):.0f}-{max(colds):.0f} over {len(colds)} Labs; warm: median "
+          f"{statistics.median(warms):.0f} ms over {len(warms)} rounds")
     print("per step, median ms after the call's return (and its share: minus the step before)")
 
     def shown(value: float | None) -> str:
@@ -342,10 +381,52 @@ def main() -> None:
         at, share = result["step_medians_ms"], result["step_shares_ms"]
         print(f"  {step:<24} cold {shown(at['cold'][step])} ({shown(share['cold'][step])})"
               f"   warm {shown(at['warm'][step])} ({shown(share['warm'][step])})")
+    return {"runs": runs, **result}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--runs", type=int, default=1, help="fresh Labs, one after another")
+    parser.add_argument("--json", type=Path, help="write every round's steps here")
+    parser.add_argument("--first-gap", type=float, default=0.0,
+                        help="seconds from the setup cell's end to the first round (0: as "
+                             "Run All; a person reading takes longer)")
+    parser.add_argument("--before", type=Path,
+                        help="a checkout of the code before (git worktree add DIR <commit>): "
+                             "each run is then a pair of fresh Labs, one whose kernel imports "
+                             "toolbench from DIR and one from this checkout, in turns")
+    args = parser.parse_args()
+    if not 2 <= args.rounds <= 99:
+        parser.error("--rounds must be 2 to 99 (the first is cold)")
+    if not 0 <= args.first_gap <= 60:
+        parser.error("--first-gap must be 0 to 60 seconds")
+    if args.before is not None and not (args.before / "toolbench" / "__init__.py").is_file():
+        parser.error(f"--before {args.before}: no toolbench/__init__.py there")
+    uptime = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout
+    print(f"uptime before: {uptime.strip()}")
+    subjects: dict[str, Path | None] = {"after": None}
+    if args.before is not None:
+        subjects = {"before": args.before.resolve(), "after": None}
+    runs: dict[str, list[dict[str, Any]]] = {label: [] for label in subjects}
+    for n in range(1, args.runs + 1):  # each printed as it ends: a long batch shows progress
+        order = list(subjects) if n % 2 else list(reversed(subjects))  # drift hits both
+        for label in order:
+            with kernel_code(subjects[label]):
+                run = one_run(args.rounds, args.first_gap)
+            runs[label].append(run)
+            first = run["rounds"][0]["initialized at bridge"]
+            warm = statistics.median(r["initialized at bridge"] for r in run["rounds"][1:])
+            print(f"  lab {n} {label}: cold {first:.0f} ms, warm p50 {warm:.0f} ms, warm-up "
+                  f"{run['warm_states'][0]!r} at round 1, {run['warm_frames']} warm "
+                  f"frame(s), load {os.getloadavg()[0]:.2f}", flush=True)
+    results = {label: report(label if args.before else "this checkout", subject_runs)
+               for label, subject_runs in runs.items()}
     uptime = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout
     print(f"uptime after: {uptime.strip()}")
     if args.json:
-        args.json.write_text(json.dumps({"runs": runs, **result}, indent=1))
+        args.json.write_text(json.dumps(results if args.before else results["after"],
+                                        indent=1))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@
     python -m benchmarks.profile_percall sdk_inproc   # the raw SDK doing the same, to set
     python -m benchmarks.profile_percall sdk_map      #   its own layers beside toolbench's
     python -m benchmarks.profile_percall sdk_stdio    #   (sdk_stdio: the stdlib fast server)
+    python -m benchmarks.profile_percall real_map     # Bench.map of 3,000 echo calls to
+    python -m benchmarks.profile_percall sdk_real_map #   server-everything (npm), and the SDK's
     ... [--journal] [--seconds 15] [--gil] [--repo /path/to/an/exported/commit]
 
 It runs a workload under ``py-spy record --threads --format raw`` (py-spy is in the ``bench``
@@ -115,7 +117,8 @@ WAITS = re.compile(
 some of them as active here, but they spend no CPU. Set aside, never charged to a layer."""
 WAITING = "waiting (blocked in select, a lock, a queue; set aside, not charged)"
 
-WORKLOADS = ("inproc", "map", "stdio", "stdio_fast", "sdk_inproc", "sdk_map", "sdk_stdio")
+WORKLOADS = ("inproc", "map", "stdio", "stdio_fast", "sdk_inproc", "sdk_map", "sdk_stdio",
+             "real_map", "sdk_real_map")
 
 DRIVER = r'''
 import json, os, sys, time
@@ -126,6 +129,12 @@ from benchmarks import common
 what, secs = ARGS["what"], ARGS["secs"]
 FAST = [sys.executable, os.path.join(ARGS["repo"], "benchmarks", "servers", "fast_server.py"),
         "--name", "fast"]
+REAL = what.endswith("real_map")
+if REAL:  # server-everything's echo (npm; tests/servers/everything.py finds it)
+    sys.path.insert(0, os.path.join(ARGS["here"], "tests"))
+    from servers import everything
+    FAST = everything.stdio_command()
+TOOL, ARG = ("echo", "message") if REAL else ("work", "x")
 
 
 def check(value, want):
@@ -140,13 +149,14 @@ def report(n, wall, cpu):
 def toolbench():
     from toolbench import Bench
     b = Bench(journal=ARGS["journal"]) if ARGS["journal"] else Bench()
-    if what == "map":
-        work = [{"x": i} for i in range(3000)]
+    if what in ("map", "real_map"):
+        work = [{ARG: i if not REAL else f"m{i}"} for i in range(3000)]
 
         def step():
-            df = b.map("s-work", work, concurrency=8, progress=False)
+            df = b.map("s-" + TOOL, work, concurrency=8, progress=False)
             check(bool(df["ok"].all()), True)
-            check(df["structured"].iloc[-1], {"result": 3000})
+            if not REAL:
+                check(df["structured"].iloc[-1], {"result": 3000})
         per = 3000
     else:
         def step():
@@ -155,7 +165,8 @@ def toolbench():
         per = 100
 
     def warm_up():
-        target = {"map": FAST, "stdio_fast": FAST, "inproc": common.inprocess_server("x"),
+        target = {"map": FAST, "stdio_fast": FAST, "real_map": FAST,
+                  "inproc": common.inprocess_server("x"),
                   "stdio": common.server_argv(0)}[what]
         b.connect("s", target)
         step()
@@ -181,18 +192,21 @@ def sdk():
             target = stdio_client(StdioServerParameters(command=FAST[0], args=FAST[1:]),
                                   errlog=errlog)
         async with Client(target) as client:
-            if what == "sdk_map":
+            if what in ("sdk_map", "sdk_real_map"):
                 async def step():
                     limiter, out = anyio.CapacityLimiter(8), [None] * 3000
 
                     async def one(i):
                         async with limiter:
-                            out[i] = await client.call_tool("work", {"x": i})
+                            out[i] = await client.call_tool(
+                                TOOL, {ARG: i if not REAL else f"m{i}"})
                     async with anyio.create_task_group() as tg:
                         for i in range(3000):
                             tg.start_soon(one, i)
                     for i, r in enumerate(out):
-                        check((r.is_error, r.structured_content), (False, {"result": i + 1}))
+                        check(r.is_error, False)
+                        if not REAL:
+                            check(r.structured_content, {"result": i + 1})
                 per = 3000
             else:
                 async def step():
@@ -274,7 +288,8 @@ def main() -> None:
         parser.error("--journal is toolbench's; the SDK's workloads keep none")
     with tempfile.TemporaryDirectory() as tmp:
         script, raw = Path(tmp) / "driver.py", Path(tmp) / "raw.txt"
-        settings = {"repo": args.repo, "what": args.workload, "secs": args.seconds,
+        settings = {"repo": args.repo, "here": str(REPO), "what": args.workload,
+                    "secs": args.seconds,
                     "journal": str(Path(tmp) / "journal.sqlite") if args.journal else None}
         script.write_text(DRIVER.replace("@ARGS@", repr(json.dumps(settings))))
         cmd = ["py-spy", "record", "--threads", "--format", "raw", "-o", str(raw),

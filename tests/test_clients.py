@@ -226,6 +226,24 @@ def test_malformed_json_and_toml_name_the_file_and_line(tmp_path: Path) -> None:
         read_client_config(str(cut))
 
 
+def test_a_trailing_comma_inside_a_string_is_kept() -> None:
+    """Only a trailing comma of the JSON itself goes: a value's ``,]`` or ``, }`` (a
+    password's, an argument's) is read as written."""
+    text = '{"a": ["x,]", "y, }", "z\\",]"], // c\n "b": {"c": 1 , } , }'
+    assert json.loads(strip_jsonc(text)) == {"a": ["x,]", "y, }", 'z",]'], "b": {"c": 1}}
+
+
+def test_toml_nested_past_the_parsers_limit_names_the_file(tmp_path: Path) -> None:
+    deep = write(tmp_path / ".codex" / "config.toml", "x = " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(ConfigError, match="nested too deeply to read") as caught:
+        read_client_config(str(deep))
+    assert str(deep) in str(caught.value)
+    frame = client_configs(platform="linux", home=str(tmp_path / "home"), cwd=str(tmp_path),
+                           environ={})
+    (row,) = frame[frame["path"] == str(deep)].to_dict("records")
+    assert row["exists"] and row["format"] is None  # listed; load_config names the mistake
+
+
 def test_a_missing_env_file_is_named(tmp_path: Path) -> None:
     path = write(tmp_path / ".cursor" / "mcp.json", json.dumps({"mcpServers": {
         "s": {"command": "x", "envFile": "${workspaceFolder}/.env.nope"}}}))

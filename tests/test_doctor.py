@@ -226,3 +226,126 @@ def test_load_configs_failure_warning_names_the_doctor() -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+# -- what a server does after it answered: never an exception, every wait bounded -----------
+def test_a_server_that_stops_reading_after_initialize_fails_a_step_not_the_doctor() -> None:
+    """It answers ``initialize`` and closes its stdin: the doctor's next write meets a broken
+    pipe, which is the failed step's evidence, not an exception out of ``bench.doctor``."""
+    code = ("import json, os, sys, time\n"
+            "request = json.loads(sys.stdin.readline())\n"
+            "os.close(0)\n"
+            "print(json.dumps({'jsonrpc': '2.0', 'id': request['id'], 'result': {"
+            "'protocolVersion': '2025-11-25', 'capabilities': {}, "
+            "'serverInfo': {'name': 'deaf', 'version': '1'}}}), flush=True)\n"
+            "time.sleep(30)")
+    found = doctor({"command": PY, "args": ["-c", code]})
+    assert steps(found)["initialize answered"] == OK
+    assert found.failed is not None and found.failed.name == "tools listed"
+    assert "stopped reading its stdin" in found.failed.evidence
+
+
+def test_json_nested_past_the_parsers_limit_is_a_log_line_not_an_exception() -> None:
+    code = ("import sys, time\nsys.stdin.readline()\n"
+            "print('[' * 5000 + ']' * 5000, flush=True)\ntime.sleep(30)")
+    found = doctor({"command": PY, "args": ["-c", code]}, timeout=1.5)
+    assert found.failed is not None and found.failed.name == "stdout speaks JSON-RPC"
+    assert "printed 1 non-JSON line(s)" in found.failed.evidence
+
+
+class _Endless(BaseHTTPRequestHandler):
+    """Answers 200 and then a JSON body that never ends, a byte at a time: each read is
+    quick, so only a bound on the whole answer ends it."""
+
+    def do_POST(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        with contextlib.suppress(OSError):
+            self.wfile.write(b'{"jsonrpc": "2.0", "id": 1, "result": "')
+            while True:
+                self.wfile.write(b"x" * 64)
+                self.wfile.flush()
+                threading.Event().wait(0.01)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_an_answer_that_never_ends_is_bounded() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Endless)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        found = doctor({"url": f"http://127.0.0.1:{server.server_address[1]}/mcp"},
+                       timeout=2)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+    assert found.failed is not None and found.failed.name == "HTTP status"
+    assert "within 2 s" in found.failed.evidence
+
+
+class _DropsDiscover(BaseHTTPRequestHandler):
+    """A 2026-only answer to ``initialize`` (HTTP 400, -32020), then ``server/discover``'s
+    connection closed without a word."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.headers.get("MCP-Protocol-Version"):
+            self.close_connection = True
+            return
+        body = b'{"jsonrpc": "2.0", "id": 1, "error": {"code": -32020, "message": "no"}}'
+        self.send_response(400)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_a_2026_server_that_drops_server_discover_fails_that_step() -> None:
+    """The 2026 path's second request, on a connection the server drops: the step fails with
+    what httpx saw, never an exception out of the doctor."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _DropsDiscover)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        found = doctor({"url": f"http://127.0.0.1:{server.server_address[1]}/mcp"})
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+    assert found.failed is not None and found.failed.name == "MCP answered", str(found)
+    assert "RemoteProtocolError" in found.failed.evidence
+
+
+def test_a_chatty_stdout_is_counted_not_kept_whole() -> None:
+    """A server that prints thousands of log lines before (or instead of) JSON-RPC: the
+    doctor keeps the first few as evidence and counts the rest, whatever their number."""
+    import anyio
+
+    from toolbench._bench.doctor.stdio import KEPT_LOGS, _Lines
+
+    async def read() -> _Lines:
+        process = await anyio.open_process(
+            [PY, "-c", "for i in range(5000): print('log line', i, 'x' * 500)"],
+            stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        async with process:
+            lines = _Lines(process)
+            assert await lines.message() is None  # the end of its output
+        return lines
+
+    lines = anyio.run(read)
+    assert lines.log_count == 5000 and len(lines.logs) == KEPT_LOGS
+    assert lines.logs[0].startswith("log line 0 ")
+
+
+@pytest.mark.parametrize("timeout", [-1, 0, float("nan"), "10"])
+def test_a_bad_timeout_is_refused_naming_it(timeout: Any) -> None:
+    with tb.Bench() as bench, pytest.raises(ValueError, match=r"invalid timeout .*: a "
+                                            r"positive number of seconds"):
+        bench.doctor("s", config={"mcpServers": {"s": {"command": "x"}}}, timeout=timeout)

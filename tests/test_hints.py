@@ -232,6 +232,20 @@ def test_hints_on_a_handshake_era_answer_are_not_used_and_bad_ones_are_replaced(
     assert _hints.combined([]) is _hints.NEVER
 
 
+def test_a_cache_scope_without_ttl_is_not_cached_and_a_bad_one_is_named_as_such() -> None:
+    """A lone ``cacheScope`` says nothing of freshness: not cached, and no note blaming a
+    ``ttlMs`` the server never sent; a bad lone scope's note names the scope."""
+    notes: deque[str] = deque()
+    assert _hints.take({"tools": [], "cacheScope": "public"}, "tools/list", True, "s",
+                       notes) is _hints.NEVER
+    assert not notes
+    bad = {"tools": [], "cacheScope": "everyone"}
+    assert _hints.take(bad, "tools/list", True, "s", notes) is _hints.NEVER
+    (note,) = notes
+    assert "cacheScope 'everyone' is neither 'public' nor 'private'" in note
+    assert "ttlMs" not in note and bad["cacheScope"] == "private"
+
+
 def test_a_sign_in_counts_in_the_cache_context() -> None:
     from toolbench._transports.auth.state import AuthState
     from toolbench._transports.mcp.client import McpClient

@@ -198,3 +198,16 @@ def test_a_rate_from_the_configs_toolbench_key_paces_an_http_server() -> None:
         stats = limited_stats(url)
     assert bool(df["ok"].all()) and stats["served"] == 30 and stats["repeated"] == 0
     assert df["queued_ms"].notna().all() and df["queued_ms"].max() > 0  # paced by the config
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "inf"])
+def test_a_bad_retry_after_is_refused_naming_it(value: str,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """The demo's own ``--retry-after`` is checked as its other numbers are (a negative or
+    NaN one was served as the header ``-1`` or ``nan``); named before anything else."""
+    from toolbench.demo import limited
+
+    with pytest.raises(SystemExit):
+        limited.main(["--retry-after", value, "--port", "-5"])
+    err = capsys.readouterr().err
+    assert f"--retry-after: {value}: a number of seconds, 0 or more" in err

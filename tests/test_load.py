@@ -54,6 +54,20 @@ def test_latency_of_a_map_frame_counts_retries_from_attempts() -> None:
     assert (row["calls"], row["attempts"], row["retries"]) == (2, 2, 2)
 
 
+def test_latency_by_batch_counts_single_calls_and_a_concat_of_frames() -> None:
+    """Calls outside any batch (``bench.call``: batch None) are a group of their own, not 0
+    calls; two record frames put together (repeated index labels) count each row once."""
+    with tb.Bench() as bench:
+        bench.connect("s", Scripted("s", []))
+        bench.call("s-work", n=0)
+        bench.map("s-work", [{"n": i} for i in range(3)], progress=False)
+        records = bench.records
+    by_batch = records.tb.latency(by="batch")
+    assert sorted(by_batch["calls"].tolist()) == [1, 3] and by_batch["calls"].sum() == 4
+    twice = pd.concat([records, records])
+    assert twice.tb.latency().loc["s", "calls"] == 8
+
+
 def test_latency_refuses_what_is_not_a_records_frame() -> None:
     with pytest.raises(ValueError, match="reads a records frame"):
         pd.DataFrame({"x": [1]}).tb.latency()

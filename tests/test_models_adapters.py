@@ -315,3 +315,17 @@ def test_a_servers_sampling_request_with_tools_answered_through_the_anthropic_ad
                                            "name": "get_weather", "input": {"city": "Lima"}}]},
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "use-1",
                                       "content": '{"celsius": 24}\nSunny'}]}]
+
+
+def test_a_refused_call_nested_past_the_parsers_limit_converts_for_anthropic() -> None:
+    """The transcript keeps a tool call whose arguments were refused as nested too deeply;
+    the next turn's conversion for Anthropic sends it with no input, instead of raising."""
+    from toolbench._bench.models.adapters import to_anthropic_messages
+
+    nested = "[" * 5000 + "]" * 5000
+    _system, turns = to_anthropic_messages([
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c", "type": "function", "function": {"name": "t", "arguments": nested}}]},
+        {"role": "tool", "tool_call_id": "c", "content": "Error (Refused, not sent): ..."}])
+    assert turns[1]["content"] == [{"type": "tool_use", "id": "c", "name": "t", "input": {}}]

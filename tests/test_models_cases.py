@@ -150,3 +150,12 @@ def test_read_cases_returns_case_objects(tmp_path: Path) -> None:
     path = tmp_path / "c.json"
     path.write_text(json.dumps(CASES))
     assert [c.id for c in read_cases(path)] == ["lp", "hi", "2"]
+
+
+@pytest.mark.parametrize("suffix", [".json", ".jsonl", ".yaml"])
+def test_a_file_nested_past_the_parsers_limit_names_the_file(tmp_path: Path,
+                                                             suffix: str) -> None:
+    path = tmp_path / f"cases{suffix}"
+    path.write_text("[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(ValueError, match=r"cases file .*cases\.\w+.* nested too deeply"):
+        tb.load_cases(path)

@@ -473,3 +473,62 @@ def test_a_tool_not_offered_and_arguments_that_are_not_json_score_as_such() -> N
     assert rows["broken"]["called"] == ["distance"] and rows["broken"]["tool_ok"]
     assert not rows["broken"]["args_ok"] and not rows["broken"]["passed"]
     assert rows["broken"]["error"] is None  # a bad argument is a wrong answer, not an error
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("steps", [1, 2])
+def test_an_eval_never_offers_a_servers_secret(steps: int) -> None:
+    """A server that names its tool after a secret: an eval offers the model the redacted
+    name (as ``bench.run`` and ``tool_specs`` do), and the call still reaches the tool."""
+    secret = "Zq7SecretToolName"
+    server = [sys.executable, str(Path(__file__).parent / "servers" / "secret_named_server.py")]
+    offered_names: list[str] = []
+
+    def model(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+        offered_names.append(json.dumps(tools))
+        if messages[-1]["role"] == "tool":
+            return "done"
+        return {"tool_calls": [{"id": "a", "function": {
+            "name": tools[0]["function"]["name"], "arguments": '{"i": 3}'}}]}
+
+    with tb.Bench() as secretive:
+        secretive.connect("s", server, env={"TOOLBENCH_TEST_SECRET": secret})
+        df = secretive.evaluate(model, [{"id": "one", "prompt": "get 3",
+                                         "expect": [f"get-{secret}"]}], steps=steps)
+        records = secretive.records
+    assert offered_names and not [text for text in offered_names if secret in text]
+    assert df["passed"].tolist() == [True]
+    if steps > 1:
+        assert records["ok"].tolist() == [True]
+
+
+def test_tokens_of_a_run_are_counted_off_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model that reports no usage: a ``steps>1`` row's tokens are counted (its whole
+    conversation, once per reply: megabytes for long results) in a worker thread, never on
+    the shared loop, where a neighbour's call would wait for it."""
+    from toolbench._bench.report import tokens
+
+    threads: list[str] = []
+
+    class Recording:
+        name = "recording"
+
+        def count(self, text: str) -> int:
+            threads.append(threading.current_thread().name)
+            return len(text)
+
+    monkeypatch.setattr(tokens, "counter", lambda name=None: Recording())
+    loop_thread: list[str] = []
+
+    async def model(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+        loop_thread.append(threading.current_thread().name)
+        if messages[-1]["role"] == "tool":
+            return "done"
+        return {"tool_calls": [{"id": "a", "function": {
+            "name": offered(tools, "distance"), "arguments": json.dumps(LONDON_PARIS)}}]}
+
+    with tb.Bench() as bench:
+        bench.connect("geo", geo.create())
+        df = bench.evaluate(model, CASES[:1], steps=2)
+    assert df["tokenizer"].tolist() == ["recording"] and df["tokens_in"].iloc[0] > 0
+    assert threads and loop_thread[0] not in threads

@@ -273,3 +273,21 @@ def test_text_that_repeats_the_json_is_not_handed_back_twice() -> None:
     many = handed_back(Result(content=blocks), None, 20_000)
     assert many.count("[image: image/png, 3 bytes, not shown to the model]") == 50
     assert many.endswith("[10 more content blocks]")
+
+
+def test_arguments_nested_past_the_parsers_limit_are_refused_not_raised() -> None:
+    """A model's arguments of 5,000 nested arrays (JSON text, or an object): a problem the
+    run refuses with, never the parser's RecursionError."""
+    nested = '{"a": ' + "[" * 5000 + "]" * 5000 + "}"
+    parsed, raw, problem = parse_arguments(nested)
+    assert parsed is None and raw == nested and problem is not None
+    assert problem.startswith("not JSON: nested too deeply")
+    deep: dict[str, Any] = {}
+    for _ in range(5000):
+        deep = {"a": deep}
+    parsed, raw, problem = parse_arguments(deep)
+    assert parsed is None and problem is not None and problem.startswith("not JSON: ")
+    turn = normalize({"tool_calls": [{"id": "c", "function": {"name": "t",
+                                                                "arguments": nested}}]})
+    (call,) = turn.tool_calls
+    assert call.arguments is None and call.problem == "not JSON: nested too deeply to read"

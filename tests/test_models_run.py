@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp.server.mcpserver import MCPServer
+from mcp.types import CallToolResult, TextContent
 
 import toolbench as tb
 from toolbench._bench.models.run import STEP_COLUMNS
@@ -439,3 +441,21 @@ def test_a_runs_mcp_apps_view_is_shown_in_the_kernel_above_its_card(tmp_path: Pa
     before, after = (nb[1].outputs[i]["data"]["text/html"] for i in (0, 2))
     assert "flip-plain" in before and "flip-show" in after
     assert "&lt;u&gt;hi&lt;/u&gt;" in after and "<u>hi</u>" not in before + after
+
+
+def test_a_result_nested_past_the_parsers_limit_is_handed_back_not_raised() -> None:
+    """A server's text of 5,000 nested brackets beside structured content: the run hands it
+    back (cut to the cap) instead of raising the JSON parser's RecursionError."""
+    server = MCPServer("deep")
+    nested = "[" * 5000 + "]" * 5000
+
+    @server.tool()
+    def deep() -> CallToolResult:
+        return CallToolResult(content=[TextContent(type="text", text=nested)],
+                              structuredContent={"a": 1})
+
+    with tb.Bench() as bench:
+        bench.connect("d", server)
+        run = bench.run(tb.ScriptedModel([{"tool": "d-deep"}, "ok"]), "go")
+    assert run.stopped == "answered" and run.rows[1].ok
+    assert run.messages[2]["content"].startswith('{"a": 1}\n[[[')

@@ -88,6 +88,22 @@ def test_nothing_runnable_names_what_it_saw() -> None:
         choose({"name": "a/b"}, None, {})
 
 
+def test_a_remote_whose_url_is_not_http_is_never_run_as_a_command() -> None:
+    """A remote's ``url`` is a URL: anything else (a command line, a file: URL), before or
+    after its variables are filled, is named as not runnable, never handed to connect, which
+    would start it as a stdio command."""
+    for url in ("touch /tmp/pwned", "file:///etc/passwd", "{where}"):
+        entry = {"name": "io.example/evil", "remotes": [{"type": "streamable-http", "url": url}]}
+        with pytest.raises(ValueError, match=r"io.example/evil: nothing toolbench can run: a "
+                           r"streamable-http remote whose url is not http\(s\)"):
+            choose(entry, None, {"where": "rm -rf ~"} if "{" in url else {})
+
+
+def test_a_bad_name_is_named_as_given() -> None:
+    with pytest.raises(ValueError, match=r"name 'a b' is not a server name"):
+        choose(TIME, "a b", {"local_timezone": "UTC"}, runners={"uvx": None, "npx": None})
+
+
 def test_a_remote_fills_url_variables_and_headers() -> None:
     entry = {"name": "com.example/acme", "remotes": [
         {"type": "sse", "url": "https://acme.example.com/sse"},

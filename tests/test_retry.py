@@ -16,9 +16,11 @@ import pytest
 import toolbench as tb
 from toolbench._bench.calls.retry import (
     BACKOFF_BASE_S,
+    MIN_ATTEMPT_S,
     check_max_retry_wait,
     check_retries,
     retry_wait,
+    room_for_attempt,
 )
 from toolbench._core.errors import Refused, TimedOut, ToolFailed, Unreachable
 from toolbench._core.ids import Destination, Provenance, ToolId
@@ -112,6 +114,24 @@ def test_retries_end_within_the_calls_timeout_with_the_attempts_counted() -> Non
         attempts = int(bench.records.iloc[-1]["attempts"])
     assert 2 <= attempts <= 4 and len(client.sent) == attempts
     assert f"after {attempts} attempts" in caught.value.detail
+
+
+def test_no_retry_is_sent_without_room_left_for_its_answer() -> None:
+    # After a 0.35 s wait, 0.05 s of the 0.4 s timeout would be left: under MIN_ATTEMPT_S,
+    # so the call ends as the first attempt's Unreachable (known not to have happened)
+    # rather than a second attempt sent to time out in doubt.
+    client = Scripted("s", [busy(0.35), None])
+    with tb.Bench() as bench:
+        bench.connect("s", client)
+        with pytest.raises(Unreachable, match="429"):
+            bench.call("s-work", n=1, retries=5, timeout=0.4)
+        assert int(bench.records.iloc[-1]["attempts"]) == 1
+    assert len(client.sent) == 1
+
+
+def test_room_for_an_attempt_is_twice_the_failed_one_and_never_under_the_floor() -> None:
+    assert room_for_attempt(0.0) == MIN_ATTEMPT_S
+    assert room_for_attempt(0.3) == pytest.approx(0.6)
 
 
 def test_a_long_retry_after_is_capped_by_max_retry_wait() -> None:

@@ -186,3 +186,20 @@ def test_an_awaited_call_nests_under_the_awaiting_task_s_span(
         ours = _by_name(spans)["tools/call echo"]
         assert ours.parent is not None
         assert ours.parent.span_id == parent.get_span_context().span_id
+
+
+def test_payloads_that_cannot_be_encoded_leave_the_call_its_own_error(
+        spans: InMemorySpanExporter) -> None:
+    """With ``trace_payloads``, arguments nested past the encoder's depth (refused before
+    sending) still end the call with its own ``Refused``: the span says it could not show
+    them, instead of raising the encoder's RecursionError out of ``bench.call``."""
+    deep: dict[str, Any] = {}
+    for _ in range(5000):
+        deep = {"a": deep}
+    with tb.Bench(trace_payloads=True) as bench:
+        bench.connect("mem", _in_process())
+        with pytest.raises(tb.Refused):
+            bench.call("mem-echo", text=deep)
+    attributes = dict(_by_name(spans)["tools/call echo"].attributes)
+    assert attributes["toolbench.disposition"] == "did_not_happen"
+    assert attributes["gen_ai.tool.call.arguments"] == "(cannot be shown: nested too deeply)"

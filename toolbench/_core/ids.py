@@ -224,6 +224,15 @@ class Provenance:
         merged.update(self._fields)
         return Provenance(**merged)
 
+    def with_case(self, case: Any) -> Provenance:
+        """``with_fields(case=case)`` for a batch's many calls: the same result (a ``case``
+        already given wins), without the keyword round trip (a ``map`` makes one per case)."""
+        if case is None or "case" in self._fields:
+            return self
+        made = Provenance.__new__(Provenance)
+        made._fields = {"case": case, **self._fields}
+        return made
+
     def as_dict(self) -> dict[str, Any]:
         """The fields as a new plain dict (what records and the journal store)."""
         return dict(self._fields)

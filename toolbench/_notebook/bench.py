@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Self, TypedDict, Unpack
 
-from toolbench._bench.apps.views import register_view_factory
+from toolbench._bench.apps.views import register_view_factory, register_view_warmer
 from toolbench._bench.bench import BaseBench
 from toolbench._bench.models.run import register_run_display
 from toolbench._core.client import register_view_display
+from toolbench._notebook.view_warmup import warm_views
 from toolbench._notebook.views.run import run_html, show_run
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ def _show_with_view(result: Any) -> None:
 
 
 register_view_factory(_make_view)
+register_view_warmer(warm_views)  # issue 46: the first view's costs, paid before it
 register_view_display(_show_with_view)
 register_run_display(run_html, show_run)  # a Run's transcript, cards and views
 

@@ -352,6 +352,13 @@ class PegBoard:
         """The spec under its pegboard name (exact match only)."""
         return self._board.entry(name).spec
 
+    @property
+    def board(self) -> object:
+        """The current board, as an opaque token: boards are immutable and every listing
+        swaps in a new one, so an unchanged token means nothing was re-listed (what a
+        ``map`` checks before reusing what it looked up once)."""
+        return self._board
+
     def entry(self, name: str) -> PegEntry:
         """Everything known about one name, from one snapshot."""
         board = self._board

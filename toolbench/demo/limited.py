@@ -215,12 +215,12 @@ async def serve(port: int = 0, *, limits: Limits | None = None, list_ttl_ms: int
     sock = _bind(port)
     base = f"http://127.0.0.1:{sock.getsockname()[1]}"
     stats = Stats()
-    server = build_server(limits or Limits(), stats, list_ttl_ms=list_ttl_ms,
-                          cache_scope=cache_scope)
+    limits = limits or Limits()
+    server = build_server(limits, stats, list_ttl_ms=list_ttl_ms, cache_scope=cache_scope)
     app = server.streamable_http_app(transport_security=TransportSecuritySettings(
         enable_dns_rebinding_protection=True, allowed_hosts=[base.removeprefix("http://")],
         allowed_origins=[base]))
-    config = uvicorn.Config(limiter(app, limits or Limits(), stats), log_level="warning",
+    config = uvicorn.Config(limiter(app, limits, stats), log_level="warning",
                             lifespan="on", log_config=None)
 
     class Told(uvicorn.Server):
@@ -239,13 +239,20 @@ def _positive(text: str) -> float:
     return value
 
 
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text}: a number of seconds, 0 or more")
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m toolbench.demo.limited",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: a free one)")
     parser.add_argument("--rate", type=_positive, default=20.0, help="tool calls a second")
     parser.add_argument("--burst", type=_positive, default=5.0, help="calls admitted at once")
-    parser.add_argument("--retry-after", type=float, default=None, metavar="SECONDS",
+    parser.add_argument("--retry-after", type=_seconds, default=None, metavar="SECONDS",
                         help="a fixed Retry-After (default: the whole seconds until a token)")
     parser.add_argument("--unavailable-every", type=int, default=0, metavar="K",
                         help="answer every K-th admitted call 503 (0: never)")

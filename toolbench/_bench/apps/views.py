@@ -23,6 +23,7 @@ registers (:func:`register_view_factory`); without one, ``result.app`` is the pu
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import weakref
 from collections.abc import Callable, Iterable, Mapping
@@ -57,12 +58,23 @@ HASH_OFF_LOOP_CHARS = 256 * 1024
 
 ViewFactory = Callable[[Bridge], Any]
 _factory: ViewFactory | None = None
+ViewWarmer = Callable[[], None]
+_warmer: ViewWarmer | None = None
 
 
 def register_view_factory(factory: ViewFactory | None) -> None:
     """Install what turns a bridge into a live view (the notebook layer's ``AppView``)."""
     global _factory
     _factory = factory
+
+
+def register_view_warmer(warmer: ViewWarmer | None) -> None:
+    """Install what readies a notebook for its first view (issue 46: the notebook layer's
+    ``warm_views``). It is called on toolbench's loop when a server whose tools declare a
+    view connects to a bench with apps on; it must return at once and never raise (it is
+    called under ``suppress`` anyway: a warm-up is never worth a failed connect)."""
+    global _warmer
+    _warmer = warmer
 
 
 class Apps:
@@ -79,6 +91,8 @@ class Apps:
         self._generation: dict[str, int] = {}
         """Per server: how many listings were applied (a fetch from before one is not kept)."""
         self._open: weakref.WeakSet[Bridge] = weakref.WeakSet()
+        self._warm_asked = False
+        """Whether this bench has asked the registered warmer already (once is enough)."""
 
     # -- discovery ---------------------------------------------------------------------------
     def on_listing(self, server: str, entries: object, cause: str) -> None:
@@ -87,6 +101,22 @@ class Apps:
         self._views.pop(server, None)
         if cause == "connect":
             self._oversize.pop(server, None)
+            self._warm(entries)
+
+    def _warm(self, entries: object) -> None:
+        """The first server with a view to connect asks the notebook to get ready for the
+        first view (DESIGN.md, "MCP Apps"; issue 46): anywidget's import and the browser's
+        frame process, before the first result. Only whether a tool declares a ``ui://``
+        view counts: nothing the server sent goes into the warm-up."""
+        if self._warm_asked or not self.enabled or _warmer is None:
+            return
+        if not isinstance(entries, list) or not any(
+                getattr(entry.spec, "meta", None) and self.ui(entry).uri is not None
+                for entry in entries):
+            return
+        self._warm_asked = True
+        with contextlib.suppress(Exception):
+            _warmer()
 
     @staticmethod
     def ui(entry: PegEntry) -> ToolUi:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from toolbench._bench.calls.attempt import attempt
+from toolbench._bench.calls.plan import CallPlan
 from toolbench._bench.calls.retry import (
     MAX_RETRY_WAIT_S,
     Pacing,
@@ -29,7 +30,8 @@ from toolbench._bench.calls.retry import (
     check_retries,
     retry_wait,
     retryable,
-    wait_turn,
+    room_for_attempt,
+    take_turn,
 )
 from toolbench._bench.calls.tracing import traced
 from toolbench._bench.journal.journal import warn_not_durable
@@ -91,7 +93,7 @@ class Calls:
         self._pegboard = pegboard
         self._schema_checker_ready = False
         self._result_hooks: list[ResultHook] = []
-        self._pacing = Pacing(servers)
+        self.pacing = Pacing(servers)
 
     def on_result(self, hook: ResultHook) -> None:
         """Await ``hook(entry, record, result)`` after each successful single ``call`` (MCP
@@ -135,7 +137,7 @@ class Calls:
                       timeout: float | None, provenance: Provenance,
                       progress: ProgressShown | None = None, check: bool = True,
                       retries: int = 0, max_retry_wait: float = MAX_RETRY_WAIT_S,
-                      rate: TokenBucket | None = None,
+                      rate: TokenBucket | None = None, plan: CallPlan | None = None,
                       ) -> tuple[Record, Result | None, ToolError | None]:
         """Make one call and record it; a failure comes back as data, never raised.
 
@@ -145,27 +147,30 @@ class Calls:
         own journaled call, all of them within the call's one timeout; the last attempt's
         record and outcome come back. ``rate`` is the batch's own bucket for this server (the
         server's own, from ``connect(..., rate=)``, applies too); the wait is ``queued_ms``.
+        ``plan`` is what the calls of one operation to this tool share (``calls/plan.py``):
+        given, ``target``, ``timeout`` and ``rate`` are the plan's; it is re-checked here.
         """
-        limit = self._servers.limit(target.tool.server, timeout)
-        own = self._pacing.bucket(target.tool.server)
-        buckets = [b for b in (own, rate) if b is not None]
+        if plan is None:
+            plan = CallPlan(target, timeout, rate)
+        plan = plan.current(self._servers, self._pegboard, self._router, self.pacing)
+        limit = plan.limit
         if not retries:
-            return await self._once(target, arguments, batch, limit, provenance, progress,
-                                    check, buckets)
+            return await self._once(plan, arguments, batch, limit, provenance, progress, check)
+        # Retries: the bookkeeping below is a few µs; a failed attempt pays the rest.
         loop = asyncio.get_running_loop()
         deadline = loop.time() + limit
         retried: list[dict[str, Any]] = []
 
-        def again(error: ToolError) -> float | None:  # the wait before the next try, if any
+        def again(error: ToolError, took_s: float) -> float | None:  # the wait, if retried
             if len(retried) >= retries or not retryable(error):
                 return None
             wait = retry_wait(error, len(retried) + 1, max_retry_wait)
-            return wait if loop.time() + wait < deadline else None
+            return wait if loop.time() + wait + room_for_attempt(took_s) < deadline else None
 
         while True:
             record, result, error = await self._once(
-                target, arguments, batch, deadline - loop.time(), provenance, progress,
-                check, buckets, retried=retried, again=again)
+                plan, arguments, batch, deadline - loop.time(), provenance, progress, check,
+                retried=retried, again=again)
             if error is None or record.provenance is None or (
                     "retry_wait_ms" not in record.provenance):
                 return record, result, error
@@ -174,10 +179,10 @@ class Calls:
                             "error": record.error, "wait_ms": record.provenance["retry_wait_ms"]})
             await asyncio.sleep(wait_s)
 
-    async def _once(self, target: Target, arguments: Any, batch: str | None, limit: float,
+    async def _once(self, plan: CallPlan, arguments: Any, batch: str | None, limit: float,
                     provenance: Provenance, progress: ProgressShown | None, check: bool,
-                    buckets: list[TokenBucket], *, retried: list[dict[str, Any]] | None = None,
-                    again: Callable[[ToolError], float | None] | None = None,
+                    *, retried: list[dict[str, Any]] | None = None,
+                    again: Callable[[ToolError, float], float | None] | None = None,
                     ) -> tuple[Record, Result | None, ToolError | None]:
         """One attempt: its own call id, intent and record. ``again`` decides, before the
         record is kept, whether a failure will be retried (its record then says after what
@@ -185,10 +190,10 @@ class Calls:
         call_id, started = new_call_id(), utcnow()
         attempts = 1 + len(retried) if retried else 1
         queued_ms: float | None = None
-        redact = self._servers.redactor(target.tool.server)
+        target, redact, buckets = plan.target, plan.redact, plan.buckets
         # What the record, the journal and the intent log say: a tool named after one of
         # its server's secrets is recorded without it (the call itself uses the real name).
-        tool_shown, name_shown = self.shown(target)
+        tool_shown, name_shown = plan.tool_shown, plan.name_shown
         t0 = time.perf_counter()  # reset once the call is sent: latency is the far side's
         result: Result | None = None
         error: ToolError | None = None
@@ -224,9 +229,11 @@ class Calls:
             else:  # sent anyway; the record says so, and why it would have been refused
                 prov = {**prov, **unchecked(target.tool, target.spec, args)}
             if buckets:  # a rate: wait for the turn (before the intent: nothing is unknown)
-                left = limit - (time.perf_counter() - begun)
-                waited = await wait_turn(buckets, asyncio.get_running_loop().time() + left,
-                                         target.tool.server, target.tool)
+                now = asyncio.get_running_loop().time()
+                waited = take_turn(buckets, now, now + limit - (time.perf_counter() - begun),
+                                   target.tool.server, target.tool)
+                if waited > 0.0:  # a token at hand costs no sleep and no loop iteration
+                    await asyncio.sleep(waited)
                 queued_ms = waited * 1000.0
             # Journaled: the intent is committed before a byte is sent (on the journal's
             # thread; this only awaits it, bounded), so a crash from here on leaves a trace.
@@ -263,8 +270,7 @@ class Calls:
                                          progress=on_progress)
                 return self._guard.rechecked(target.tool, sent) if self._guard.active else sent
 
-            bound = (None if self._router.bounds_itself(target.tool)
-                     else remaining + TIMEOUT_BACKSTOP_S)
+            bound = None if plan.bound else remaining + TIMEOUT_BACKSTOP_S
             try:
                 result, error = await attempt(run, limit=limit, bound=bound, tool=target.tool)
             except anyio.get_cancelled_exc_class():
@@ -280,7 +286,7 @@ class Calls:
         if task_id is not None:
             prov = {**prov, "task_id": task_id}
         if error is not None and again is not None:
-            wait = again(error)
+            wait = again(error, time.perf_counter() - t0)  # the attempt, not its queue
             if wait is not None:  # retried: this attempt's record says after what wait
                 prov = {**prov, "retry_wait_ms": round(wait * 1000.0, 3)}
             elif retried:  # the last of several attempts: its error counts them
@@ -296,7 +302,7 @@ class Calls:
         )
         if redact is not None:  # a failure's text is the server's words
             record = redacted_failure(record, redact)
-        self._store.append(record, tag)
+        self._store.append(record, tag, logged=not plan.settled)
         if error is not None and error.tool is None:
             error.tool = target.tool
         if error is not None and redact is not None:  # a tool named after a secret (#37)

@@ -11,12 +11,14 @@ left is the server being busy or away: an HTTP 429 or 503 answered before it ran
 The wait before a retry is the server's ``Retry-After`` when it sent one, capped at
 ``max_retry_wait``; otherwise exponential backoff with full jitter from 0.5 s (AWS's "full
 jitter": a uniform draw up to 0.5, 1, 2, 4 ... s, so many callers do not come back at once).
-Every wait stays inside the call's own timeout: a retry whose wait would pass it is not made.
+Every wait stays inside the call's own timeout, and so does room for the answer: a retry is
+made only when, after its wait, at least twice the failed attempt's time (and never under
+``MIN_ATTEMPT_S``) is left. An attempt sent with a few milliseconds to spare would mostly
+time out after it was sent, turning a call known not to have happened into one in doubt.
 """
 
 from __future__ import annotations
 
-import asyncio
 import random
 from typing import TYPE_CHECKING
 
@@ -35,6 +37,8 @@ MAX_RETRY_WAIT_S = 60.0
 """The longest a retry waits by default, whatever ``Retry-After`` says."""
 BACKOFF_BASE_S = 0.5
 """The first backoff's ceiling; each retry doubles it (full jitter below it)."""
+MIN_ATTEMPT_S = 0.1
+"""The least time left for an attempt's answer, after the wait, for a retry to be made."""
 _jitter = random.Random()
 
 
@@ -56,6 +60,12 @@ def check_max_retry_wait(value: object) -> float:
 def retryable(error: ToolError) -> bool:
     """Whether a retry could help and cannot double the call (see the module's docstring)."""
     return isinstance(error, Unreachable)
+
+
+def room_for_attempt(after_failed_s: float) -> float:
+    """The time an attempt needs left, after its wait, for a retry to be worth sending (see
+    the module's docstring): twice what the failed attempt took, at least ``MIN_ATTEMPT_S``."""
+    return max(2.0 * after_failed_s, MIN_ATTEMPT_S)
 
 
 def retry_wait(error: ToolError, attempt: int, max_wait: float) -> float:
@@ -98,16 +108,18 @@ def batch_buckets(rate: object, servers: Iterable[str]) -> dict[str, TokenBucket
     return {server: TokenBucket(parsed) for server in servers}
 
 
-async def wait_turn(buckets: Iterable[TokenBucket], deadline: float, server: str,
-                    tool: ToolId) -> float:
-    """Wait for a turn in every bucket (the server's, the batch's): the seconds waited.
+def take_turn(buckets: Iterable[TokenBucket], now: float, deadline: float, server: str,
+              tool: ToolId) -> float:
+    """Take a turn in every bucket (the server's, the batch's): the seconds to wait for it.
+
+    Not a coroutine: a call whose turn is already there (a rate that does not limit) costs
+    a reservation, not a coroutine, a sleep and a pass of the loop; the caller sleeps only
+    when there is something to wait for.
 
     Raises:
         Unreachable: the turn would come after ``deadline`` (the loop's clock); nothing was
             sent, and no turn was taken.
     """
-    loop = asyncio.get_running_loop()
-    now = loop.time()
     at = now
     for bucket in buckets:
         wait = bucket.reserve(at, deadline)
@@ -117,6 +129,4 @@ async def wait_turn(buckets: Iterable[TokenBucket], deadline: float, server: str
                 f"turn would come after its timeout ({seconds_text(max(0.0, deadline - now))}"
                 " s left)", tool=tool)
         at += wait
-    if at > now:
-        await asyncio.sleep(at - now)
     return at - now

@@ -62,7 +62,14 @@ def _tracer() -> Any | None:
 
 
 def _capped(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    """A payload as JSON text, capped; never an exception (the span must not change the
+    call's outcome): arguments refused as nested too deeply reach here too."""
+    try:
+        text = value if isinstance(value, str) else json.dumps(value, default=str)
+    except RecursionError:
+        return "(cannot be shown: nested too deeply)"
+    except (TypeError, ValueError) as exc:
+        return f"(cannot be shown: {type(exc).__name__})"
     return text if len(text) <= MAX_PAYLOAD_CHARS else text[:MAX_PAYLOAD_CHARS] + "…"
 
 

@@ -18,8 +18,9 @@ _TOML_WHERE = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 
 def strip_jsonc(text: str) -> str:
-    """JSON text without ``//`` and ``/* */`` comments and trailing commas; every newline is
-    kept, so a JSON error's line number is the file's own."""
+    """JSON text without ``//`` and ``/* */`` comments and trailing commas, outside strings
+    only (a string's ``//`` or ``",]"``, a password's say, is kept as written); every newline
+    is kept, so a JSON error's line number is the file's own."""
     out: list[str] = []
     i, n = 0, len(text)
     in_string = False
@@ -38,18 +39,37 @@ def strip_jsonc(text: str) -> str:
             in_string = True
             out.append(ch)
             i += 1
-        elif text.startswith("//", i):
-            end = text.find("\n", i)
-            i = n if end < 0 else end
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            stop = n if end < 0 else end + 2
+        elif text.startswith(("//", "/*"), i):
+            stop = _comment_end(text, i)
             out.append("\n" * text.count("\n", i, stop))
             i = stop
         else:
-            out.append(ch)
+            if ch != "," or _next_significant(text, i + 1) not in ("}", "]"):
+                out.append(ch)
             i += 1
-    return re.sub(r",(\s*[}\]])", r"\1", "".join(out))
+    return "".join(out)
+
+
+def _comment_end(text: str, i: int) -> int:
+    """Where the comment starting at ``i`` ends (a line comment: at its newline)."""
+    if text.startswith("//", i):
+        end = text.find("\n", i)
+        return len(text) if end < 0 else end
+    end = text.find("*/", i + 2)
+    return len(text) if end < 0 else end + 2
+
+
+def _next_significant(text: str, i: int) -> str:
+    """The first character from ``i`` on that is neither white space nor in a comment."""
+    n = len(text)
+    while i < n:
+        if text[i] in " \t\r\n":
+            i += 1
+        elif text.startswith(("//", "/*"), i):
+            i = _comment_end(text, i)
+        else:
+            return text[i]
+    return ""
 
 
 def load_file(source: str) -> Any:
@@ -78,6 +98,8 @@ def load_toml(text: str, source: str) -> Any:
             where = f" at the end of the file (line {len(text.splitlines()) or 1})"
         what = _TOML_WHERE.sub("", str(exc)).replace("(at end of document)", "").strip()
         raise ConfigError(source, "$", f"not valid TOML: {what}{where}") from exc
+    except RecursionError:  # tomllib recurses per nested array or inline table
+        raise ConfigError(source, "$", "nested too deeply to read") from None
 
 
 def read_env_file(path: str, source: str, where: str) -> dict[str, str]:

@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from toolbench._core.ids import is_server_name
+from toolbench._core.ids import SERVER_RULE, is_server_name
 from toolbench._routing.connections import ConnectOptions
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.-]*)\}")
@@ -203,6 +203,9 @@ def choose(entry: Mapping[str, Any], name: str | None, values: Mapping[str, Any]
     runners = runners if runners is not None else {r: shutil.which(r) for r in ("uvx", "npx")}
     server = name if name is not None else _default_name(label)
     if not is_server_name(server):
+        if name is not None:
+            raise ValueError(f"{label}: name {name!r} is not a server name: a server name "
+                             f"is {SERVER_RULE}")
         raise ValueError(f"{label}: cannot make a server name of it; pass name=...")
     seen: list[str] = []
     options: list[tuple[int, int, Runnable, _Filler]] = []
@@ -229,6 +232,9 @@ def choose(entry: Mapping[str, Any], name: str | None, values: Mapping[str, Any]
         filler = _Filler(values, label)
         variables = remote.get("variables") if isinstance(remote.get("variables"), dict) else {}
         filled = filler.fill(url, variables or {}, "remote URL")
+        if not _is_http_url(filled):  # connect would start anything else as a command
+            seen.append(f"a {kind} remote whose url is not http(s): {url[:200]!r}")
+            continue
         headers = {h["name"]: v for h in remote.get("headers") or []
                    if isinstance(h, dict) and isinstance(h.get("name"), str)
                    and (v := filler.value(h, keyword(h["name"]), f"header {h['name']!r}"))
@@ -248,6 +254,16 @@ def choose(entry: Mapping[str, Any], name: str | None, values: Mapping[str, Any]
     best.secrets = filler.secrets | set(best.options.get("env", {}).values()) | set(
         best.options.get("headers", {}).values())
     return best
+
+
+def _is_http_url(text: str) -> bool:
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(text)
+    except ValueError:
+        return False
+    return parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
 
 
 def _default_name(label: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from toolbench._bench.doctor.diagnose import DEFAULT_TIMEOUT_S, diagnose, settings
+from toolbench._core.checks import seconds
 from toolbench._loop import get_loop
 
 if TYPE_CHECKING:
@@ -44,15 +45,18 @@ class DoctorFaces:
 
         Raises:
             KeyError: no such server here (or in ``config``).
+            ValueError: a ``timeout`` that is not a positive, finite number of seconds.
 
         Example:
             >>> bench.doctor("time")                                    # doctest: +SKIP
         """
+        timeout = seconds(timeout, "timeout")
         target, options = settings(name, config, self.connections)
         return get_loop().run(diagnose, name, target, options, timeout)
 
     async def adoctor(self, name: str, *, config: Any = None,
                       timeout: float = DEFAULT_TIMEOUT_S) -> Diagnosis:
         """Awaitable :meth:`doctor`: the same arguments, result and errors."""
+        timeout = seconds(timeout, "timeout")
         target, options = settings(name, config, self.connections)
         return await get_loop().arun(diagnose, name, target, options, timeout)

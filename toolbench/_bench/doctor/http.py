@@ -16,6 +16,7 @@ import json
 import re
 import ssl
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -31,21 +32,58 @@ _METADATA = re.compile(r'resource_metadata="([^"]+)"')
 ACCEPT = "application/json, text/event-stream"
 
 
-def _first_json(response: Any) -> dict[str, Any] | None:
+MAX_BODY = 1 << 20
+"""The most of an answer the doctor reads: evidence needs its start, not all of it."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An HTTP answer as far as the doctor read it (at most ``MAX_BODY`` bytes)."""
+
+    status_code: int
+    reason_phrase: str
+    headers: Any
+    text: str
+
+
+def _first_json(response: Answer) -> dict[str, Any] | None:
     """A reply body as JSON: plain, or the first ``data:`` event of an SSE body."""
-    text = response.text[:1 << 20]
+    text = response.text
     if "text/event-stream" in response.headers.get("content-type", ""):
         for line in text.splitlines():
             if line.startswith("data:"):
-                with contextlib.suppress(ValueError):
+                with contextlib.suppress(ValueError, RecursionError):
                     value = json.loads(line[5:].strip())
                     if isinstance(value, dict):
                         return value
         return None
-    with contextlib.suppress(ValueError):
+    with contextlib.suppress(ValueError, RecursionError):
         value = json.loads(text)
         return value if isinstance(value, dict) else None
     return None
+
+
+async def _request(client: Any, method: str, url: str, headers: Mapping[str, str],
+                   timeout: float, content: bytes | None = None) -> Answer:
+    """One request, its whole answer bounded: ``timeout`` for all of it (httpx bounds each
+    read only, so a body sent a byte at a time never ends), ``MAX_BODY`` bytes at most, and
+    an event stream read only as far as its first JSON event. A timeout is ``TimeoutError``."""
+    async with asyncio.timeout(timeout), client.stream(
+            method, url, content=content, headers=dict(headers)) as response:
+        streamed = "text/event-stream" in response.headers.get("content-type", "")
+        data = bytearray()
+        async for chunk in response.aiter_bytes():
+            data += chunk
+            if len(data) >= MAX_BODY:
+                break
+            if streamed and b"data:" in data and _first_json(_answer(response, data)):
+                break
+        return _answer(response, data)
+
+
+def _answer(response: Any, data: bytes | bytearray) -> Answer:
+    return Answer(response.status_code, response.reason_phrase, response.headers,
+                  bytes(data[:MAX_BODY]).decode("utf-8", "replace"))
 
 
 async def walk_http(rec: Recorder, url: str, headers: Mapping[str, str] | None,
@@ -142,10 +180,11 @@ async def _tls(rec: Recorder, host: str, port: int, timeout: float) -> bool:
         return True
 
 
-async def _post(client: Any, url: str, headers: dict[str, str], body: dict[str, Any]) -> Any:
-    return await client.post(url, content=json.dumps(body).encode(), headers={
+async def _post(client: Any, url: str, headers: dict[str, str], body: dict[str, Any],
+                timeout: float) -> Answer:
+    return await _request(client, "POST", url, {
         **headers, "Accept": ACCEPT, "Content-Type": "application/json",
-        "Mcp-Method": str(body.get("method"))})
+        "Mcp-Method": str(body.get("method"))}, timeout, json.dumps(body).encode())
 
 
 async def _mcp(rec: Recorder, url: str, headers: dict[str, str], timeout: float,
@@ -156,8 +195,9 @@ async def _mcp(rec: Recorder, url: str, headers: dict[str, str], timeout: float,
         with rec.timed() as elapsed:
             try:
                 response = await _post(client, url, headers, {
-                    "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INITIALIZE})
-            except httpx2.TimeoutException:
+                    "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INITIALIZE},
+                    timeout)
+            except (httpx2.TimeoutException, TimeoutError):
                 rec.add("HTTP status", FAIL, f"no HTTP answer within {timeout:g} s", elapsed())
                 return
             except httpx2.HTTPError as exc:
@@ -168,7 +208,7 @@ async def _mcp(rec: Recorder, url: str, headers: dict[str, str], timeout: float,
             took = elapsed()
         if status == 401 or status == 403:
             rec.add("HTTP status", OK, f"{status} {response.reason_phrase} ({kind})", took)
-            await _auth(rec, client, response, signs_in)
+            await _auth(rec, client, response, signs_in, timeout)
             return
         if 300 <= status < 400:
             rec.add("HTTP status", FAIL, f"{status} {response.reason_phrase}: redirects to "
@@ -188,14 +228,19 @@ async def _mcp(rec: Recorder, url: str, headers: dict[str, str], timeout: float,
         if modern:
             headers = {**headers, "MCP-Protocol-Version": MODERN_VERSION}
             with rec.timed() as elapsed:
-                found = _first_json(await _post(client, url, headers, {
-                    "jsonrpc": "2.0", "id": 2, "method": "server/discover",
-                    "params": DISCOVER_META}))
+                try:
+                    found = _first_json(await _post(client, url, headers, {
+                        "jsonrpc": "2.0", "id": 2, "method": "server/discover",
+                        "params": DISCOVER_META}, timeout))
+                except (httpx2.HTTPError, TimeoutError) as exc:
+                    rec.add("MCP answered", FAIL, f"2026 era: server/discover -> "
+                            f"{_failure(exc, timeout)}", elapsed())
+                    return
                 ok = found is not None and isinstance(found.get("result"), dict)
                 rec.add("MCP answered", OK if ok else FAIL,
                         f"2026 era: server/discover -> {shown(found, 200)}", elapsed())
             if ok:
-                await _tools(rec, client, url, headers, DISCOVER_META)
+                await _tools(rec, client, url, headers, DISCOVER_META, timeout)
             return
         result = reply.get("result") if reply is not None else None
         if not isinstance(result, dict):
@@ -210,14 +255,20 @@ async def _mcp(rec: Recorder, url: str, headers: dict[str, str], timeout: float,
         if session:
             headers = {**headers, "Mcp-Session-Id": session,
                        "MCP-Protocol-Version": str(result.get("protocolVersion"))}
-        with contextlib.suppress(httpx2.HTTPError):
+        with contextlib.suppress(httpx2.HTTPError, TimeoutError):
             await _post(client, url, headers, {"jsonrpc": "2.0",
-                                               "method": "notifications/initialized"})
-        await _tools(rec, client, url, headers, None)
+                                               "method": "notifications/initialized"}, timeout)
+        await _tools(rec, client, url, headers, None, timeout)
+
+
+def _failure(exc: BaseException, timeout: float) -> str:
+    if isinstance(exc, TimeoutError):
+        return f"no whole answer within {timeout:g} s"
+    return f"{type(exc).__name__}: {exc}"
 
 
 async def _tools(rec: Recorder, client: Any, url: str, headers: dict[str, str],
-                 params: Mapping[str, Any] | None) -> None:
+                 params: Mapping[str, Any] | None, timeout: float) -> None:
     import httpx2
 
     with rec.timed() as elapsed:
@@ -225,9 +276,9 @@ async def _tools(rec: Recorder, client: Any, url: str, headers: dict[str, str],
         if params is not None:
             body["params"] = dict(params)
         try:
-            reply = _first_json(await _post(client, url, headers, body))
-        except httpx2.HTTPError as exc:
-            rec.add("tools listed", FAIL, f"{type(exc).__name__}: {exc}", elapsed())
+            reply = _first_json(await _post(client, url, headers, body, timeout))
+        except (httpx2.HTTPError, TimeoutError) as exc:
+            rec.add("tools listed", FAIL, _failure(exc, timeout), elapsed())
             return
         result = reply.get("result") if reply is not None else None
         if not isinstance(result, dict) or not isinstance(result.get("tools"), list):
@@ -238,7 +289,8 @@ async def _tools(rec: Recorder, client: Any, url: str, headers: dict[str, str],
                 elapsed())
 
 
-async def _auth(rec: Recorder, client: Any, response: Any, signs_in: bool) -> None:
+async def _auth(rec: Recorder, client: Any, response: Answer, signs_in: bool,
+                timeout: float) -> None:
     """A 401: what the server says about signing in (RFC 9728's resource metadata). With
     ``auth`` configured it is the expected answer: the step warns, and the walk ends there
     (the doctor does not sign in)."""
@@ -254,10 +306,12 @@ async def _auth(rec: Recorder, client: Any, response: Any, signs_in: bool) -> No
             return
         where = found.group(1)
         try:
-            meta = (await client.get(where, headers={"Accept": "application/json"})).json()
-        except (httpx2.HTTPError, ValueError) as exc:
+            meta = json.loads((await _request(client, "GET", where, {
+                "Accept": "application/json"}, timeout)).text)
+        except (httpx2.HTTPError, ValueError, RecursionError, TimeoutError) as exc:
             rec.add("authorization", FAIL, f"{response.status_code}: sign-in needed; its "
-                    f"resource metadata {where} could not be read: {exc}", elapsed())
+                    f"resource metadata {where} could not be read: "
+                    f"{_failure(exc, timeout)}", elapsed())
             return
         servers = meta.get("authorization_servers") if isinstance(meta, dict) else None
         scopes = meta.get("scopes_supported") if isinstance(meta, dict) else None

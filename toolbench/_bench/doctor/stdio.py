@@ -25,7 +25,7 @@ from mcp_types import (
     PROTOCOL_VERSION_META_KEY,
 )
 
-from toolbench._bench.doctor.steps import FAIL, OK, WARN, Recorder, shown
+from toolbench._bench.doctor.steps import EVIDENCE_CHARS, FAIL, OK, WARN, Recorder, shown
 from toolbench._core import html as _html
 
 HANDSHAKE_VERSION = "2025-11-25"
@@ -33,6 +33,7 @@ MODERN_VERSION = "2026-07-28"
 MODERN_ERRORS = (-32020, -32021, -32022)
 """What a 2026-only server may answer to ``initialize`` (DESIGN, "Both protocol eras")."""
 MAX_LINE = 1 << 20
+KEPT_LOGS = 20
 END_BOUND_S = 3.0
 
 
@@ -59,6 +60,9 @@ class _Lines:
         self.stream = process.stdout
         self.buffer = b""
         self.logs: list[str] = []
+        """The first ``KEPT_LOGS`` non-JSON lines (evidence needs the first)."""
+        self.log_count = 0
+        """Every non-JSON line seen: a chatty server is counted, not kept whole."""
         self.closed = False
 
     async def message(self) -> dict[str, Any] | None:
@@ -66,7 +70,7 @@ class _Lines:
         while True:
             while b"\n" not in self.buffer:
                 if len(self.buffer) > MAX_LINE:
-                    self.logs.append(f"(a line of more than {MAX_LINE} bytes)")
+                    self._log(f"(a line of more than {MAX_LINE} bytes)")
                     self.buffer = b""
                 try:
                     chunk = await self.stream.receive(65536)
@@ -81,12 +85,17 @@ class _Lines:
                 continue
             try:
                 value = json.loads(text)
-            except ValueError:
-                self.logs.append(text)
+            except (ValueError, RecursionError):  # nested past the parser's depth: not ours
+                self._log(text)
                 continue
             if isinstance(value, dict):
                 return value
-            self.logs.append(text)
+            self._log(text)
+
+    def _log(self, text: str) -> None:
+        self.log_count += 1
+        if len(self.logs) < KEPT_LOGS:
+            self.logs.append(text[:EVIDENCE_CHARS])
 
     async def answer(self, ident: int) -> dict[str, Any] | None:
         """The reply to request ``ident`` (or our own request echoed back); notifications
@@ -95,6 +104,16 @@ class _Lines:
             message = await self.message()
             if message is None or message.get("id") == ident:
                 return message
+
+
+_STDIN_GONE = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
+"""What writing to a child that stopped reading its stdin (or exited) raises."""
+
+
+def _stopped_reading(process: Process) -> str:
+    code = process.returncode
+    return ("the process stopped reading its stdin" +
+            (f" (it exited with code {code})" if code is not None else ""))
 
 
 async def _stderr_tail(process: Process) -> str:
@@ -181,11 +200,12 @@ async def _talk(rec: Recorder, process: Process, timeout: float) -> None:
             await process.stdin.send(_request(1, "initialize", INITIALIZE))
             with anyio.move_on_after(timeout):
                 reply = await lines.answer(1)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        except _STDIN_GONE:
             lines.closed = True
         took = elapsed()
     logs = lines.logs
-    said = (f"; it printed {len(logs)} non-JSON line(s) on stdout, first: {shown(logs[0])}"
+    said = (f"; it printed {lines.log_count} non-JSON line(s) on stdout, first: "
+            f"{shown(logs[0])}"
             if logs else "")
     if reply is None:
         if lines.closed or process.returncode is not None:
@@ -228,8 +248,9 @@ async def _era(rec: Recorder, process: Process, lines: _Lines, reply: dict[str, 
         rec.add("initialize answered", OK, f"handshake era, protocol {shown(version, 40)}; "
                 f"server {shown(info.get('name'), 60)} {shown(info.get('version'), 30)}",
                 took)
-        await process.stdin.send(json.dumps(
-            {"jsonrpc": "2.0", "method": "notifications/initialized"}).encode() + b"\n")
+        with contextlib.suppress(*_STDIN_GONE):  # the next step's write says so
+            await process.stdin.send(json.dumps(
+                {"jsonrpc": "2.0", "method": "notifications/initialized"}).encode() + b"\n")
         return "handshake"
     error = reply.get("error") if isinstance(reply.get("error"), dict) else {}
     code = error.get("code") if isinstance(error, dict) else None
@@ -238,10 +259,12 @@ async def _era(rec: Recorder, process: Process, lines: _Lines, reply: dict[str, 
                 f"{shown(error, 300)}", took)
         return None
     with rec.timed() as elapsed:
-        found = None
-        with anyio.move_on_after(timeout):
-            await process.stdin.send(_request(2, "server/discover", DISCOVER_META))
-            found = await lines.answer(2)
+        try:
+            found = await _ask(process, lines, 2, "server/discover", DISCOVER_META, timeout)
+        except _STDIN_GONE:
+            rec.add("server/discover answered", FAIL, f"initialize was refused (code {code}) "
+                    f"and then {_stopped_reading(process)}", elapsed())
+            return None
         if found is None or not isinstance(found.get("result"), dict):
             rec.add("server/discover answered", FAIL, f"initialize was refused (code {code}) "
                     f"and server/discover got {shown(found, 200)}", elapsed())
@@ -251,15 +274,27 @@ async def _era(rec: Recorder, process: Process, lines: _Lines, reply: dict[str, 
     return "modern"
 
 
+async def _ask(process: Process, lines: _Lines, ident: int, method: str,
+               params: Mapping[str, Any] | None, timeout: float) -> dict[str, Any] | None:
+    """Send one request and wait, within ``timeout``, for its reply (None: no reply). A child
+    that stopped reading raises one of ``_STDIN_GONE``."""
+    assert process.stdin is not None
+    with anyio.move_on_after(timeout):
+        await process.stdin.send(_request(ident, method, params))
+        return await lines.answer(ident)
+    return None
+
+
 async def _tools(rec: Recorder, process: Process, lines: _Lines, era: str,
                  timeout: float) -> None:
-    assert process.stdin is not None
     with rec.timed() as elapsed:
-        reply = None
         params = DISCOVER_META if era == "modern" else None
-        with anyio.move_on_after(timeout):
-            await process.stdin.send(_request(3, "tools/list", params))
-            reply = await lines.answer(3)
+        try:
+            reply = await _ask(process, lines, 3, "tools/list", params, timeout)
+        except _STDIN_GONE:
+            rec.add("tools listed", FAIL, f"tools/list was not sent: "
+                    f"{_stopped_reading(process)}", elapsed())
+            return
         result = reply.get("result") if reply is not None else None
         if not isinstance(result, dict):
             why = "no answer" if reply is None else shown(reply.get("error"), 200)

@@ -155,6 +155,7 @@ class Journal(JournalWriter):
         # Writer-thread state (only that thread touches these).
         self._inflight: dict[str, tuple[str, str | None, str | None, Any]] = {}
         self._deferred_intents: dict[str, _Intent] = {}
+        self._held: dict[str, tuple[_Intent, float]] = {}  # the writer's (see INTENT_HOLD_S)
         self._deferred: dict[str, _Outcome] = {}
         self._broken: dict[str, _Outcome] = {}
         """Outcomes whose row could not be built: a bug of ours, kept in memory, not retried."""
@@ -253,7 +254,7 @@ class Journal(JournalWriter):
             self._idle = False
             self._queue.put(None)
 
-    def outcome(self, record: Record, tag: str | None) -> None:
+    def outcome(self, record: Record, tag: str | None, *, logged: bool = True) -> None:
         """Hand over the full record: on disk (the intent log) before this returns, and in
         SQLite, replacing its intent, with the next commit.
 
@@ -261,8 +262,13 @@ class Journal(JournalWriter):
         answer after a kill -9); SQLite follows in groups. It does not wake the writer
         (which commits it with the next intent, or LINGER_S later), so a stream of calls
         costs one commit per call.
+
+        ``logged=False`` (a ``map`` or ``compare``, which waits for its records' commit
+        before it returns them): no line. Its intent is in the log, so a kill -9 before the
+        commit leaves the call ``in_doubt``, as any call of an operation that had not yet
+        returned; the map's loop saves an encoding and a write(2) per call (issue 46).
         """
-        log = self._log
+        log = self._log if logged else None
         line = None
         if log is not None:
             try:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolbench._bench.journal.codec import INTENT_COLUMNS, dump_json, sqlite_text
 from toolbench._bench.journal.file import LIVE_SESSIONS
+from toolbench._bench.journal.intent_log import COMPACT_BYTES
 from toolbench._bench.journal.record import COLUMNS, Record
 
 if TYPE_CHECKING:
@@ -46,6 +47,11 @@ INTENT_LINGER_S = 0.0005
 ACTIVE_S = 1.0
 """After work, the writer looks for more every LINGER_S for this long, so a stream of calls
 never has to wake it (a wake-up costs the caller more than the commit)."""
+INTENT_HOLD_S = 0.1
+"""How long an intent that is in the intent log stays out of SQLite, waiting for its outcome
+(issue 46). The log already makes it durable; a call that ends within this time (nearly
+every call of a map) then costs SQLite one row, not an intent row, its call row and a
+delete. An intent held longer, or one while the log is due to be emptied, is committed."""
 MAX_BATCH = 512
 """Outcomes waiting beyond this many are committed without waiting for company."""
 _INSERT_CALL = (f"INSERT INTO calls ({', '.join(COLUMNS)}) "
@@ -104,6 +110,7 @@ class JournalWriter:
         _after_close: list[tuple[str | None, Any]]
         _inflight: dict[str, tuple[str, str | None, str | None, Any]]
         _deferred_intents: dict[str, _Intent]
+        _held: dict[str, tuple[_Intent, float]]
         _deferred: dict[str, _Outcome]
         _broken: dict[str, _Outcome]
         _retry_at: float
@@ -160,6 +167,8 @@ class JournalWriter:
         pending = len(self._items) + len(self._outs)
         if pending and (pending >= MAX_BATCH or now >= self._since() + LINGER_S):
             return True
+        if self._held and now >= self._held_until():
+            return True
         return (self.degraded and now >= self._retry_at
                 and bool(self._deferred or self._deferred_intents))
 
@@ -174,11 +183,18 @@ class JournalWriter:
                 wait = self._since() + LINGER_S - now
             elif expect or now < self._active_until:
                 wait = LINGER_S
+            if self._held:
+                held = self._held_until() - now
+                wait = held if wait is None else min(wait, held)
             if self.degraded and (self._deferred or self._deferred_intents):
                 retry = self._retry_at - now
                 wait = retry if wait is None else min(wait, retry)
             self._idle = wait is None
         return wait
+
+    def _held_until(self) -> float:
+        """When the oldest held intent is due in SQLite (writer thread only)."""
+        return min(since for _, since in self._held.values()) + INTENT_HOLD_S
 
     def _since(self) -> float:
         """When the oldest item or outcome not yet committed came (under the lock)."""
@@ -209,8 +225,27 @@ class JournalWriter:
             outcomes = [*self._deferred.values(), *outcomes]
             self._deferred_intents, self._deferred = {}, {}
         finished = {o.record.call_id for o in outcomes}
-        # An intent whose outcome is here needs no row of its own.
-        to_write = [i for i in intents if i.call_id not in finished]
+        held = self._held
+        released = 0  # the log's place of held intents whose outcome is here
+        for call_id in finished:
+            found = held.pop(call_id, None)
+            if found is not None:
+                released = max(released, found[0].seq)
+        # An intent whose outcome is here needs no row of its own; one in the intent log
+        # waits INTENT_HOLD_S for its outcome (unless the log is due to be emptied).
+        log = self._log
+        hold = attempt and not closing and log is not None and log.size < COMPACT_BYTES
+        to_write = []
+        for intent in intents:
+            if intent.call_id in finished:
+                continue
+            if hold and intent.seq and intent.waiter is None:
+                held[intent.call_id] = (intent, now)
+            else:
+                to_write.append(intent)
+        if held and (not hold or now >= self._held_until()):
+            due = [c for c, (_, since) in held.items() if not hold or now >= since + INTENT_HOLD_S]
+            to_write.extend(held.pop(c)[0] for c in due)
         ok = False
         if attempt and (to_write or outcomes):
             self._last_attempt = now
@@ -223,7 +258,9 @@ class JournalWriter:
                 if self._broken:
                     self.problem = self._broken_problem()
             top = max(max((intent.seq for intent in intents), default=0),
-                      max((outcome.seq for outcome in outcomes), default=0))
+                      max((outcome.seq for outcome in outcomes), default=0), released)
+            if held:  # a held intent's line is not in SQLite: nothing from it on is covered
+                top = min(top, min(i.seq for i, _ in held.values()) - 1)
             if top:  # all lines up to this one are in SQLite (earlier batches were too)
                 with self._lock:
                     self._covered = max(self._covered, top)
@@ -400,6 +437,9 @@ class JournalWriter:
                   reason: str) -> bool:
         """A bug in the writer: everything is deferred and every waiter answered."""
         self._defer(reason)
+        for intent, _ in self._held.values():
+            self._deferred_intents[intent.call_id] = intent
+        self._held.clear()
         for outcome in outs:
             self._deferred[outcome.record.call_id] = outcome
         for item in items:

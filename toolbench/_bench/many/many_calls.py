@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolbench._bench.calls.calling import provenance_of
+from toolbench._bench.calls.plan import CallPlan
 from toolbench._bench.calls.retry import (
     MAX_RETRY_WAIT_S,
     batch_buckets,
@@ -94,11 +95,19 @@ class Batches:
         batch = uuid.uuid4().hex
         base = provenance_of(provenance)
         buckets = batch_buckets(rate, {target.tool.server for _, target, _ in calls})
+        # One plan per tool for the whole batch (calls/plan.py): what every call to it
+        # shares is looked up once, and re-checked cheaply on each call. The batch settles
+        # before it returns, so its outcomes need no intent-log line of their own.
+        plans: dict[int, CallPlan] = {}
+        for _, target, _ in calls:
+            if id(target) not in plans:
+                plans[id(target)] = CallPlan(target, timeout, buckets.get(target.tool.server),
+                                             settled=True)
         jobs = [Job(target.tool.server, bind(self._calls.invoke, target, args, batch=batch,
                                               timeout=timeout,
-                                              provenance=base.with_fields(case=index),
+                                              provenance=base.with_case(index),
                                               retries=retries, max_retry_wait=max_retry_wait,
-                                              rate=buckets.get(target.tool.server)))
+                                              plan=plans[id(target)]))
                 for index, target, args in calls]
         bar = progress_bar(len(jobs), label, progress)
         try:

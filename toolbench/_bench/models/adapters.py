@@ -319,7 +319,7 @@ def _assistant_blocks(message: Any) -> list[dict[str, Any]]:
         if isinstance(arguments, str):
             try:
                 arguments = json.loads(arguments) if arguments.strip() else {}
-            except ValueError:
+            except (ValueError, RecursionError):
                 arguments = {}  # the run told the model so in the tool's result
         blocks.append({"type": "tool_use", "id": str(_get(call, "id")),
                        "name": str(_get(function, "name")),

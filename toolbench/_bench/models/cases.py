@@ -128,6 +128,13 @@ def read_cases(path: str | os.PathLike[str]) -> list[Case]:
 
 
 def _parse(text: str, suffix: str, name: str) -> Any:
+    try:
+        return _parsed(text, suffix, name)
+    except RecursionError:  # the parsers recurse per level: a file's depth, not a case
+        raise ValueError(f"cases file {name!r} is nested too deeply to read") from None
+
+
+def _parsed(text: str, suffix: str, name: str) -> Any:
     if suffix in (".yaml", ".yml"):
         try:
             import yaml  # type: ignore[import-untyped]

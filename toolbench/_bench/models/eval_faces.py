@@ -10,6 +10,7 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from toolbench._bench.calls.retry import MAX_RETRY_WAIT_S
 from toolbench._loop import get_loop
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ class EvalFaces:
                  journal: str | os.PathLike[str] | None = None, resume: bool = False,
                  model_timeout: float = 120.0, progress: bool | None = None,
                  cluster: DaskClient | None = None, retries: int = 0,
-                 max_retry_wait: float = 60.0, rate: str | None = None) -> pd.DataFrame:
+                 max_retry_wait: float = MAX_RETRY_WAIT_S, rate: str | None = None) -> pd.DataFrame:
         """Run every case against every server that has its tools; one row per case x server
         x repeat, scored.
 
@@ -105,7 +106,7 @@ class EvalFaces:
                         journal: str | os.PathLike[str] | None = None, resume: bool = False,
                         model_timeout: float = 120.0, progress: bool | None = None,
                         cluster: DaskClient | None = None, retries: int = 0,
-                        max_retry_wait: float = 60.0,
+                        max_retry_wait: float = MAX_RETRY_WAIT_S,
                         rate: str | None = None) -> pd.DataFrame:
         """Awaitable :meth:`evaluate`: the same arguments, result and errors."""
         return await get_loop().arun(self.evals.evaluate, model, cases, servers,

@@ -44,7 +44,7 @@ from toolbench._bench.calls.retry import (
 from toolbench._bench.models.cases import Case, CaseError, as_cases
 from toolbench._bench.models.eval_journal import EvalJournal, Key, fingerprint, key_of
 from toolbench._bench.models.model import ModelFailed, ask, model_name
-from toolbench._bench.models.specs import build_specs
+from toolbench._bench.models.specs import specs_without_secrets
 from toolbench._bench.progress.bars import progress_bar
 from toolbench._core.checks import seconds, whole
 from toolbench._core.ids import did_you_mean
@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from toolbench._bench.models.specs import ToolSpecs
     from toolbench._bench.report.tokens import TokenCounter
     from toolbench._bench.servers.servers import Servers
+    from toolbench._core.redact import Redactor
     from toolbench._routing.pegboard_names import PegEntry
 
 COLUMNS = ("case", "server", "repeat", "expected", "called", "tool_ok", "args_ok", "order_ok",
@@ -91,8 +92,8 @@ class Offer:
     tools: list[dict[str, Any]]
     bare: dict[str, str]
     """provider-facing name → the tool's own name (``geo-distance`` → ``distance``)."""
-    tokens: int | None
-    """The tools' token count when counted (the model reports no usage), else None."""
+    recorded: dict[str, str]
+    """pegboard name as a record shows it (a secret redacted) → the tool's own name."""
 
     def called(self, name: str) -> str:
         """A name the model called, as a bare tool name (or marked not offered)."""
@@ -140,8 +141,10 @@ class Evals:
             raise ValueError("evaluate needs a connected server with tools; none is")
         entries = {s: pegboard.entries(s) for s in chosen}
         everywhere = {e.tool for e in pegboard.entries()}
+        redactors = {s: self._servers.redactor(s) for s in chosen}  # specs never carry them
         mark = fingerprint(model_name(model), steps)
-        return await asyncio.to_thread(_plan, cases, entries, everywhere, repeats, mark)
+        return await asyncio.to_thread(_plan, cases, entries, everywhere, repeats, mark,
+                                       redactors)
 
     # -- running ----------------------------------------------------------------------------
     async def evaluate(self, model: Any, cases: Any, servers: Iterable[str] | str | None = None,
@@ -256,7 +259,7 @@ class Evals:
         for step in run.rows:
             if step.kind in ("tool", "refused"):
                 name = str(step.tool)
-                bare = offer.bare.get(name) or _pegboard_bare(offer, name)
+                bare = offer.bare.get(name) or offer.recorded.get(name)
                 arguments = step.arguments if isinstance(step.arguments, dict) else None
                 called.append((bare or f"{name}{NOT_OFFERED}", arguments))
                 if step.kind == "tool":
@@ -270,8 +273,8 @@ class Evals:
             tokens: tuple[Any, Any, Any] = (run.usage.get("input"), run.usage.get("output"),
                                             "usage")
         else:
-            await counter.ready(offer)
-            tokens = counter.count_run(offer, run.messages)
+            await counter.ready(offer)  # the whole conversation per reply: off the loop
+            tokens = await asyncio.to_thread(counter.count_run, offer, run.messages)
         return score_row(case, offer.server, repeat, called, error=run.error, steps=replies,
                     model_ms=model_ms, tool_ms=tool_ms, tokens=tokens, run=run.id)
 
@@ -338,7 +341,7 @@ def failed_row(unit: tuple[int, Case, str, int], error: str) -> dict[str, Any]:
 
 
 def _plan(cases: Any, entries: dict[str, list[PegEntry]], everywhere: set[str], repeats: int,
-          mark: str) -> Plan:
+          mark: str, redactors: Mapping[str, Redactor | None]) -> Plan:
     """The checked cases, each server's offer, and every row's unit and journal key (run in
     a worker thread: pure work over what the loop read)."""
     checked = as_cases(cases)
@@ -369,16 +372,20 @@ def _plan(cases: Any, entries: dict[str, list[PegEntry]], everywhere: set[str], 
             for repeat in range(repeats):
                 units.append((case, server, repeat))
                 keys.append(key_of(mark, case.id, digest, server, repeat))
-    offers = {s: _offer(s, found) for s, found in entries.items()}
+    offers = {s: _offer(s, found, redactors.get(s)) for s, found in entries.items()}
     return Plan(checked, offers, units, keys, mark)
 
 
-def _offer(server: str, entries: list[PegEntry]) -> Offer:
-    specs = build_specs([(e.name, e.spec) for e in entries], "openai")
+def _offer(server: str, entries: list[PegEntry], redact: Redactor | None) -> Offer:
+    """The server's tools as the model sees them: its secrets hidden (a tool named after one
+    is offered under the redacted name, which ``specs.names`` maps back), as in a run."""
+    specs = specs_without_secrets([(e.name, e.spec) for e in entries], lambda _name: redact,
+                                  "openai")
     by_name = {e.name: e.tool for e in entries}
     bare = {provider: by_name[pegboard] for provider, pegboard in specs.names.items()
             if pegboard in by_name}
-    return Offer(server, specs, list(specs), bare, None)
+    recorded = {(redact(e.name) if redact is not None else e.name): e.tool for e in entries}
+    return Offer(server, specs, list(specs), bare, recorded)
 
 
 def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
@@ -388,14 +395,6 @@ def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series([row[c] for row in rows],
                                       dtype=object if c in TEXT_OR_NONE else None)
                          for c in COLUMNS}, columns=list(COLUMNS))
-
-
-def _pegboard_bare(offer: Offer, name: str) -> str | None:
-    """A step that names the tool by its pegboard name rather than the provider's."""
-    for provider, pegboard in offer.specs.names.items():
-        if pegboard == name:
-            return offer.bare.get(provider)
-    return None
 
 
 def _messages(prompt: str | list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -42,6 +42,7 @@ MAX_ARGUMENT_BYTES = 1_000_000
 a 50 MB argument is refused before the text is parsed, let alone sent to a server."""
 
 _SHOWN_CHARS = 200  # how much of a strange reply an error quotes
+_TOO_DEEP = "not JSON: nested too deeply to read"
 
 
 @dataclass(frozen=True)
@@ -289,6 +290,8 @@ def parse_arguments(arguments: Any) -> tuple[dict[str, Any] | None, str, str | N
             parsed = json.loads(raw)
         except ValueError as exc:
             return None, raw, f"not JSON: {exc}"
+        except RecursionError:  # a million bytes of "[": the parser's depth, not ours
+            return None, raw, _TOO_DEEP
         if not isinstance(parsed, dict):
             return None, raw, f"not an object: {type(parsed).__name__}"
         return parsed, raw, None
@@ -297,6 +300,8 @@ def parse_arguments(arguments: Any) -> tuple[dict[str, Any] | None, str, str | N
             raw = json.dumps(arguments, ensure_ascii=False, allow_nan=False)
         except (TypeError, ValueError) as exc:
             return None, _short(arguments), f"not JSON: {exc}"
+        except RecursionError:
+            return None, _short(arguments), _TOO_DEEP
         if len(raw.encode("utf-8")) > MAX_ARGUMENT_BYTES:
             return None, raw[:MAX_ARGUMENT_BYTES], _over(len(raw.encode("utf-8")))
         return dict(arguments), raw, None
@@ -330,5 +335,8 @@ def _usage(usage: Mapping[str, Any] | None) -> Mapping[str, int] | None:
 
 
 def _short(value: Any) -> str:
-    shown = repr(value)
+    try:
+        shown = repr(value)
+    except Exception:  # nested past the recursion limit, or a repr that raises
+        return f"<a {type(value).__name__} that cannot be shown>"
     return shown if len(shown) <= _SHOWN_CHARS else shown[:_SHOWN_CHARS] + "…"

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from toolbench._bench.calls.retry import MAX_RETRY_WAIT_S
 from toolbench._loop import get_loop
 
 if TYPE_CHECKING:
@@ -28,8 +29,8 @@ class RunFaces:
             tools: str | Iterable[str] | None = None, system: str | None = None,
             max_steps: int = 8, model_timeout: float = 120.0, max_result_chars: int = 20_000,
             provenance: Mapping[str, Any] | None = None,
-            specs: ToolSpecs | None = None, retries: int = 0, max_retry_wait: float = 60.0,
-            rate: str | None = None) -> Run:
+            specs: ToolSpecs | None = None, retries: int = 0,
+            max_retry_wait: float = MAX_RETRY_WAIT_S, rate: str | None = None) -> Run:
         """Hand the bench's tools to ``model`` and let it work on ``prompt``, step by step.
 
         Each step asks the model for its next message, then runs every tool call it made
@@ -103,7 +104,7 @@ class RunFaces:
                    max_result_chars: int = 20_000,
                    provenance: Mapping[str, Any] | None = None,
                    specs: ToolSpecs | None = None, retries: int = 0,
-                   max_retry_wait: float = 60.0, rate: str | None = None) -> Run:
+                   max_retry_wait: float = MAX_RETRY_WAIT_S, rate: str | None = None) -> Run:
         """Awaitable :meth:`run`: the same arguments, result and errors."""
         return await get_loop().arun(self.runs.arun, model, prompt, servers=servers,
                                      tools=tools, system=system, max_steps=max_steps,

@@ -156,10 +156,20 @@ def secret_free_specs(servers: Servers, pegboard: PegBoard,
     the redacted name (sanitized and hashed where the provider needs it), which ``names``
     still maps back to the real pegboard name. What a bench sends a provider goes through
     here."""
+    return specs_without_secrets(
+        tools, lambda name: servers.redactor(pegboard.entry(name).server), format)
+
+
+def specs_without_secrets(tools: Iterable[tuple[str, ToolSpec]],
+                          redactor_of: Callable[[str], Redactor | None],
+                          format: str = "openai") -> ToolSpecs:
+    """:func:`secret_free_specs` given each pegboard name's server redactor
+    (``redactor_of``): for work off the loop (an eval's plan), where the redactors were read
+    on it."""
     pairs = []
     shown: dict[str, str] = {}
     for name, spec in tools:
-        redact = servers.redactor(pegboard.entry(name).server)
+        redact = redactor_of(name)
         if redact is not None:
             spec = _hidden(spec, redact)
             if (clean := redact(name)) != name:

@@ -447,4 +447,32 @@ function render({ model, el }) {
   };
 }
 
-export default { render };
+// -- issue 46: the first view at once ---------------------------------------------------------
+// A sandboxed frame runs in its own renderer process, and the page's first one pays for
+// starting it (a later frame reuses it while one is alive). The warm-up model (ViewWarmUp,
+// made once per kernel when a server with views connects, never displayed) keeps one hidden
+// frame with an empty document of toolbench's own in the page, so the first view's frame
+// finds that process running. Nothing of any server's is in it, and nothing can see it.
+const WARM_DOCUMENT = "<!doctype html><meta http-equiv=\"Content-Security-Policy\" "
+  + "content=\"default-src 'none'\"><title>toolbench warm-up</title>";
+
+/** anywidget's per-model hook: for the warm-up model only, the hidden frame (removed when
+ * the model goes: the kernel restarts or the page closes). A view's model has no `warm`. */
+function initialize({ model }) {
+  if (model.get("warm") !== true) return undefined;
+  const holder = document.createElement("div");
+  holder.className = "toolbench-app-warm";
+  holder.setAttribute("aria-hidden", "true");
+  holder.style.cssText = "position:fixed;left:-10000px;top:0;width:1px;height:1px;"
+    + "overflow:hidden;visibility:hidden;pointer-events:none";
+  const frame = document.createElement("iframe");
+  frame.setAttribute("sandbox", "allow-scripts");  // a view's frame: the same process
+  frame.setAttribute("tabindex", "-1");
+  frame.setAttribute("title", "toolbench warm-up (empty, hidden)");
+  frame.srcdoc = WARM_DOCUMENT;
+  holder.append(frame);
+  document.body.append(holder);
+  return () => holder.remove();
+}
+
+export default { initialize, render };

@@ -167,6 +167,22 @@ class AppView(anywidget.AnyWidget):  # type: ignore[misc]
             self._post(reply)
 
 
+class ViewWarmUp(anywidget.AnyWidget):  # type: ignore[misc]
+    """The first view's warm-up (issue 46): a widget that is never displayed.
+
+    Made once per kernel (``toolbench._notebook.view_warmup``) when a server with views
+    connects. Its comm makes the page load ``view.js`` through anywidget (the same module a
+    view runs), and ``view.js``'s ``initialize`` then keeps one hidden, empty sandboxed frame
+    in the page, so the browser has the process a view's frame runs in before the first view
+    needs it. It carries nothing of any server's: only ``warm`` and the module."""
+
+    _esm = _ESM
+    warm = traitlets.Bool(True).tag(sync=True)
+
+    def __repr__(self) -> str:
+        return "<ViewWarmUp: readies the page for MCP App views; it shows nothing>"
+
+
 def make_view(bridge: Bridge) -> AppView:
     """The factory the notebook layer registers for ``result.app``."""
     return AppView(bridge)

@@ -54,11 +54,16 @@ def latency(df: pd.DataFrame, by: str | None = "server") -> pd.DataFrame:
     _check(df, "latency")
     if by is not None and by not in BY:
         raise ValueError(f"invalid by {by!r}: one of {', '.join(map(repr, BY))}, or None")
+    df = df.reset_index(drop=True)  # a pd.concat of frames repeats labels: go by position
     retried = _retried(df)
     rows = {}
-    keys = ["all"] if by is None else list(dict.fromkeys(df[by]))
+    column = df[by if by is not None else "server"].astype(object)
+    missing = column.isna()
+    keys = ["all"] if by is None else list(dict.fromkeys(
+        None if gone else key for key, gone in zip(column, missing, strict=True)))
     for key in keys:
-        group = df if by is None else df[df[by] == key]
+        # a call outside any batch (batch None) is a group too, not 0 calls
+        group = df if by is None else df[missing] if key is None else df[column == key]
         final = group[~retried.loc[group.index]]
         calls = len(final)
         tries = final["attempts"].astype(int) if "attempts" in final.columns else None

@@ -22,7 +22,10 @@ shutdown closes stdin, waits, then ends the whole process tree, shielded and bou
 from __future__ import annotations
 
 import logging
+import os
 import re
+import signal
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TextIO
@@ -73,6 +76,10 @@ NOTIFY_BURST = 1_000.0
 """How many notifications may arrive at once before the rate applies."""
 _NOTIFY_RESUME = 50.0
 """After a pause, how many notifications' worth of budget to wait for (fewer wake-ups)."""
+PARSE_OFF_LOOP_BYTES = 1 << 20
+"""A line this long is decoded on a worker thread: a 20 MB reply took ~80 ms to read and
+decode, all on the loop, every other server's call waiting; beside it, the interpreter passes
+back to the loop every switch interval (5 ms). Shorter: the hand-off costs more."""
 _LONG_LIVED = frozenset({"subscriptions/listen"})
 """Requests that stay open for the whole connection: never "the one waiting request"."""
 
@@ -152,6 +159,8 @@ class _Reader:
         self._repeat: tuple[bytes, re.Pattern[bytes]] | None = None
         self._budget = _Budget(NOTIFY_RATE, NOTIFY_BURST)
         self._page: PageCount | None = None  # counts a long line while a tools/list waits
+        self.dropped = False
+        """Whether the read ended on a dropped line (over a cap): the server is stopped."""
 
     async def run(self) -> None:
         """Deliver every line; return at end of stream or after dropping an oversized one."""
@@ -186,7 +195,13 @@ class _Reader:
                     refused = None
                     if len(line) >= PRECOUNT_MIN_BYTES and self.flow.listing:
                         refused = await self._too_many_tools(line)
-                    item = self._parse(line) if refused is None else refused
+                    if refused is not None:
+                        item: SessionMessage | Exception = refused
+                    elif len(line) >= PARSE_OFF_LOOP_BYTES:  # in order: the reader waits
+                        item = self._noted(await anyio.to_thread.run_sync(self._decode, line),
+                                           line)
+                    else:
+                        item = self._parse(line)
                     if isinstance(item, SessionMessage) and isinstance(
                         item.message, types.JSONRPCNotification
                     ):
@@ -205,8 +220,14 @@ class _Reader:
         return match.end() if match is not None else start
 
     def _parse(self, line: bytes) -> SessionMessage | Exception:
+        return self._noted(self._decode(line), line)
+
+    def _decode(self, line: bytes) -> types.JSONRPCMessage | Exception:
+        """The line as a JSON-RPC message, or why not; touches no state (it may run on a
+        worker thread: see ``PARSE_OFF_LOOP_BYTES``)."""
         try:
-            message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+            message: types.JSONRPCMessage = types.jsonrpc_message_adapter.validate_json(
+                line, by_name=False)
         except ValueError as exc:
             if len(line) > GARBAGE_QUOTE:  # redacted first, then cut: no partial secret shows
                 text = line[:GARBAGE_QUOTE].decode("utf-8", "replace")
@@ -214,6 +235,13 @@ class _Reader:
                 logger.debug("unreadable line from the server: %r", quoted)
                 return ValueError(f"not a JSON-RPC message: {quoted!r}...")
             return exc
+        return message
+
+    def _noted(self, message: types.JSONRPCMessage | Exception,
+               line: bytes) -> SessionMessage | Exception:
+        """What the flow learns from a decoded message (on the loop), and the session's item."""
+        if isinstance(message, Exception):
+            return message
         if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
             self.pending.pop(message.id, None)  # type: ignore[arg-type]  # None: never pending
             self.flow.listing.discard(message.id)  # type: ignore[arg-type]
@@ -302,6 +330,7 @@ class _Reader:
 
         ``refusal``: the text to answer with (a page over ``max_tools``), instead of the
         message being too large."""
+        self.dropped = True
         head = self._head(piece)
         tail = self._tail(piece)
         arrived = self.size + len(piece)
@@ -343,6 +372,22 @@ class _Reader:
             self.pending.pop(target, None)
 
 
+def _stop_writing(process: Any) -> None:
+    """After a dropped line, stop the server at once (SIGTERM to its process group): the
+    connection restarts anyway, and the rest of the message (18 MB of a 50 MB reply, or an
+    endless one) would otherwise be read on the shared loop, beside every other server's
+    traffic, until the shutdown's grace ran out. The shutdown still escalates and reaps."""
+    if process.returncode is not None:
+        return
+    try:
+        if sys.platform == "win32":  # pragma: no cover - no process groups there
+            process.terminate()
+        else:  # the SDK starts the server as a session leader: its pid is the group's id
+            os.killpg(process.pid, signal.SIGTERM)
+    except OSError:  # gone already (ProcessLookupError), or not ours to signal
+        pass  # the shutdown deals with it
+
+
 @asynccontextmanager
 async def bounded_stdio_client(
     server: StdioServerParameters, *, errlog: TextIO, max_message_bytes: int,
@@ -376,14 +421,16 @@ async def bounded_stdio_client(
 
     async def stdout_reader() -> None:
         assert process.stdout is not None
+        stdout = (process.stdout if first_output is None
+                  else FirstBytes(process.stdout, first_output))
+        reader = _Reader(stdout, read_writer, max_message_bytes, flow, max_tools, redact)
         try:
             try:
                 async with read_writer:
-                    stdout = (process.stdout if first_output is None
-                              else FirstBytes(process.stdout, first_output))
-                    await _Reader(stdout, read_writer, max_message_bytes, flow, max_tools,
-                                  redact).run()
+                    await reader.run()
             finally:
+                if reader.dropped:  # even when handing over the refusal failed
+                    _stop_writing(process)
                 # Keep a server that is still writing (the rest of a dropped reply) from
                 # blocking on a full pipe, so it can see stdin close and exit.
                 await _drain_stdout(process)

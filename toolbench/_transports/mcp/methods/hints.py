@@ -104,25 +104,30 @@ def take(raw: dict[str, Any], method: str, modern: bool, server: str,
     ttl, scope = raw.get("ttlMs"), raw.get("cacheScope")
     if ttl is None and scope is None:
         return NEVER
+    bad_scope = scope is not None and scope not in ("public", "private")
     why = None
-    if isinstance(ttl, bool) or not isinstance(ttl, int):
+    if bad_scope:
+        why = (f"cacheScope {_html.shorten(repr(scope), 40)} is neither 'public' nor "
+               "'private'")
+    if ttl is None:
+        pass  # a scope alone says nothing of freshness
+    elif isinstance(ttl, bool) or not isinstance(ttl, int):
         why = f"ttlMs {_html.shorten(repr(ttl), 40)} is not an integer of milliseconds"
     elif ttl < 0:
         why = f"ttlMs {ttl} is negative"
     elif ttl > MAX_TTL_MS:
         why = f"ttlMs {_html.shorten(str(ttl), 40)} is more than a day ({MAX_TTL_MS:,} ms)"
-    elif scope not in ("public", "private"):
-        why = (f"cacheScope {_html.shorten(repr(scope), 40)} is neither 'public' nor "
-               "'private'")
     if why is not None:
-        raw["ttlMs"], raw["cacheScope"] = 0, "private"
+        raw["cacheScope"] = "private"
+        if ttl is not None:
+            raw["ttlMs"] = 0
         note = f"{server}: {method}: {why}; the hint is ignored and the answer not cached"
         if notes is None or note not in notes:  # said once, not once per page
             _log.warning("%s", note)
             if notes is not None:
                 notes.append(note)
         return NEVER
-    if scope is None or not isinstance(ttl, int):  # a lone ttlMs: cacheScope is required
+    if ttl is None or scope is None:  # either alone: not cached (cacheScope is required)
         return NEVER
     return Hint(ttl, scope)
 
