@@ -83,28 +83,13 @@ def test_a_server_that_answers_429_forever_ends_each_call_within_its_timeout() -
         bench.connect("lim", url)
         df = bench.map("lim-lookup", [{"n": i} for i in range(3)], retries=1000, timeout=1.5,
                        progress=False)
-        records = bench.records
         stats = limited_stats(url)
+    assert list(df["error_type"]) == ["Unreachable"] * 3
+    assert set(df["disposition"]) == {"did_not_happen"}
     assert all(a >= 2 for a in df["attempts"])  # retried, and counted
     assert all(f"after {a} attempts" in e for a, e in zip(df["attempts"], df["error"],
                                                           strict=True))
-    assert len(records) == sum(df["attempts"])  # every attempt is a record
-    # Every attempt before a case's last was a 429 the server counted, and did not happen.
-    earlier = records[~records["call_id"].isin(df["call_id"])]
-    assert set(earlier["error_type"]) == {"Unreachable"}
-    assert set(earlier["disposition"]) == {"did_not_happen"}
-    assert earlier["error"].str.contains("HTTP 429").all()
-    # The timeout ends the last attempt wherever it falls: in a retry's wait (no retry is
-    # made: that 429 is the outcome), or on an attempt in flight, which is then in doubt if
-    # it was sent (TimedOut) and did not happen if not (the retry rule lets an attempt start
-    # with milliseconds left: under load, 5 runs of 12 ended a case TimedOut, and one counted
-    # an attempt the server never saw). Which one is timing's; either is the truth.
-    for kind, disposition in zip(df["error_type"], df["disposition"], strict=True):
-        assert (kind, disposition) in {("Unreachable", "did_not_happen"),
-                                       ("TimedOut", "in_doubt")}
-    refused = int(records["error"].str.contains("HTTP 429").sum())
-    # (the server counts an attempt cut in flight if it had read it, not otherwise)
-    assert stats["served"] == 0 and refused <= stats["received"] <= sum(df["attempts"])
+    assert stats["served"] == 0 and stats["received"] == sum(df["attempts"])
 
 
 def test_a_sweep_at_the_limit_gathers_every_row_and_sends_no_call_twice() -> None:
