@@ -16,6 +16,7 @@ import pytest
 from serving import free_port, served_url
 
 import toolbench as tb
+from toolbench._bench.doctor.diagnose import step_timeout
 from toolbench._bench.doctor.steps import OK, WARN, Diagnosis
 
 ROOT = Path(__file__).parent.parent
@@ -91,6 +92,22 @@ def test_a_server_that_never_answers_is_bounded() -> None:
     found = doctor({"command": PY, "args": ["-c", "import time; time.sleep(60)"]}, timeout=1.5)
     assert found.failed is not None and found.failed.name == "stdout speaks JSON-RPC"
     assert "silent: no answer to initialize within 1.5 s" in found.failed.evidence
+
+
+def test_each_step_waits_as_long_as_connect_would_unless_told() -> None:
+    # A doctor stricter than connect failed, under load, a server that connect accepts.
+    silent = {"command": PY, "args": ["-c", "import time; time.sleep(60)"]}
+    with tb.Bench(connect_timeout=1.25) as bench:  # the bench's bound
+        found = bench.doctor("s", config={"mcpServers": {"s": silent}})
+    assert found.failed is not None
+    assert "no answer to initialize within 1.25 s" in found.failed.evidence
+    with tb.Bench() as bench:  # the server's own bound comes first
+        found = bench.doctor("s", config={"mcpServers": {"s": {**silent,
+                                                                "connect_timeout": 1.75}}})
+    assert found.failed is not None
+    assert "no answer to initialize within 1.75 s" in found.failed.evidence
+    assert step_timeout(3.0, {"connect_timeout": 9}, 30.0) == 3.0  # the caller's, first
+    assert step_timeout(None, {"connect_timeout": "soon"}, 30.0) == 30.0
 
 
 def test_cat_is_not_mcp() -> None:

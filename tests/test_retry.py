@@ -129,6 +129,29 @@ def test_no_retry_is_sent_without_room_left_for_its_answer() -> None:
     assert len(client.sent) == 1
 
 
+def test_the_checkers_first_load_is_outside_the_retries_deadline(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Under load the one-time import took longer than the call's timeout, and a first map
+    # with retries made one attempt per case: the deadline was set before the wait.
+    import types
+
+    import toolbench._bench.calls.calling as calling
+
+    loaded = asyncio.Event()
+
+    async def slow_wait() -> None:
+        await asyncio.sleep(0.6)
+        loaded.set()
+
+    monkeypatch.setattr(calling, "_preload", types.SimpleNamespace(
+        ready=loaded.is_set, wait=slow_wait))
+    client = Scripted("s", [busy(0.05), busy(0.05), None])
+    with tb.Bench() as bench:
+        bench.connect("s", client)
+        assert bench.call("s-work", n=1, retries=5, timeout=0.5).text == "ok 1"
+        assert int(bench.records.iloc[-1]["attempts"]) == 3
+
+
 def test_room_for_an_attempt_is_twice_the_failed_one_and_never_under_the_floor() -> None:
     assert room_for_attempt(0.0) == MIN_ATTEMPT_S
     assert room_for_attempt(0.3) == pytest.approx(0.6)

@@ -18,8 +18,9 @@ def add(sub: Commands, servers: argparse.ArgumentParser) -> None:
                          "connection fails", description=about, epilog=EXIT_HELP,
                          formatter_class=argparse.RawDescriptionHelpFormatter)
     doc.add_argument("name", help="the server's name in the config")
-    doc.add_argument("--timeout", type=float, default=10.0,
-                     help="seconds each step may take (default 10)")
+    doc.add_argument("--timeout", type=float, default=None,
+                     help="seconds each step may take (default: the server's connect_timeout, "
+                     "else 30, as connect waits)")
     doc.set_defaults(run=doctor)
 
 

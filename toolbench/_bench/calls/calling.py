@@ -154,6 +154,8 @@ class Calls:
             plan = CallPlan(target, timeout, rate)
         plan = plan.current(self._servers, self._pegboard, self._router, self.pacing)
         limit = plan.limit
+        if not self._schema_checker_ready:  # loaded before any deadline below is set
+            await self._checker_loaded()
         if not retries:
             return await self._once(plan, arguments, batch, limit, provenance, progress, check)
         # Retries: the bookkeeping below is a few µs; a failed attempt pays the rest.
@@ -178,6 +180,14 @@ class Calls:
             retried.append({"call_id": record.call_id, "error_type": record.error_type,
                             "error": record.error, "wait_ms": record.provenance["retry_wait_ms"]})
             await asyncio.sleep(wait_s)
+
+    async def _checker_loaded(self) -> None:
+        """Wait for the argument checker's one-time import (off the loop), outside every
+        call's timeout: a first map with retries once spent its whole timeout on it and made
+        one attempt per case."""
+        if not _preload.ready():
+            await _preload.wait()
+        self._schema_checker_ready = _preload.ready()  # once imported, it stays imported
 
     async def _once(self, plan: CallPlan, arguments: Any, batch: str | None, limit: float,
                     provenance: Provenance, progress: ProgressShown | None, check: bool,
@@ -204,9 +214,7 @@ class Calls:
             prov = {**prov, "attempt": attempts}
         durable = True
         if not self._schema_checker_ready:  # off the loop, before this call's timeout starts
-            if not _preload.ready():
-                await _preload.wait()
-            self._schema_checker_ready = _preload.ready()  # once imported, it stays imported
+            await self._checker_loaded()
         begun = time.perf_counter()
 
         def failed(exc: BaseException) -> Record:

@@ -13,10 +13,23 @@ from typing import Any
 from toolbench._bench.doctor.http import walk_http
 from toolbench._bench.doctor.stdio import walk_stdio
 from toolbench._bench.doctor.steps import SKIP, Diagnosis, Recorder
+from toolbench._core.checks import is_seconds
 from toolbench._core.redact import Redactor
 from toolbench._routing.connections import secret_values
 
-DEFAULT_TIMEOUT_S = 10.0
+DEFAULT_TIMEOUT_S = 30.0
+"""Each step's bound when neither the call, the server's entry nor a bench says one: connect's
+own default, so the doctor never fails a server that ``connect`` would have waited for."""
+
+
+def step_timeout(given: float | None, options: Mapping[str, Any], bench_default: float) -> float:
+    """Each step's bound: the one given, else the server's own ``connect_timeout``, else the
+    bench's (a step is one piece of what ``connect`` waits for as a whole, so it gets no
+    less; a doctor stricter than ``connect`` failed a server that connects, under load)."""
+    if given is not None:
+        return given
+    own = options.get("connect_timeout")
+    return float(own) if is_seconds(own) else bench_default
 
 
 def _is_url(target: Any) -> bool:

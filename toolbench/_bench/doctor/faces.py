@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from toolbench._bench.doctor.diagnose import DEFAULT_TIMEOUT_S, diagnose, settings
+from toolbench._bench.doctor.diagnose import diagnose, settings, step_timeout
 from toolbench._core.checks import seconds
 from toolbench._loop import get_loop
 
@@ -24,7 +24,7 @@ class DoctorFaces:
         connections: Servers
 
     def doctor(self, name: str, *, config: Any = None,
-               timeout: float = DEFAULT_TIMEOUT_S) -> Diagnosis:
+               timeout: float | None = None) -> Diagnosis:
         """Try server ``name``'s connection step by step, and show each step's outcome, time
         and evidence: for stdio, the command found (and where it looked), the process
         started, stdout speaking JSON-RPC (or printing logs), ``initialize`` or
@@ -37,7 +37,8 @@ class DoctorFaces:
         Args:
             name: a server of this bench (connected or failed), or of ``config``.
             config: a config file (any client's format) or mapping to take ``name`` from.
-            timeout: seconds each step may take.
+            timeout: seconds each step may take; by default the server's own
+                ``connect_timeout``, else the bench's (30 s unless the bench says).
 
         Returns:
             A ``Diagnosis``: ``.steps`` (name, status, seconds, evidence), ``.ok``,
@@ -50,13 +51,15 @@ class DoctorFaces:
         Example:
             >>> bench.doctor("time")                                    # doctest: +SKIP
         """
-        timeout = seconds(timeout, "timeout")
+        given = None if timeout is None else seconds(timeout, "timeout")
         target, options = settings(name, config, self.connections)
-        return get_loop().run(diagnose, name, target, options, timeout)
+        bound = step_timeout(given, options, self.connections.connect_timeout)
+        return get_loop().run(diagnose, name, target, options, bound)
 
     async def adoctor(self, name: str, *, config: Any = None,
-                      timeout: float = DEFAULT_TIMEOUT_S) -> Diagnosis:
+                      timeout: float | None = None) -> Diagnosis:
         """Awaitable :meth:`doctor`: the same arguments, result and errors."""
-        timeout = seconds(timeout, "timeout")
+        given = None if timeout is None else seconds(timeout, "timeout")
         target, options = settings(name, config, self.connections)
-        return await get_loop().arun(diagnose, name, target, options, timeout)
+        bound = step_timeout(given, options, self.connections.connect_timeout)
+        return await get_loop().arun(diagnose, name, target, options, bound)
