@@ -86,6 +86,15 @@ def test_scores_by_case() -> None:
     assert math.isnan(table.loc["c", "args_accuracy"])  # nothing expected: no arguments
 
 
+def test_a_row_whose_passed_is_missing_is_not_a_pass() -> None:
+    frame = _frame()
+    frame["passed"] = frame["passed"].astype(object)
+    frame.loc[1, "passed"] = math.nan  # geo's b: was False
+    frame.loc[3, "passed"] = None  # geo's d: was False
+    geo = frame.tb.scores().loc["geo"]
+    assert (geo["rows"], geo["passed"]) == (4, 2)
+
+
 def test_scores_refuse_another_frame_and_a_bad_by() -> None:
     with pytest.raises(ValueError, match=r"needs an eval frame.*lacks expected, called"):
         pd.DataFrame({"case": [0], "server": ["s"], "passed": [True]}).tb.scores()

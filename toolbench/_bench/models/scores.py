@@ -91,9 +91,17 @@ def scores(df: pd.DataFrame, by: str = "server") -> pd.DataFrame:
     return table
 
 
+def _passed(value: object) -> bool:
+    """A row's ``passed``: a missing one (NaN or None, from a frame concatenated with rows
+    that lack it) is not a pass, though ``bool(nan)`` is True."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return False
+    return bool(value)
+
+
 def _score(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     total = len(rows)
-    passed = sum(1 for r in rows if bool(r["passed"]))
+    passed = sum(1 for r in rows if _passed(r["passed"]))
     low, high = wilson(passed, total)
     hit = false_pos = false_neg = 0
     args: list[bool] = []
