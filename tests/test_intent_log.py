@@ -96,3 +96,66 @@ def test_the_live_file_is_new_and_ours_alone(tmp_path: Path) -> None:
     log = IntentLog(journal, "mine", os.getpid(), None)
     assert os.stat(log.path).st_mode & 0o777 == 0o600
     log.close(remove=True)
+
+
+def _dead_copy(log: IntentLog, journal: str, name: str) -> str:
+    """The live file as a killed process leaves it (copied under a dead session's name)."""
+    dead = f"{journal}{intent_log.SUFFIX}{name}"
+    with open(log.path, "rb") as live:
+        data = live.read()
+    header = json.loads(data.split(b"\n", 1)[0])
+    header.update(session=name, pid=1 << 30, proc=None)  # no such process
+    Path(dead).write_bytes(json.dumps(header).encode() + b"\n" + data.split(b"\n", 1)[1])
+    return dead
+
+
+def test_a_live_file_is_allocated_ahead_and_its_unwritten_end_reads_as_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lines are copied into a mapped file (no write(2): the loop keeps the GIL); what
+    is allocated past them is NUL bytes, which reopening neither reads nor counts as damage,
+    however many times the file grew and was emptied."""
+    journal = str(tmp_path / "calls.sqlite")
+    log = IntentLog(journal, "live", os.getpid(), None)
+    try:
+        def no_write(fd: int, data: bytes) -> int:
+            raise AssertionError("an intent was written with write(2)")
+
+        monkeypatch.setattr(intent_log.os, "write", no_write)
+        line = intent_line("x" * 32, None, datetime.now(UTC), "s", "t", "s-t",
+                           {"pad": "p" * 200}, None)
+        count = 3 * intent_log.FIRST_BYTES // len(line)  # grows the file twice
+        for i in range(count):
+            assert log.append(line.replace(b"x" * 32, f"{i:032d}".encode()))
+        monkeypatch.undo()
+        assert os.path.getsize(log.path) > log.size  # allocated ahead
+        _dead_copy(log, journal, "a")
+        (found,) = dead_logs(journal, {"live"})
+        assert [row[0] for row in found.rows] == [f"{i:032d}" for i in range(count)]
+        assert found.damaged == 0 and not found.outcomes
+        os.unlink(found.path)
+
+        log.empty()  # all committed: none of those lines may come back as an intent
+        assert log.append(intent_line("after", None, datetime.now(UTC), "s", "t", "s-t",
+                                      {}, None))
+        _dead_copy(log, journal, "b")
+        (found,) = dead_logs(journal, {"live"})
+        assert [row[0] for row in found.rows] == ["after"] and found.damaged == 0
+    finally:
+        log.close(remove=True)
+    assert not os.path.exists(log.path)
+
+
+def test_a_line_cut_short_by_a_kill_is_skipped(tmp_path: Path) -> None:
+    """A kill in the middle of a copy leaves the line's first bytes and then NULs: that
+    line is not read (its call never went out), the ones before it are."""
+    journal = str(tmp_path / "calls.sqlite")
+    log = IntentLog(journal, "live", os.getpid(), None)
+    try:
+        whole = intent_line("whole", None, datetime.now(UTC), "s", "t", "s-t", {}, None)
+        torn = intent_line("torn", None, datetime.now(UTC), "s", "t", "s-t", {"a": 1}, None)
+        assert log.append(whole) and log.append(torn[:len(torn) // 2])
+        _dead_copy(log, journal, "killed")
+        (found,) = dead_logs(journal, {"live"})
+        assert [row[0] for row in found.rows] == ["whole"]
+    finally:
+        log.close(remove=True)

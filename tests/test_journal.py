@@ -93,7 +93,7 @@ def test_the_intent_is_on_disk_before_the_tool_runs(tmp_path: Path) -> None:
 
     def on_disk() -> list[list[Any]]:
         lines = [json.loads(line) for log in tmp_path.glob("calls.sqlite-intents-*")
-                 for line in log.read_text().splitlines()[1:]]
+                 for line in log.read_bytes().rstrip(b"\0").decode().splitlines()[1:]]
         committed = _rows(journal, "SELECT call_id, arguments FROM intents")
         return [[row[0], json.dumps(row[6])] for row in lines] + [list(r) for r in committed]
 

@@ -3,7 +3,7 @@
 Why intents: a call in flight when the process is killed would otherwise leave no trace, and
 a later ``map(..., resume=True)`` would run it again without anyone knowing. The intent is
 on disk before a byte of the call is sent: appended to the session's intent log (see
-``toolbench._bench.journal.intent_log``: one ``write(2)``, about 20 µs a call, where waiting
+``toolbench._bench.journal.intent_log``: one copy into a mapped file, a few µs a call, where waiting
 for a SQLite commit cost about 200), and committed to SQLite with the outcomes. The outcome
 (the full record) replaces it. Reopening the file turns an intent whose process is gone, in
 SQLite or in a dead session's log, into an ``in_doubt`` record.
@@ -258,7 +258,7 @@ class Journal(JournalWriter):
         """Hand over the full record: on disk (the intent log) before this returns, and in
         SQLite, replacing its intent, with the next commit.
 
-        One write(2) to the intent log (DESIGN: a call that returned is found with its
+        One line copied into the intent log (DESIGN: a call that returned is found with its
         answer after a kill -9); SQLite follows in groups. It does not wake the writer
         (which commits it with the next intent, or LINGER_S later), so a stream of calls
         costs one commit per call.
@@ -266,7 +266,7 @@ class Journal(JournalWriter):
         ``logged=False`` (a ``map`` or ``compare``, which waits for its records' commit
         before it returns them): no line. Its intent is in the log, so a kill -9 before the
         commit leaves the call ``in_doubt``, as any call of an operation that had not yet
-        returned; the map's loop saves an encoding and a write(2) per call (issue 46).
+        returned; the map's loop saves an encoding and a copy per call (issue 46).
         """
         log = self._log if logged else None
         line = None
