@@ -23,11 +23,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from toolbench._bench.journal.codec import dump_json, sqlite_text
+from toolbench._bench.journal.codec import INTENT_COLUMNS, dump_json, sqlite_text
 from toolbench._bench.journal.file import LIVE_SESSIONS
 from toolbench._bench.journal.intent_log import COMPACT_BYTES
-from toolbench._bench.journal.record import Record
-from toolbench._bench.journal.rows import INSERT_CALL, INSERT_INTENT, insert_rows
+from toolbench._bench.journal.record import COLUMNS, Record
 
 if TYPE_CHECKING:
     from toolbench._bench.journal.intent_log import IntentLog
@@ -55,6 +54,10 @@ every call of a map) then costs SQLite one row, not an intent row, its call row 
 delete. An intent held longer, or one while the log is due to be emptied, is committed."""
 MAX_BATCH = 512
 """Outcomes waiting beyond this many are committed without waiting for company."""
+_INSERT_CALL = (f"INSERT INTO calls ({', '.join(COLUMNS)}) "
+                f"VALUES ({', '.join('?' * len(COLUMNS))})")
+_INSERT_INTENT = (f"INSERT OR REPLACE INTO intents ({', '.join(INTENT_COLUMNS)}) "
+                  f"VALUES ({', '.join('?' * len(INTENT_COLUMNS))})")
 
 
 @dataclass(slots=True)
@@ -325,19 +328,19 @@ class JournalWriter:
             db.execute("BEGIN IMMEDIATE")
             try:
                 if intent_rows:
-                    insert_rows(db, INSERT_INTENT, intent_rows)
+                    db.executemany(_INSERT_INTENT, intent_rows)
                 for row in orphans:
                     gone = db.execute("DELETE FROM intents WHERE call_id = ?", (row[0],))
                     if gone.rowcount == 1:  # another process may have converted it first
-                        insert_rows(db, INSERT_CALL, [row])
+                        db.execute(_INSERT_CALL, row)
                 for at in range(0, len(logged), 500):  # from dead intent logs, unless
                     chunk = logged[at:at + 500]  # another process converted them first
                     there = {cid for (cid,) in db.execute(
                         f"SELECT call_id FROM calls WHERE call_id IN "
                         f"({', '.join('?' * len(chunk))})", [row[0] for row in chunk])}
-                    insert_rows(db, INSERT_CALL, [r for r in chunk if r[0] not in there])
+                    db.executemany(_INSERT_CALL, [r for r in chunk if r[0] not in there])
                 if call_rows:
-                    insert_rows(db, INSERT_CALL, call_rows)
+                    db.executemany(_INSERT_CALL, call_rows)
                 if deletes:
                     db.executemany("DELETE FROM intents WHERE call_id = ?", deletes)
                 db.execute("COMMIT")
