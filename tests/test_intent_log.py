@@ -159,3 +159,25 @@ def test_a_line_cut_short_by_a_kill_is_skipped(tmp_path: Path) -> None:
         assert [row[0] for row in found.rows] == ["whole"]
     finally:
         log.close(remove=True)
+
+
+def test_where_the_file_cannot_be_allocated_ahead_each_line_is_one_write(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No ``posix_fallocate`` (macOS): the file is not mapped, since a page of an unallocated
+    file on a full disk is a SIGBUS; lines are written one ``write(2)`` each, as before."""
+    monkeypatch.delattr(intent_log.os, "posix_fallocate")
+    journal = str(tmp_path / "calls.sqlite")
+    log = IntentLog(journal, "live", os.getpid(), None)
+    try:
+        for name in ("one", "two"):
+            assert log.append(intent_line(name, None, datetime.now(UTC), "s", "t", "s-t", {},
+                                          None))
+        assert os.path.getsize(log.path) == log.size  # nothing allocated ahead
+        log.empty()
+        assert log.append(intent_line("three", None, datetime.now(UTC), "s", "t", "s-t", {},
+                                      None))
+        _dead_copy(log, journal, "dead")
+        (found,) = dead_logs(journal, {"live"})
+        assert [row[0] for row in found.rows] == ["three"] and found.damaged == 0
+    finally:
+        log.close(remove=True)

@@ -120,8 +120,9 @@ class IntentLog:
         self.size = 0
         self._map: mmap.mmap | None = None
         self._capacity = 0
-        with contextlib.suppress(OSError, ValueError):
-            self._map_from(0, FIRST_BYTES)
+        if hasattr(os, "posix_fallocate"):  # not on macOS: unallocated, a full disk is a SIGBUS
+            with contextlib.suppress(OSError, ValueError):
+                self._map_from(0, FIRST_BYTES)
         if not self.append(header):
             raise OSError(f"could not write {self.path!r}")
 
