@@ -122,38 +122,42 @@ class IntentLog:
         self._capacity = 0
         if hasattr(os, "posix_fallocate"):  # not on macOS: unallocated, a full disk is a SIGBUS
             with contextlib.suppress(OSError, ValueError):
-                self._map_from(0, FIRST_BYTES)
+                self._map_from(self._fd, 0, FIRST_BYTES)
+        self._mapped = self._map is not None  # else one write(2) a line, for good
         if not self.append(header):
             raise OSError(f"could not write {self.path!r}")
 
-    def _map_from(self, used: int, capacity: int) -> mmap.mmap:
+    def _map_from(self, fd: int, used: int, capacity: int) -> mmap.mmap:
         """Allocate the file up to ``capacity`` and map all of it (``used`` bytes are kept)."""
-        assert self._fd is not None
         old, self._map = self._map, None
         if old is not None:
             old.close()
-        os.posix_fallocate(self._fd, used, capacity - used)
-        self._map = mmap.mmap(self._fd, capacity, flags=mmap.MAP_SHARED,
-                              prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        os.posix_fallocate(fd, used, capacity - used)
+        mapped = self._map = mmap.mmap(fd, capacity, flags=mmap.MAP_SHARED,
+                                       prot=mmap.PROT_READ | mmap.PROT_WRITE)
         self._capacity = capacity
-        return self._map
+        return mapped
 
     def append(self, line: bytes) -> bool:
         """Copy one line into the file; False (and the file is given up) if it cannot all
-        land (a full disk: the space is allocated before the copy)."""
-        if self._fd is None:
+        land (a full disk: the space is allocated before the copy). The writer thread may
+        close the file meanwhile: what this finds closed fails as a full disk would."""
+        fd, mapped = self._fd, self._map
+        if fd is None:
             return False
         end = self.size + len(line)
         try:
-            if self._map is None:  # a file that cannot be mapped: one write(2)
-                if os.write(self._fd, line) != len(line):
+            if not self._mapped:  # a file that cannot be mapped: one write(2)
+                if os.write(fd, line) != len(line):
                     raise OSError("a short write")
             else:
+                if mapped is None:
+                    raise ValueError("closed")
                 if end > self._capacity:
-                    self._map_from(self.size, max(end, self._capacity
-                                                  + min(self._capacity, GROW_MAX_BYTES)))
-                self._map[self.size:end] = line
-        except (OSError, ValueError):  # ValueError: closed meanwhile by the writer thread
+                    mapped = self._map_from(fd, self.size, max(
+                        end, self._capacity + min(self._capacity, GROW_MAX_BYTES)))
+                mapped[self.size:end] = line
+        except (OSError, ValueError):  # ValueError: a map closed meanwhile
             self.close()  # a torn line is skipped on reading; nothing more is appended
             return False
         self.size = end
@@ -169,18 +173,19 @@ class IntentLog:
 
     def empty(self) -> None:
         """Drop every intent (the caller knows all of them are committed to SQLite)."""
-        if self._fd is None:
+        fd, mapped = self._fd, self._map
+        if fd is None:
             return
         try:
-            if self._map is None:
-                os.ftruncate(self._fd, self._header)
-                os.lseek(self._fd, self._header, os.SEEK_SET)
+            if not self._mapped:
+                os.ftruncate(fd, self._header)
+                os.lseek(fd, self._header, os.SEEK_SET)
             else:  # unmapped first: a page past the end of a mapped file is a SIGBUS
-                header = self._map[:self._header]
-                self._map.close()
                 self._map = None
-                os.ftruncate(self._fd, 0)  # the old lines read as nothing, not as intents
-                self._map_from(0, FIRST_BYTES)[:self._header] = header
+                if mapped is not None:
+                    mapped.close()
+                os.ftruncate(fd, self._header)  # the old lines read as nothing
+                self._map_from(fd, self._header, FIRST_BYTES)
             self.size = self._header
         except (OSError, ValueError):
             self.close()
