@@ -1,6 +1,6 @@
 """What each kept behaviour costs a real server's sweep, in µs of CPU a call (issue 46 item 0).
 
-    python -m benchmarks.cost_of_keeping_sweep [--rounds 7] [--calls 1000]
+    python -m benchmarks.cost_of_keeping_sweep [--rounds 7] [--calls 1000] [--server fast]
 
 The sweep of ``bench_real_sweep.py`` (``echo`` to ``@modelcontextprotocol/server-everything``
 over stdio, 8 calls at a time), driven from each layer down to the raw SDK, all of it on
@@ -22,13 +22,17 @@ CPU, µs per call:
   library): the argument check, the record, the call id and timestamp
   (``cost_of_keeping.py``'s), and the provenance sent as the request's ``_meta``.
 
-What the rows say together is what the sweep's gap to the SDK pays for.
+What the rows say together is what the sweep's gap to the SDK pays for. ``--server fast``
+runs the same against the stdlib-only stdio server of the fast map
+(``benchmarks/servers/fast_server.py``, tool ``work``): the client's code path is the same,
+and without node's pauses a sweep's CPU per call varies far less from one run to the next.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import os
 import statistics
 import sys
@@ -40,6 +44,7 @@ import anyio
 from mcp import Client, StdioServerParameters, stdio_client
 
 from benchmarks import common
+from benchmarks.bench_map46 import FAST_SERVER
 from benchmarks.bench_real_sweep import _everything_argv
 from benchmarks.cost_of_keeping import _without
 from toolbench import Bench
@@ -74,10 +79,10 @@ def _capped(calls: int, call: Callable[[int], Awaitable[Any]]) -> Run:
     return sweep
 
 
-def _mapped(bench: Bench, work: list[dict[str, str]]) -> Run:
+def _mapped(bench: Bench, tool: str, work: list[dict[str, Any]]) -> Run:
     async def sweep() -> Sample:
         wall, cpu = time.perf_counter(), time.process_time()
-        df = await bench.amap("e-echo", work, concurrency=CAP, progress=False)
+        df = await bench.amap(f"e-{tool}", work, concurrency=CAP, progress=False)
         took = ((time.perf_counter() - wall) / len(work) * 1e6,
                 (time.process_time() - cpu) / len(work) * 1e6)
         if len(df) != len(work) or not df["ok"].all():
@@ -104,6 +109,17 @@ def _without_part(part: str, bench: Bench) -> Iterator[None]:
 PARTS = ("argument check", "record", "call id + timestamp", "provenance as _meta")
 
 
+def _settled(run: Run) -> Run:
+    """``run`` after a full collection whose survivors are frozen: the records of the rounds
+    before (tens of thousands by the end) are then not scanned again by a collection that
+    happens to fall inside one sweep and not inside its pair (±300 µs a call without this)."""
+    async def settled() -> Sample:
+        gc.collect()
+        gc.freeze()
+        return await run()
+    return settled
+
+
 async def _measure(pairs: dict[str, tuple[Run, Run]], rounds: int) -> dict[str, list[Sample]]:
     """Each pair back to back, the pairs' order and each pair's order flipping by round."""
     deltas: dict[str, list[Sample]] = {name: [] for name in pairs}
@@ -112,7 +128,8 @@ async def _measure(pairs: dict[str, tuple[Run, Run]], rounds: int) -> dict[str, 
         await without()
     for r in range(rounds):
         items = list(pairs.items())
-        for name, (with_, without) in items if r % 2 == 0 else items[::-1]:
+        for name, (with_run, without_run) in items if r % 2 == 0 else items[::-1]:
+            with_, without = _settled(with_run), _settled(without_run)
             if r % 2 == 0:
                 a, b = await with_(), await without()
             else:
@@ -122,18 +139,18 @@ async def _measure(pairs: dict[str, tuple[Run, Run]], rounds: int) -> dict[str, 
     return deltas
 
 
-async def _body(bench: Bench, argv: list[str], work: list[dict[str, str]], rounds: int,
-                errlog: Any) -> dict[str, list[Sample]]:
+async def _body(bench: Bench, argv: list[str], tool: str, work: list[dict[str, Any]],
+                rounds: int, errlog: Any) -> dict[str, list[Sample]]:
     """On the shared loop, where the bench's own connections live: every subject there."""
     calls = len(work)
-    target = ToolId("e", "echo")
+    target = ToolId("e", tool)
     params = StdioServerParameters(command=argv[0], args=argv[1:])
     async with McpClient(argv, name="e", timeout=60, connect_timeout=60) as mc, \
             Client(stdio_client(params, errlog=errlog)) as sdk:
-        mapped = _mapped(bench, work)
-        acall = _capped(calls, lambda i: bench.acall("e-echo", work[i]))
+        mapped = _mapped(bench, tool, work)
+        acall = _capped(calls, lambda i: bench.acall(f"e-{tool}", work[i]))
         mc_call = _capped(calls, lambda i: mc.call(target, work[i]))
-        sdk_call = _capped(calls, lambda i: sdk.call_tool("echo", work[i]))
+        sdk_call = _capped(calls, lambda i: sdk.call_tool(tool, work[i]))
 
         def stripped(part: str) -> tuple[Run, Run]:
             async def run() -> Sample:
@@ -156,14 +173,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--calls", type=int, default=1000)
+    parser.add_argument("--server", choices=("everything", "fast"), default="everything")
     ns = parser.parse_args()
-    argv = _everything_argv()
-    work = [{"message": f"m{i}"} for i in range(ns.calls)]
-    print(f"load average at start {os.getloadavg()}; {ns.rounds} rounds x {ns.calls} calls",
-          flush=True)
+    work: list[dict[str, Any]]
+    if ns.server == "fast":
+        argv, tool = [sys.executable, str(FAST_SERVER), "--name", "sweep"], "work"
+        work = [{"x": i} for i in range(ns.calls)]
+    else:
+        argv, tool = _everything_argv(), "echo"
+        work = [{"message": f"m{i}"} for i in range(ns.calls)]
+    print(f"load average at start {os.getloadavg()}; {ns.rounds} rounds x {ns.calls} calls "
+          f"to {ns.server}", flush=True)
     with Bench(timeout=60, connect_timeout=60) as bench, open(os.devnull, "w") as errlog:
         bench.connect("e", argv)
-        deltas = get_loop().run(_body, bench, argv, work, ns.rounds, errlog)
+        deltas = get_loop().run(_body, bench, argv, tool, work, ns.rounds, errlog)
     print(f"load average at end {os.getloadavg()}")
     print(f"\nwhat keeping it costs a call of the sweep (median of {ns.rounds} paired rounds; "
           "range of the CPU figure)")
