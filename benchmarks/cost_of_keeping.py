@@ -128,8 +128,10 @@ def _pair(with_: Run, without: Run, part: str, bench: Bench) -> tuple[Run, Run]:
     return with_, stripped
 
 
-async def _measure(pairs: dict[str, tuple[Run, Run]], rounds: int) -> dict[str, list[Sample]]:
-    """Each pair back to back, the pairs' order and each pair's order flipping by round."""
+async def _measure(pairs: dict[str, tuple[Run, Run]], rounds: int,
+                   settle: Callable[[Run], Run] | None = None) -> dict[str, list[Sample]]:
+    """Each pair back to back, the pairs' order and each pair's order flipping by round;
+    ``settle`` wraps each timed run (not the warm-up)."""
     deltas: dict[str, list[Sample]] = {name: [] for name in pairs}
     for with_, without in pairs.values():  # warm both
         await with_()
@@ -137,6 +139,8 @@ async def _measure(pairs: dict[str, tuple[Run, Run]], rounds: int) -> dict[str, 
     for r in range(rounds):
         items = list(pairs.items())
         for name, (with_, without) in items if r % 2 == 0 else items[::-1]:
+            if settle is not None:
+                with_, without = settle(with_), settle(without)
             if r % 2 == 0:
                 a, b = await with_(), await without()
             else:
@@ -206,12 +210,17 @@ def main() -> None:
         results = anyio.run(body)
     print(f"load average at end {os.getloadavg()}")
     for where, deltas in results.items():
-        print(f"\n{where}: what keeping it costs a call (median of {rounds} paired rounds; "
-              "range of the wall figure)")
-        for name, samples in deltas.items():
-            walls, cpus = [s[0] for s in samples], [s[1] for s in samples]
-            print(f"  {name:62s} {statistics.median(walls):7.1f} µs wall "
-                  f"({min(walls):.1f} to {max(walls):.1f})  {statistics.median(cpus):7.1f} µs CPU")
+        print_deltas(f"{where}: what keeping it costs a call", deltas, rounds)
+
+
+def print_deltas(title: str, deltas: dict[str, list[Sample]], rounds: int) -> None:
+    """Each pair's median difference, wall and CPU, and the range of the CPU figure."""
+    print(f"\n{title} (median of {rounds} paired rounds; range of the CPU figure)")
+    width = max(len(name) for name in deltas)
+    for name, samples in deltas.items():
+        walls, cpus = [s[0] for s in samples], [s[1] for s in samples]
+        print(f"  {name:{width}s} {statistics.median(walls):7.1f} µs wall  "
+              f"{statistics.median(cpus):7.1f} µs CPU ({min(cpus):.1f} to {max(cpus):.1f})")
 
 
 if __name__ == "__main__":

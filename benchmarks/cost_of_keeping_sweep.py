@@ -34,7 +34,6 @@ import argparse
 import contextlib
 import gc
 import os
-import statistics
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -46,7 +45,7 @@ from mcp import Client, StdioServerParameters, stdio_client
 from benchmarks import common
 from benchmarks.bench_map46 import FAST_SERVER
 from benchmarks.bench_real_sweep import _everything_argv
-from benchmarks.cost_of_keeping import _without
+from benchmarks.cost_of_keeping import _measure, _without, print_deltas
 from toolbench import Bench
 from toolbench._core.ids import ToolId
 from toolbench._loop import get_loop
@@ -120,25 +119,6 @@ def _settled(run: Run) -> Run:
     return settled
 
 
-async def _measure(pairs: dict[str, tuple[Run, Run]], rounds: int) -> dict[str, list[Sample]]:
-    """Each pair back to back, the pairs' order and each pair's order flipping by round."""
-    deltas: dict[str, list[Sample]] = {name: [] for name in pairs}
-    for with_, without in pairs.values():  # warm both
-        await with_()
-        await without()
-    for r in range(rounds):
-        items = list(pairs.items())
-        for name, (with_run, without_run) in items if r % 2 == 0 else items[::-1]:
-            with_, without = _settled(with_run), _settled(without_run)
-            if r % 2 == 0:
-                a, b = await with_(), await without()
-            else:
-                b, a = await without(), await with_()
-            deltas[name].append((a[0] - b[0], a[1] - b[1]))
-        common.progress(f"round {r + 1} of {rounds}")
-    return deltas
-
-
 async def _body(bench: Bench, argv: list[str], tool: str, work: list[dict[str, Any]],
                 rounds: int, errlog: Any) -> dict[str, list[Sample]]:
     """On the shared loop, where the bench's own connections live: every subject there."""
@@ -166,7 +146,8 @@ async def _body(bench: Bench, argv: list[str], tool: str, work: list[dict[str, A
             "all of it (Bench.amap - SDK Client)": (mapped, sdk_call),
             **{f"  in the map, of which: {part}": stripped(part) for part in PARTS},
         }
-        return await _measure(pairs, rounds)
+        common.progress(f"{len(pairs)} pairs, {rounds} rounds")
+        return await _measure(pairs, rounds, settle=_settled)
 
 
 def main() -> None:
@@ -188,12 +169,7 @@ def main() -> None:
         bench.connect("e", argv)
         deltas = get_loop().run(_body, bench, argv, tool, work, ns.rounds, errlog)
     print(f"load average at end {os.getloadavg()}")
-    print(f"\nwhat keeping it costs a call of the sweep (median of {ns.rounds} paired rounds; "
-          "range of the CPU figure)")
-    for name, samples in deltas.items():
-        walls, cpus = [s[0] for s in samples], [s[1] for s in samples]
-        print(f"  {name:72s} {statistics.median(walls):7.1f} µs wall  "
-              f"{statistics.median(cpus):7.1f} µs CPU ({min(cpus):.1f} to {max(cpus):.1f})")
+    print_deltas(f"what keeping it costs a call of the sweep ({ns.server})", deltas, ns.rounds)
 
 
 if __name__ == "__main__":
