@@ -68,7 +68,7 @@ class BeforeStore(RecordStore):
                          f"AUTOINCREMENT, {cols})")
         self._write_lock = threading.Lock()
 
-    def append(self, record: Record, tag: str | None = None, *, logged: bool = True) -> None:
+    def append(self, record: Record, tag: str | None = None) -> None:
         row = tuple(
             (None if getattr(record, c) is None
              else json.dumps(getattr(record, c), ensure_ascii=False, default=str))

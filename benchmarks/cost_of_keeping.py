@@ -103,7 +103,7 @@ def _without(name: str, bench: Bench) -> Iterator[None]:
                 kept["r"] = real(**fields)
             return kept["r"]
         put(calling, "make_record", once)
-        put(bench.calls._store, "append", lambda record, tag=None, **kw: None)
+        put(bench.calls._store, "append", lambda record, tag=None: None)
     elif name == "call id + timestamp":
         now = datetime.datetime.now(datetime.UTC)
         put(calling, "new_call_id", lambda: "0" * 32)

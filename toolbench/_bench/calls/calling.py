@@ -310,7 +310,7 @@ class Calls:
         )
         if redact is not None:  # a failure's text is the server's words
             record = redacted_failure(record, redact)
-        self._store.append(record, tag, logged=not plan.settled)
+        self._store.append(record, tag)
         if error is not None and error.tool is None:
             error.tool = target.tool
         if error is not None and redact is not None:  # a tool named after a secret (#37)

@@ -41,10 +41,6 @@ class CallPlan:
     """The operation's own timeout (None: the server's, else the bench's)."""
     batch_bucket: TokenBucket | None
     """The operation's own rate for this server (``map(..., rate=)``), if any."""
-    settled: bool = False
-    """The operation waits for its records' commit before it returns (``map``, ``compare``):
-    an outcome then needs no line in the intent log of its own (DESIGN: an outcome is
-    durable before the operation returns it); a single call returns before the commit."""
     limit: float = 0.0
     buckets: list[TokenBucket] = field(default_factory=list)
     redact: Redactor | None = None

@@ -254,7 +254,7 @@ class Journal(JournalWriter):
             self._idle = False
             self._queue.put(None)
 
-    def outcome(self, record: Record, tag: str | None, *, logged: bool = True) -> None:
+    def outcome(self, record: Record, tag: str | None) -> None:
         """Hand over the full record: on disk (the intent log) before this returns, and in
         SQLite, replacing its intent, with the next commit.
 
@@ -263,12 +263,12 @@ class Journal(JournalWriter):
         (which commits it with the next intent, or LINGER_S later), so a stream of calls
         costs one commit per call.
 
-        ``logged=False`` (a ``map`` or ``compare``, which waits for its records' commit
-        before it returns them): no line. Its intent is in the log, so a kill -9 before the
-        commit leaves the call ``in_doubt``, as any call of an operation that had not yet
-        returned; the map's loop saves an encoding and a copy per call (issue 46).
+        A map's calls too (issue 46 had dropped their lines while a line cost a
+        ``write(2)``; the writer thread then committed about once per 1,000 calls of a busy
+        map, so a kill -9 left that many finished calls ``in_doubt``). A copy into the mapped
+        log costs the encoding only.
         """
-        log = self._log if logged else None
+        log = self._log
         line = None
         if log is not None:
             try:

@@ -56,18 +56,14 @@ class RecordStore:
     def journal(self) -> Journal | None:
         return self._journal
 
-    def append(self, record: Record, tag: str | None = None, *, logged: bool = True) -> None:
-        """Keep the record; queue it for the journal (``tag`` groups it for :meth:`settle`).
-
-        ``logged=False``: the operation settles ``tag`` before it returns (a ``map``), so
-        the outcome needs no line of its own in the intent log (``Journal.outcome``).
-        """
+    def append(self, record: Record, tag: str | None = None) -> None:
+        """Keep the record; queue it for the journal (``tag`` groups it for :meth:`settle`)."""
         with self._lock:
             self._records.append(record)
             if self._resume is not None:
                 self._index(record)
         if self._journal is not None:
-            self._journal.outcome(record, tag, logged=logged)
+            self._journal.outcome(record, tag)
 
     async def intent(self, call_id: str, batch: str | None, started: datetime, server: str,
                      tool: str, name: str, arguments: Mapping[str, Any],

@@ -96,13 +96,11 @@ class Batches:
         base = provenance_of(provenance)
         buckets = batch_buckets(rate, {target.tool.server for _, target, _ in calls})
         # One plan per tool for the whole batch (calls/plan.py): what every call to it
-        # shares is looked up once, and re-checked cheaply on each call. The batch settles
-        # before it returns, so its outcomes need no intent-log line of their own.
+        # shares is looked up once, and re-checked cheaply on each call.
         plans: dict[int, CallPlan] = {}
         for _, target, _ in calls:
             if id(target) not in plans:
-                plans[id(target)] = CallPlan(target, timeout, buckets.get(target.tool.server),
-                                             settled=True)
+                plans[id(target)] = CallPlan(target, timeout, buckets.get(target.tool.server))
         jobs = [Job(target.tool.server, bind(self._calls.invoke, target, args, batch=batch,
                                               timeout=timeout,
                                               provenance=base.with_case(index),
