@@ -7,10 +7,13 @@ child processes; no timing is asserted, every wait is bounded.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import mcp_types as types
@@ -47,6 +50,19 @@ def _alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
+@contextlib.asynccontextmanager
+async def _one_call(params: StdioServerParameters) -> AsyncIterator[Any]:
+    """A bounded stdio connection to ``params`` that has sent one ``tools/call`` (id 1);
+    yields its read side."""
+    with open(os.devnull, "w") as errlog:
+        async with bounded_stdio_client(params, errlog=errlog,
+                                        max_message_bytes=LIMIT) as (read, write):
+            request = types.JSONRPCRequest(jsonrpc="2.0", id=1, method="tools/call",
+                                           params={"name": "x"})
+            await write.send(SessionMessage(request))
+            yield read
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_a_dropped_line_stops_the_server_instead_of_reading_on(tmp_path: Path) -> None:
     """Before: the endless reply was drained on the loop until the shutdown's grace ran out
@@ -56,23 +72,18 @@ def test_a_dropped_line_stops_the_server_instead_of_reading_on(tmp_path: Path) -
     seen: dict[str, object] = {}
 
     async def main() -> None:
-        with open(os.devnull, "w") as errlog:
-            async with bounded_stdio_client(params, errlog=errlog,
-                                            max_message_bytes=LIMIT) as (read, write):
-                request = types.JSONRPCRequest(jsonrpc="2.0", id=1, method="tools/call",
-                                               params={"name": "x"})
-                await write.send(SessionMessage(request))
-                with anyio.fail_after(60):
-                    item = await read.receive()
-                seen["item"] = item
-                pid = int(pid_file.read_text())
-                # Still inside the connection (no shutdown yet): the server must be stopping.
-                with anyio.move_on_after(30):
-                    while _alive(pid):
-                        await anyio.sleep(0.02)
-                seen["alive"] = _alive(pid)
-                with anyio.fail_after(30), pytest.raises(anyio.EndOfStream):
-                    await read.receive()
+        async with _one_call(params) as read:
+            with anyio.fail_after(60):
+                item = await read.receive()
+            seen["item"] = item
+            pid = int(pid_file.read_text())
+            # Still inside the connection (no shutdown yet): the server must be stopping.
+            with anyio.move_on_after(30):
+                while _alive(pid):
+                    await anyio.sleep(0.02)
+            seen["alive"] = _alive(pid)
+            with anyio.fail_after(30), pytest.raises(anyio.EndOfStream):
+                await read.receive()
 
     anyio.run(main)
     item = seen["item"]
@@ -100,15 +111,10 @@ def test_a_message_under_the_cap_leaves_the_server_running(tmp_path: Path) -> No
     seen: dict[str, object] = {}
 
     async def main() -> None:
-        with open(os.devnull, "w") as errlog:
-            async with bounded_stdio_client(params, errlog=errlog,
-                                            max_message_bytes=LIMIT) as (read, write):
-                request = types.JSONRPCRequest(jsonrpc="2.0", id=1, method="tools/call",
-                                               params={"name": "x"})
-                await write.send(SessionMessage(request))
-                with anyio.fail_after(60):
-                    seen["item"] = await read.receive()
-                seen["alive"] = _alive(int(pid_file.read_text()))
+        async with _one_call(params) as read:
+            with anyio.fail_after(60):
+                seen["item"] = await read.receive()
+            seen["alive"] = _alive(int(pid_file.read_text()))
 
     anyio.run(main)
     item = seen["item"]
