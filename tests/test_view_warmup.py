@@ -51,8 +51,11 @@ def asked() -> Iterator[list[str]]:
 
 @pytest.fixture
 def a_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A stand-in for a Jupyter kernel's IPython: ``get_ipython()`` has a ``kernel``."""
-    shell = types.SimpleNamespace(kernel=object())
+    """A stand-in for a Jupyter kernel's IPython: ``get_ipython()`` is a kernel's shell."""
+    class ZMQInteractiveShell:  # how running_kernel() knows a kernel's shell: by its class
+        kernel = object()
+
+    shell = ZMQInteractiveShell()
     fake = types.ModuleType("IPython")
     fake.get_ipython = lambda: shell  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "IPython", fake)
@@ -164,5 +167,5 @@ def test_a_failed_warm_up_says_why_and_raises_nothing(a_kernel: None,
 
 def test_the_front_end_test_never_imports_ipython(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delitem(sys.modules, "IPython", raising=False)
-    assert warm.has_front_end() is False
+    assert warm.running_kernel() is None
     assert "IPython" not in sys.modules

@@ -17,9 +17,10 @@ fact that a view exists counts; nothing is fetched).
 
 from __future__ import annotations
 
-import sys
 import threading
 from typing import Any, Final
+
+from toolbench._bench.progress.kernel_thread import running_kernel
 
 THREAD_NAME: Final = "toolbench-view-warm-up"
 
@@ -43,7 +44,7 @@ class WarmUp:
             with self._lock:
                 if self.state != "cold":
                     return
-                if not has_front_end():
+                if running_kernel() is None:  # no front end for a widget's comm
                     self.state = "no front end"
                     self.done.set()
                     return
@@ -64,18 +65,6 @@ class WarmUp:
         finally:
             self.done.set()
 
-
-def has_front_end() -> bool:
-    """Whether this process is a Jupyter kernel (IPython with a kernel behind it), where a
-    widget's comm reaches a front end. IPython is never imported to find out."""
-    ipython = sys.modules.get("IPython")
-    if ipython is None:
-        return False
-    try:
-        shell = ipython.get_ipython()
-    except Exception:
-        return False
-    return shell is not None and getattr(shell, "kernel", None) is not None
 
 
 warm_views = WarmUp()
