@@ -145,6 +145,45 @@ def kept_on_failure(page: Any, name: str) -> Iterator[None]:
         raise
 
 
+def in_chromium(name: str, drive: Callable[[Any], None],
+                frames_of: Callable[[Any], list[str]] | None = None) -> None:
+    """``drive`` a page of a fresh headless Chromium; on failure the page is kept
+    (:func:`kept_on_failure`), and with ``frames_of`` the lines it recorded from the page too
+    (``test-artifacts/<name>-failed-frames.txt``: a lost key told from a slow one)."""
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            frames = frames_of(page) if frames_of is not None else None
+            try:
+                with kept_on_failure(page, name):
+                    drive(page)
+            except BaseException:
+                if frames is not None:
+                    (ARTIFACTS / f"{name}-failed-frames.txt").write_text("\n".join(frames))
+                raise
+        finally:
+            browser.close()
+
+
+def run_all(page: Any, lab: str, notebook: str) -> list[str]:
+    """Open ``notebook`` in the Lab at ``lab``, wait for its kernel to be idle and Run All
+    Cells; returns the list that every dialog the page opens is noted in (and dismissed):
+    a dialog means a script ran in the page."""
+    from playwright.sync_api import expect
+
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(f"{lab}/lab/tree/{notebook}?reset", timeout=60_000)
+    expect(page.get_by_text("Python 3 (ipykernel) | Idle")).to_be_visible(timeout=60_000)
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+    return dialogs
+
+
 def test_explorer_in_jupyterlab(lab: str) -> None:
     from playwright.sync_api import sync_playwright
 

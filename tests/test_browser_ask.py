@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, ROOT, kept_on_failure, serve_lab
+from test_browser import ARTIFACTS, CHROMIUM, ROOT, in_chromium, run_all, serve_lab
 
 NAME = "ask.ipynb"
 HINT = "<img src=x onerror=alert(1)>"
@@ -94,22 +94,7 @@ def lab() -> Iterator[str]:
 
 @pytest.mark.timeout(480)  # five forms typed key by key, and a Lab start, on a loaded machine
 def test_a_person_types_corrects_and_submits_every_ask_form(lab: str) -> None:
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            frames = record_widget_frames(page)
-            try:
-                with kept_on_failure(page, "ask"):
-                    _drive(page, lab)
-            except BaseException:  # what went over the wire, to tell a lost key from a slow one
-                (ARTIFACTS / "ask-failed-frames.txt").write_text("\n".join(frames))
-                raise
-        finally:
-            browser.close()
+    in_chromium("ask", lambda page: _drive(page, lab), frames_of=record_widget_frames)
 
 
 def record_widget_frames(page: Any) -> list[str]:
@@ -230,12 +215,7 @@ def reply(form: Any, text: str) -> None:
 def _drive(page: Any, lab: str) -> None:
     from playwright.sync_api import expect
 
-    dialogs: list[str] = []
-    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    page.goto(f"{lab}/lab/tree/{NAME}?reset", timeout=60_000)
-    expect(page.get_by_text("Python 3 (ipykernel) | Idle")).to_be_visible(timeout=60_000)
-    page.get_by_role("menuitem", name="Run", exact=True).click()
-    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+    dialogs = run_all(page, lab, NAME)
 
     cells = page.locator(".jp-Notebook .jp-Cell")
     def output(text: str) -> Any:  # printed text (not a form that mentions the word)

@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 from serving import SERVERS, served_mcp
-from test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, ROOT, kept_on_failure, serve_lab
+from test_browser import ARTIFACTS, CHROMIUM, ROOT, in_chromium, run_all, serve_lab
 from test_browser_ask import record_widget_frames
 
 NAME = "inputs.ipynb"
@@ -117,22 +117,7 @@ def lab() -> Iterator[str]:
 
 @pytest.mark.timeout(300)
 def test_a_person_types_vscode_inputs_into_the_ask_form(lab: str) -> None:
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            frames = record_widget_frames(page)
-            try:
-                with kept_on_failure(page, "inputs"):
-                    _drive(page, lab)
-            except BaseException:  # what went over the wire, to tell a lost key from a slow one
-                (ARTIFACTS / "inputs-failed-frames.txt").write_text("\n".join(frames))
-                raise
-        finally:
-            browser.close()
+    in_chromium("inputs", lambda page: _drive(page, lab), frames_of=record_widget_frames)
 
 
 def _keys(page: Any, box: Any, text: str) -> None:
@@ -144,12 +129,7 @@ def _keys(page: Any, box: Any, text: str) -> None:
 def _drive(page: Any, lab: str) -> None:
     from playwright.sync_api import expect
 
-    dialogs: list[str] = []
-    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    page.goto(f"{lab}/lab/tree/{NAME}?reset", timeout=60_000)
-    expect(page.get_by_text("Python 3 (ipykernel) | Idle")).to_be_visible(timeout=60_000)
-    page.get_by_role("menuitem", name="Run", exact=True).click()
-    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+    dialogs = run_all(page, lab, NAME)
 
     cells = page.locator(".jp-Notebook .jp-Cell")
 

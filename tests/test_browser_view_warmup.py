@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from test_apps_servers import server_command
-from test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, kept_on_failure, serve_lab
+from test_browser import CHROMIUM, in_chromium, serve_lab
 
 NAME = "warm.ipynb"
 IDLE = "Python 3 (ipykernel) | Idle"
@@ -104,17 +104,7 @@ def _run(page: Any, mark: str) -> Any:
 
 @pytest.mark.timeout(300)
 def test_the_warm_up_is_once_and_invisible_and_the_first_view_still_works(lab: str) -> None:
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            with kept_on_failure(page, "apps-warm"):
-                _drive(page, lab)
-        finally:
-            browser.close()
+    in_chromium("apps-warm", lambda page: _drive(page, lab))
 
 
 def _drive(page: Any, lab: str) -> None:
