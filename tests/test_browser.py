@@ -32,13 +32,15 @@ ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 
-pytestmark = [
+BROWSER_MARKS = [
     pytest.mark.browser,
     pytest.mark.slow,
     pytest.mark.skipif(not os.path.exists(CHROMIUM),
                        reason=f"Debian's chromium is not installed at {CHROMIUM} "
                               "(apt-get install -y chromium; .ci/run installs it)"),
 ]
+"""Every browser test module's ``pytestmark``."""
+pytestmark = BROWSER_MARKS
 
 
 def _free_port() -> int:
@@ -167,6 +169,17 @@ def in_chromium(name: str, drive: Callable[[Any], None],
                 raise
         finally:
             browser.close()
+
+
+def write_cells(path: Path, sources: list[str]) -> None:
+    """A notebook of these code cells at ``path``, on the venv's ``python3`` kernel."""
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in sources]
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                       "language": "python"}
+    nbformat.write(notebook, str(path))
 
 
 def run_all(page: Any, lab: str, notebook: str) -> list[str]:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,7 +28,15 @@ from typing import Any
 
 import pytest
 from serving import SERVERS, served_mcp
-from test_browser import ARTIFACTS, CHROMIUM, ROOT, in_chromium, run_all, serve_lab
+from test_browser import (
+    ARTIFACTS,
+    BROWSER_MARKS,
+    ROOT,
+    in_chromium,
+    run_all,
+    serve_lab,
+    write_cells,
+)
 from test_browser_ask import record_widget_frames
 
 NAME = "inputs.ipynb"
@@ -41,13 +48,7 @@ CANCELLED = "zq-cancelled-token-81"
 KEY_DELAY_MS = 25
 """Between keys, as a quick typist: each key is its own browser event."""
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.slow,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM),
-                       reason=f"Debian's chromium is not installed at {CHROMIUM} "
-                              "(apt-get install -y chromium; .ci/run installs it)"),
-]
+pytestmark = BROWSER_MARKS
 
 
 def digest(value: str) -> str:
@@ -97,19 +98,12 @@ CELLS = [
 def lab() -> Iterator[str]:
     """A JupyterLab serving the notebook and both configs (the HTTP probe server runs for
     the test's length); yields Lab's URL."""
-    import nbformat
-
     with served_mcp("input_probe_server.py", "streamable-http") as (url, _proc):
         def put(served: Path) -> None:
             (served / ".vscode").mkdir()
             (served / ".vscode" / "mcp.json").write_text(json.dumps(vscode_config(url)))
             (served / "cancel.json").write_text(json.dumps(CANCEL_CONFIG))
-            notebook = nbformat.v4.new_notebook()
-            notebook.cells = [nbformat.v4.new_code_cell(source) for source in CELLS]
-            notebook.metadata["kernelspec"] = {"name": "python3",
-                                               "display_name": "Python 3 (ipykernel)",
-                                               "language": "python"}
-            nbformat.write(notebook, str(served / NAME))
+            write_cells(served / NAME, CELLS)
 
         with serve_lab(put, "toolbench-lab-inputs-") as lab_url:
             yield lab_url

@@ -9,27 +9,20 @@ Each cell is run on its own and waited for, so each check sees what the cells be
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from test_apps_servers import server_command
-from test_browser import CHROMIUM, in_chromium, serve_lab
+from test_browser import BROWSER_MARKS, in_chromium, serve_lab, write_cells
 
 NAME = "warm.ipynb"
 IDLE = "Python 3 (ipykernel) | Idle"
 WAIT_MS = 60_000
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.slow,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM),
-                       reason=f"Debian's chromium is not installed at {CHROMIUM}"),
-]
+pytestmark = BROWSER_MARKS
 
 
 def cells(command: list[str]) -> list[str]:
@@ -62,19 +55,9 @@ def cells(command: list[str]) -> list[str]:
 
 @pytest.fixture
 def lab() -> Iterator[str]:
-    import nbformat
-
     command = server_command("server-basic-vanillajs")
-
-    def put(served: Path) -> None:
-        notebook = nbformat.v4.new_notebook()
-        notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells(command)]
-        notebook.metadata["kernelspec"] = {"name": "python3",
-                                           "display_name": "Python 3 (ipykernel)",
-                                           "language": "python"}
-        nbformat.write(notebook, str(served / NAME))
-
-    with serve_lab(put, "toolbench-lab-warm-") as url:
+    with serve_lab(lambda served: write_cells(served / NAME, cells(command)),
+                   "toolbench-lab-warm-") as url:
         yield url
 
 
