@@ -214,13 +214,7 @@ def test_explorer_in_jupyterlab(lab: str) -> None:
 def _drive_explorer(page: Any, lab: str) -> None:
     from playwright.sync_api import expect
 
-    dialogs: list[str] = []
-    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    page.goto(f"{lab}/lab/tree/{NOTEBOOK.name}?reset", timeout=60_000)
-    expect(page.get_by_text("Python 3 (ipykernel) | Idle")).to_be_visible(timeout=60_000)
-
-    page.get_by_role("menuitem", name="Run", exact=True).click()
-    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+    dialogs = run_all(page, lab, NOTEBOOK.name)
 
     # The kernel is the venv's python, not some other kernelspec on the machine.
     printed = page.locator(".jp-OutputArea-output", has_text="kernel prefix:")

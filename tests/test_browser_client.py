@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, kept_on_failure, serve_lab
+from test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, kept_on_failure, run_all, serve_lab
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow,
               pytest.mark.skipif(not Path(CHROMIUM).exists(),
@@ -91,12 +91,7 @@ def test_explorer_shows_about_task_only_and_completions() -> None:
 def _drive(page: Any, lab: str) -> None:
     from playwright.sync_api import expect
 
-    dialogs: list[str] = []
-    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    page.goto(f"{lab}/lab/tree/{NAME}?reset", timeout=60_000)
-    expect(page.get_by_text("Python 3 (ipykernel) | Idle")).to_be_visible(timeout=60_000)
-    page.get_by_role("menuitem", name="Run", exact=True).click()
-    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+    dialogs = run_all(page, lab, NAME)
 
     explorer = page.locator(".toolbench-explorer")
     expect(explorer).to_be_visible(timeout=60_000)

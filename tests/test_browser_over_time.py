@@ -23,7 +23,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, ROOT, kept_on_failure, serve_lab
+from test_browser import (
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    ROOT,
+    kept_on_failure,
+    run_all,
+    serve_lab,
+)
 
 NOTEBOOK = ROOT / "notebooks" / "07_over_time.ipynb"
 NAME = NOTEBOOK.name
@@ -97,12 +105,7 @@ def test_07_runs_clean_in_jupyterlab_and_approves_in_the_changes_tab(
 def _drive(page: Any, url: str, copy: Path) -> None:
     from playwright.sync_api import expect
 
-    dialogs: list[str] = []
-    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    page.goto(f"{url}/lab/tree/{NAME}?reset", timeout=60_000)
-    expect(page.get_by_text("Python 3 (ipykernel) | Idle")).to_be_visible(timeout=60_000)
-    page.get_by_role("menuitem", name="Run", exact=True).click()
-    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+    dialogs = run_all(page, url, NAME)
 
     cells = page.locator(".jp-Notebook .jp-Cell.jp-CodeCell")
 
